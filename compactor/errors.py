@@ -1,0 +1,63 @@
+"""The exceptions node-compactor raises on purpose.
+
+Each maps to one exit code (command line) and one HTTP status (function);
+the mapping lives in `EXIT_CODES` / `HTTP_STATUSES` and nowhere else.
+Client and library errors are wrapped with ``raise ... from`` so the
+original cause stays attached.
+"""
+
+from __future__ import annotations
+
+
+class CompactorError(Exception):
+    """Base of every error node-compactor raises deliberately."""
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.problems: list[str] = problems if problems is not None else [message]
+
+
+class BadInputError(CompactorError):
+    """Input a person gave us is wrong: arguments, parameters, files."""
+
+
+class ConfigError(BadInputError):
+    """The configuration is invalid; `problems` lists each one (field path: reason)."""
+
+
+class SnapshotError(BadInputError):
+    """A cluster snapshot (file or live objects) cannot be read; names object and field."""
+
+
+class ClusterAccessError(CompactorError):
+    """The cluster (or GKE / Firestore) could not be reached or refused us."""
+
+
+class LeaseHeldError(CompactorError):
+    """Another run holds the `node-compactor` Lease; this run did nothing."""
+
+
+class RunFailedError(CompactorError):
+    """The run started but could not finish its work."""
+
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+
+def exit_code(error: BaseException) -> int:
+    """The command-line exit code for an error."""
+    if isinstance(error, BadInputError):
+        return EXIT_BAD_INPUT
+    return EXIT_FAILED
+
+
+def http_status(error: BaseException) -> int:
+    """The HTTP status the function answers with for an error."""
+    if isinstance(error, BadInputError):
+        return 400
+    if isinstance(error, LeaseHeldError):
+        return 409
+    return 500

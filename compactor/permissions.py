@@ -1,0 +1,51 @@
+"""The one list of what node-compactor is allowed to do, in IAM and in RBAC terms.
+
+The Terraform custom role, the RBAC manifest in `deploy/` and the tests all
+check themselves against these lists. Adding an API call to the code means
+adding its permission here first; nothing else may grant more.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+# GKE IAM permissions used by the function when it runs with IAM-only access
+# (no RBAC binding): reading the cluster's endpoint and pools, connecting, and
+# the Kubernetes verbs below mapped to their `container.*` names.
+IAM_PERMISSIONS: tuple[str, ...] = (
+    "container.clusters.get",
+    "container.clusters.connect",
+    "container.nodes.get",
+    "container.nodes.list",
+    "container.nodes.update",
+    "container.pods.get",
+    "container.pods.list",
+    "container.pods.evict",
+    "container.podDisruptionBudgets.get",
+    "container.podDisruptionBudgets.list",
+    "container.events.create",
+    "container.leases.get",
+    "container.leases.create",
+    "container.leases.update",
+)
+
+# Extra IAM permission when the configuration is read from Firestore.
+FIRESTORE_IAM_PERMISSIONS: tuple[str, ...] = ("datastore.entities.get",)
+
+
+class RbacRule(NamedTuple):
+    api_group: str
+    resource: str
+    verbs: tuple[str, ...]
+
+
+# The same access as Kubernetes RBAC, for teams that bind a ClusterRole and
+# give the function only `roles/container.clusterViewer` in IAM.
+RBAC_RULES: tuple[RbacRule, ...] = (
+    RbacRule("", "nodes", ("get", "list", "patch", "update")),
+    RbacRule("", "pods", ("get", "list")),
+    RbacRule("", "pods/eviction", ("create",)),
+    RbacRule("policy", "poddisruptionbudgets", ("get", "list")),
+    RbacRule("", "events", ("create",)),
+    RbacRule("coordination.k8s.io", "leases", ("get", "create", "update")),
+)

@@ -1,0 +1,5 @@
+import sys
+
+from compactor.cli import main
+
+sys.exit(main())

@@ -1,0 +1,80 @@
+"""`python -m compactor`: plan from a saved snapshot, or run against a live cluster.
+
+Exit 0 when the run completed (whether or not it acted), 2 for bad input or
+configuration (one message per problem on stderr), 1 for a failed run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from datetime import datetime, timezone
+
+from compactor import config as config_source
+from compactor import report, snapshot
+from compactor.core import planner
+from compactor.errors import EXIT_FAILED, EXIT_OK, BadInputError, CompactorError, exit_code
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise BadInputError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m compactor", description="Pack pods onto fewer GKE nodes.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    plan = commands.add_parser("plan", help="plan from a saved cluster snapshot; touches no cluster")
+    plan.add_argument(
+        "--snapshot", required=True, metavar="FILE",
+        help="what `kubectl get nodes,pods,poddisruptionbudgets -A -o json` prints",
+    )
+    plan.add_argument("--config", metavar="FILE", help="configuration JSON")
+    plan.add_argument("--now", metavar="RFC3339", help="the time to plan at (default: now)")
+    plan.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
+    return parser
+
+
+def parse_now(text: str | None) -> datetime:
+    if text is None:
+        return datetime.now(timezone.utc)
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("z", "Z"))
+    except ValueError:
+        raise BadInputError(f"--now: {text!r} is not an RFC 3339 time (e.g. 2026-11-21T10:00:00Z)") from None
+    if moment.tzinfo is None:
+        raise BadInputError(f"--now: {text!r} has no time zone (add Z for UTC)")
+    return moment.astimezone(timezone.utc)
+
+
+def _plan(args: argparse.Namespace) -> int:
+    now = parse_now(args.now)
+    config = config_source.load(os.environ, config_file=args.config, required=False)
+    cluster = snapshot.read_file(args.snapshot)
+    result = planner.plan(cluster, config, now=now)
+    if args.json:
+        sys.stdout.buffer.write(report.to_json(result) + b"\n")
+    else:
+        sys.stdout.write(report.to_table(result))
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "plan":
+            return _plan(args)
+        raise BadInputError(f"unknown command {args.command}")
+    except CompactorError as error:
+        for problem in error.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return exit_code(error)
+    except KeyboardInterrupt:
+        return EXIT_FAILED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""The configuration: its schema (DESIGN.md "Configuration") and where it comes from.
+
+A file written for estafette-k8s-node-compactor loads unchanged and means the
+same. Unknown keys are errors (a typo must never silently switch a safety
+rule off), and every problem is reported with its field path.
+
+Sources, first match wins: the Firestore document named by
+`COMPACTOR_FIRESTORE_DOCUMENT`, the `COMPACTOR_CONFIG` environment variable,
+the `--config FILE` argument. Reading Firestore is the `firestore` adapter's
+job; this module only receives its text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
+
+from compactor.errors import ConfigError
+
+DEFAULT_POOL_LABEL = "cloud.google.com/gke-nodepool"
+
+# Environment variables of estafette-k8s-node-compactor that set field defaults.
+ENV_DEFAULTS = {
+    "NEEDED_MARKED_TIME_FOR_REMOVAL_SECONDS": "neededMarkedTimeSeconds",
+    "MINIMUM_NODE_AGE_SECONDS": "minimumNodeAgeSeconds",
+}
+
+ENV_CONFIG = "COMPACTOR_CONFIG"
+ENV_FIRESTORE_DOCUMENT = "COMPACTOR_FIRESTORE_DOCUMENT"
+ENV_FIRESTORE_DATABASE = "COMPACTOR_FIRESTORE_DATABASE"
+
+
+class PoolConfig(BaseModel):
+    """How one node pool (by its `poolLabel` value) is compacted."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    enabled: bool = False
+    cpu_limit: float | None = Field(None, alias="scaleDownCPURequestRatioLimit", gt=0, le=1)
+    memory_limit: float | None = Field(None, alias="scaleDownMemoryRequestRatioLimit", gt=0, le=1)
+    required_underutilized: int = Field(1, alias="scaleDownRequiredUnderutilizedNodeCount", ge=0)
+    needed_marked_seconds: int = Field(300, alias="neededMarkedTimeSeconds", ge=0)
+    minimum_node_age_seconds: int = Field(1200, alias="minimumNodeAgeSeconds", ge=0)
+    min_nodes: int = Field(1, alias="minNodes", ge=0)
+    scale_up_cooldown_seconds: int = Field(600, alias="scaleUpCooldownSeconds", ge=0)
+    drain_timeout_seconds: int = Field(900, alias="drainTimeoutSeconds", ge=0)
+    removal_timeout_seconds: int = Field(1800, alias="removalTimeoutSeconds", ge=0)
+    retry_backoff_seconds: int = Field(1800, alias="retryBackoffSeconds", ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _environment_defaults(cls, data: Any, info: ValidationInfo) -> Any:
+        defaults = (info.context or {}).get("pool_defaults") or {}
+        if isinstance(data, dict) and defaults:
+            return {**defaults, **data}
+        return data
+
+    @model_validator(mode="after")
+    def _enabled_needs_cpu_limit(self) -> PoolConfig:
+        if self.enabled and self.cpu_limit is None:
+            raise ValueError("scaleDownCPURequestRatioLimit is required when the pool is enabled")
+        return self
+
+
+class Config(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    node_pools: dict[str, PoolConfig] = Field(default_factory=dict, alias="nodePools")
+    pool_label: str = Field(DEFAULT_POOL_LABEL, alias="poolLabel", min_length=1)
+    skip_nodes_with_local_storage: bool = Field(True, alias="skipNodesWithLocalStorage")
+    skip_nodes_with_system_pods: bool = Field(True, alias="skipNodesWithSystemPods")
+    dry_run: bool = Field(False, alias="dryRun")
+
+    def pool(self, name: str | None) -> PoolConfig | None:
+        """The pool's settings, or None when the pool is not configured."""
+        if name is None:
+            return None
+        return self.node_pools.get(name)
+
+    def enabled_pool(self, name: str | None) -> PoolConfig | None:
+        pool = self.pool(name)
+        return pool if pool is not None and pool.enabled else None
+
+
+def parse(text: str | bytes, *, source: str, env: Mapping[str, str] | None = None) -> Config:
+    """Validate configuration JSON; `source` names where it came from in messages."""
+    try:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError as error:
+        raise ConfigError(f"{source}: not valid JSON: {error}") from error
+    return validate(data, source=source, env=env)
+
+
+def validate(data: object, *, source: str, env: Mapping[str, str] | None = None) -> Config:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the configuration must be a JSON object")
+    pool_defaults = environment_defaults(env or {}, source=source)
+    try:
+        return Config.model_validate(data, context={"pool_defaults": pool_defaults})
+    except ValidationError as error:
+        problems = [f"{source}: {_path(item['loc'])}: {_reason(item)}" for item in error.errors()]
+        raise ConfigError(f"{source}: invalid configuration ({len(problems)} problem(s))", problems) from None
+
+
+def environment_defaults(env: Mapping[str, str], *, source: str = "environment") -> dict[str, int]:
+    defaults: dict[str, int] = {}
+    problems = []
+    for variable, key in ENV_DEFAULTS.items():
+        text = env.get(variable)
+        if text is None or text == "":
+            continue
+        try:
+            value = int(text.strip(), 0)
+        except ValueError:
+            problems.append(f"{variable}: {text!r} is not a whole number of seconds")
+            continue
+        if value < 0:
+            problems.append(f"{variable}: {value} is negative")
+            continue
+        defaults[key] = value
+    if problems:
+        raise ConfigError("invalid environment defaults", problems)
+    return defaults
+
+
+def _path(location: tuple[int | str, ...]) -> str:
+    # pydantic adds the name of a failing validator to the location; drop it.
+    parts = [str(part) for part in location if not str(part).startswith("function-")]
+    return ".".join(parts) or "(top level)"
+
+
+def _reason(item: Mapping[str, Any]) -> str:
+    message = str(item["msg"])
+    if item["type"] == "extra_forbidden":
+        return "unknown key (check its spelling)"
+    if message.startswith("Value error, "):
+        message = message[len("Value error, ") :]
+    return message
+
+
+FirestoreReader = Callable[[str, str | None], str]
+"""Reads the JSON text of a Firestore document: (collection/document, database) -> text."""
+
+
+def load(
+    env: Mapping[str, str],
+    *,
+    config_file: str | None = None,
+    read_firestore: FirestoreReader | None = None,
+    required: bool = True,
+) -> Config:
+    """The configuration from the first source that is set (DESIGN.md order)."""
+    document = env.get(ENV_FIRESTORE_DOCUMENT)
+    if document:
+        if read_firestore is None:
+            raise ConfigError(f"{ENV_FIRESTORE_DOCUMENT} is set but Firestore cannot be read from here")
+        text = read_firestore(document, env.get(ENV_FIRESTORE_DATABASE) or None)
+        return parse(text, source=f"firestore:{document}", env=env)
+    text = env.get(ENV_CONFIG)
+    if text:
+        return parse(text, source=ENV_CONFIG, env=env)
+    if config_file:
+        try:
+            with open(config_file, "rb") as stream:
+                content = stream.read()
+        except OSError as error:
+            raise ConfigError(f"cannot read config file {config_file}: {error.strerror or error}") from error
+        return parse(content, source=config_file, env=env)
+    if required:
+        raise ConfigError(
+            f"no configuration: set {ENV_FIRESTORE_DOCUMENT}, {ENV_CONFIG} or pass --config FILE"
+        )
+    return validate({}, source="defaults", env=env)

@@ -1,0 +1,5 @@
+"""The pure planner: cluster snapshot + configuration + time in, plan out.
+
+Nothing in this package performs I/O, reads a clock or logs, and nothing
+imports kubernetes, google, flask or functions_framework (a test enforces it).
+"""

@@ -1,0 +1,63 @@
+"""Pods that make a node not removable (DESIGN rule 5), each with a reason a person can read.
+
+The rule names follow Cluster Autoscaler's drainability rules; the
+`safe-to-evict: "true"` annotation overrides the no-controller, local-storage
+and kube-system rules, never a PodDisruptionBudget or an explicit "false".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from compactor.config import Config
+from compactor.core.model import Pdb, Pod
+from compactor.core.selectors import selector_matches
+
+SYSTEM_NAMESPACE = "kube-system"
+
+
+@dataclass(frozen=True, slots=True)
+class Blocker:
+    """One reason a node is not a drain candidate. `kind` groups them for summaries."""
+
+    kind: str
+    text: str
+
+
+# Kinds of pod blocker that the Eviction API itself enforces: a drain in
+# progress may still try these pods (a 429 is retried), never the others.
+API_ENFORCED = frozenset({"pdb"})
+
+
+def covering_pdbs(pod: Pod, pdbs_by_namespace: dict[str, list[Pdb]]) -> list[Pdb]:
+    return [pdb for pdb in pdbs_by_namespace.get(pod.namespace, ()) if selector_matches(pdb.selector, pod.labels)]
+
+
+def pod_blockers(pod: Pod, pdbs_by_namespace: dict[str, list[Pdb]], config: Config) -> list[Blocker]:
+    """Why this pod stops its node from being drained; empty when it can be evicted."""
+    if pod.stays_on_node:
+        return []
+    reasons: list[Blocker] = []
+    where = f"pod {pod.key}"
+    if pod.safe_to_evict is False:
+        reasons.append(Blocker("pod", f"{where}: annotated cluster-autoscaler.kubernetes.io/safe-to-evict=false"))
+    if pod.do_not_disrupt:
+        reasons.append(Blocker("pod", f"{where}: annotated karpenter.sh/do-not-disrupt=true"))
+    pdbs = covering_pdbs(pod, pdbs_by_namespace)
+    overridden = pod.safe_to_evict is True
+    if not overridden:
+        if pod.controller_kind is None:
+            reasons.append(Blocker("pod", f"{where}: no controller"))
+        if pod.local_storage and config.skip_nodes_with_local_storage:
+            volumes = ", ".join(pod.local_storage)
+            reasons.append(Blocker("pod", f"{where}: local storage (volume {volumes})"))
+        if pod.namespace == SYSTEM_NAMESPACE and not pdbs and config.skip_nodes_with_system_pods:
+            reasons.append(Blocker("pod", f"{where}: kube-system pod without a PodDisruptionBudget"))
+    if len(pdbs) > 1:
+        names = ", ".join(pdb.name for pdb in pdbs)
+        text = f"{where}: covered by {len(pdbs)} PodDisruptionBudgets ({names}); the Eviction API refuses it"
+        reasons.append(Blocker("pod", text))
+    for pdb in pdbs:
+        if pdb.disruptions_allowed <= 0:
+            reasons.append(Blocker("pdb", f"{where}: PodDisruptionBudget {pdb.name} allows no disruption now"))
+    return reasons

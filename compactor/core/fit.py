@@ -1,0 +1,262 @@
+"""Scheduling simulation: do a node's pods fit on the rest of the cluster? (DESIGN rule 6)
+
+Places the pods largest first, each on the first target that passes every
+predicate, accumulating what the placements use, like the scheduler would
+see them arrive one after another. Targets are tried least allocated first,
+the default scheduler's preference, so most pods land on the first target
+tried and a simulation costs about one predicate check per pod.
+
+Predicates: cpu, memory, extended resources and pod count against
+allocatable; NoSchedule/NoExecute taints tolerated; nodeSelector and
+required node affinity; host ports; required pod affinity and anti-affinity
+(both directions); topology spread constraints with DoNotSchedule; and a pod
+with a PersistentVolumeClaim stays in its zone.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from compactor.core.cluster import ClusterView, NodeState
+from compactor.core.model import Pod, PodAffinityTerm, SpreadConstraint
+from compactor.core.selectors import node_affinity_matches, selector_matches
+
+SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+@dataclass(frozen=True, slots=True)
+class FitResult:
+    fits: bool
+    placements: dict[str, str]  # pod key -> target node name
+    failure: str | None = None  # why the first pod that did not fit found no node
+
+
+@dataclass(slots=True)
+class _Usage:
+    """What one target node carries during a simulation: its own pods plus those placed on it."""
+
+    cpu: int
+    memory: int
+    pods: int
+    extended: dict[str, int]
+    placed: list[Pod] = field(default_factory=list)
+
+
+def targets_for(view: ClusterView) -> list[NodeState]:
+    """Nodes pods may move to, least allocated first (ties by name for stable plans)."""
+    targets = [state for state in view.nodes.values() if state.schedulable]
+    targets.sort(key=lambda state: (max(state.cpu_ratio or 1.0, state.memory_ratio or 1.0), state.name))
+    return targets
+
+
+class Simulation:
+    """One simulation per candidate node; the view and target order are shared."""
+
+    def __init__(self, view: ClusterView, source: NodeState, targets: Sequence[NodeState]) -> None:
+        self.view = view
+        self.source = source
+        self.targets = [target for target in targets if target.name != source.name]
+        self.usage: dict[str, _Usage] = {}
+        self.source_zone = source.node.zone
+        self._spread_counts: dict[tuple[str, SpreadConstraint], Counter[str]] = {}
+
+    def run(self, pods: Iterable[Pod]) -> FitResult:
+        placements: dict[str, str] = {}
+        for pod in sorted(pods, key=lambda p: (-p.requests.cpu_millis, -p.requests.memory_bytes, p.key)):
+            target = next((t for t in self.targets if self._why_not(pod, t) is None), None)
+            if target is None:
+                return FitResult(False, placements, self._explain(pod))
+            self._place(pod, target)
+            placements[pod.key] = target.name
+        return FitResult(True, placements)
+
+    # -- bookkeeping --------------------------------------------------------------------------
+
+    def _usage(self, target: NodeState) -> _Usage:
+        usage = self.usage.get(target.name)
+        if usage is None:
+            requested = target.requested
+            usage = _Usage(requested.cpu_millis, requested.memory_bytes, len(target.pods), dict(requested.extended))
+            self.usage[target.name] = usage
+        return usage
+
+    def _place(self, pod: Pod, target: NodeState) -> None:
+        usage = self._usage(target)
+        usage.cpu += pod.requests.cpu_millis
+        usage.memory += pod.requests.memory_bytes
+        usage.pods += 1
+        for name, amount in pod.requests.extended:
+            usage.extended[name] = usage.extended.get(name, 0) + amount
+        usage.placed.append(pod)
+        for (namespace, constraint), counts in self._spread_counts.items():
+            domain = target.node.labels.get(constraint.topology_key)
+            if namespace == pod.namespace and domain in counts and selector_matches(constraint.selector, pod.labels):
+                counts[domain] += 1
+
+    def _pods_on(self, target: NodeState) -> Iterable[Pod]:
+        usage = self.usage.get(target.name)
+        if usage is None or not usage.placed:
+            return target.pods
+        return [*target.pods, *usage.placed]
+
+    # -- predicates ---------------------------------------------------------------------------
+
+    def _why_not(self, pod: Pod, target: NodeState) -> str | None:
+        """None when `pod` fits `target` now; else the name of the first failing predicate."""
+        node = target.node
+        # Static predicates first: they name the real reason (a GPU pod is kept off a
+        # general-purpose node by its taint, not by its cpu).
+        for taint in node.taints:
+            if taint.effect in SCHEDULING_EFFECTS and not any(t.tolerates(taint) for t in pod.tolerations):
+                return "taint"
+        for key, value in pod.node_selector:
+            if node.labels.get(key) != value:
+                return "nodeSelector"
+        if pod.node_affinity is not None and not node_affinity_matches(pod.node_affinity, node.name, node.labels):
+            return "node affinity"
+        if pod.pvc_names and node.zone != self.source_zone:
+            return "zone of its volume"
+        usage = self.usage.get(target.name)
+        requests = pod.requests
+        if usage is None:
+            cpu, memory, count = target.requested.cpu_millis, target.requested.memory_bytes, len(target.pods)
+        else:
+            cpu, memory, count = usage.cpu, usage.memory, usage.pods
+        if requests.extended:
+            short = self._extended_shortfall(pod, target)
+            if short is not None:
+                return short
+        if cpu + requests.cpu_millis > node.allocatable.cpu_millis:
+            return "cpu"
+        if memory + requests.memory_bytes > node.allocatable.memory_bytes:
+            return "memory"
+        if count + 1 > node.allocatable_pods:
+            return "pod count"
+        if pod.host_ports and self._host_port_clash(pod, target):
+            return "host port"
+        if not self._anti_affinity_ok(pod, target):
+            return "pod anti-affinity"
+        if pod.pod_affinity and not self._affinity_ok(pod, target):
+            return "pod affinity"
+        if pod.spread_constraints and not self._spread_ok(pod, target):
+            return "topology spread"
+        return None
+
+    def _extended_shortfall(self, pod: Pod, target: NodeState) -> str | None:
+        """The first extended resource (GPU, ephemeral storage, ...) the target lacks, if any."""
+        usage = self.usage.get(target.name)
+        used = usage.extended if usage is not None else dict(target.requested.extended)
+        allocatable = dict(target.node.allocatable.extended)
+        for name, amount in pod.requests.extended:
+            if used.get(name, 0) + amount > allocatable.get(name, 0):
+                return name
+        return None
+
+    def _host_port_clash(self, pod: Pod, target: NodeState) -> bool:
+        for other in self._pods_on(target):
+            for used in other.host_ports:
+                if any(port.clashes_with(used) for port in pod.host_ports):
+                    return True
+        return False
+
+    def _anti_affinity_ok(self, pod: Pod, target: NodeState) -> bool:
+        # The incoming pod's own terms.
+        for term in pod.pod_anti_affinity:
+            if any(_term_matches(term, other) for other in self._pods_in_domain(term.topology_key, target)):
+                return False
+        # Existing pods whose anti-affinity forbids the incoming pod (the scheduler checks both ways).
+        for other in self._pods_on(target):
+            for term in other.pod_anti_affinity:
+                if term.topology_key == "kubernetes.io/hostname" and _term_matches(term, pod):
+                    return False
+        return True
+
+    def _affinity_ok(self, pod: Pod, target: NodeState) -> bool:
+        for term in pod.pod_affinity:
+            if term.topology_key not in target.node.labels:
+                return False
+            if any(_term_matches(term, other) for other in self._pods_in_domain(term.topology_key, target)):
+                continue
+            # The scheduler lets the first pod of a self-affine group go anywhere it fits.
+            anywhere = any(_term_matches(term, other) for other in self._all_pods_except_source())
+            if anywhere or not _term_matches(term, pod):
+                return False
+        return True
+
+    def _pods_in_domain(self, topology_key: str, target: NodeState) -> Iterable[Pod]:
+        value = target.node.labels.get(topology_key)
+        if value is None:
+            return ()
+        if topology_key == "kubernetes.io/hostname":
+            return self._pods_on(target)
+        pods: list[Pod] = []
+        for state in self.view.nodes.values():
+            if state.name != self.source.name and state.node.labels.get(topology_key) == value:
+                pods.extend(self._pods_on(state))
+        return pods
+
+    def _all_pods_except_source(self) -> Iterable[Pod]:
+        for state in self.view.nodes.values():
+            if state.name != self.source.name:
+                yield from self._pods_on(state)
+
+    def _spread_ok(self, pod: Pod, target: NodeState) -> bool:
+        for constraint in pod.spread_constraints:
+            domain = target.node.labels.get(constraint.topology_key)
+            if domain is None:
+                return False
+            counts = self._spread_counts_for(pod, constraint)
+            if counts[domain] + 1 - min(counts.values(), default=0) > constraint.max_skew:
+                return False
+        return True
+
+    def _spread_counts_for(self, pod: Pod, constraint: SpreadConstraint) -> Counter[str]:
+        """Matching pods per domain over the nodes the pod may use; the source node is leaving."""
+        key = (pod.namespace, constraint)
+        counts = self._spread_counts.get(key)
+        if counts is None:
+            counts = Counter()
+            for state in self.view.nodes.values():
+                if state.name == self.source.name:
+                    continue
+                node = state.node
+                domain = node.labels.get(constraint.topology_key)
+                if domain is None:
+                    continue
+                if any(node.labels.get(k) != v for k, v in pod.node_selector):
+                    continue
+                if not node_affinity_matches(pod.node_affinity, node.name, node.labels):
+                    continue
+                counts[domain] += 0  # an empty domain still counts for the minimum
+            for other in self.view.pods_by_namespace.get(pod.namespace, ()):
+                if other.node_name == self.source.name or not selector_matches(constraint.selector, other.labels):
+                    continue
+                holder = self.view.nodes.get(other.node_name or "")
+                domain = holder.node.labels.get(constraint.topology_key) if holder is not None else None
+                if domain is not None and domain in counts:
+                    counts[domain] += 1
+            self._spread_counts[key] = counts
+        return counts
+
+    # -- explanation --------------------------------------------------------------------------
+
+    def _explain(self, pod: Pod) -> str:
+        reasons: Counter[str] = Counter(self._why_not(pod, target) or "?" for target in self.targets)
+        requests = pod.requests
+        asked = f"cpu {requests.cpu_millis}m, memory {_mebibytes(requests.memory_bytes)}"
+        if not self.targets:
+            return f"pod {pod.key} ({asked}) has no other Ready, schedulable node to go to"
+        detail = ", ".join(f"{reason} on {count}" for reason, count in reasons.most_common())
+        return f"pod {pod.key} ({asked}) fits on no other node ({detail})"
+
+
+def _term_matches(term: PodAffinityTerm, pod: Pod) -> bool:
+    if not term.all_namespaces and pod.namespace not in term.namespaces:
+        return False
+    return selector_matches(term.selector, pod.labels)
+
+
+def _mebibytes(amount: int) -> str:
+    return f"{amount / 2**20:.0f}Mi"

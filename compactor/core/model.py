@@ -1,0 +1,254 @@
+"""Immutable records of the cluster as the planner sees it.
+
+Quantities are integers: CPU in millicores, memory in bytes, every other
+resource (ephemeral storage, GPUs, hugepages) in thousandths of its unit,
+which is exact for every quantity the API accepts. The records keep only what a decision needs, so a
+150,000-pod cluster fits comfortably in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType
+from typing import Literal
+
+EMPTY: Mapping[str, str] = MappingProxyType({})
+
+
+def _no_labels() -> Mapping[str, str]:
+    return EMPTY
+
+# Annotations and labels with a meaning for node-compactor.
+UNDERUTILIZED_SINCE = "node-compactor.dev/underutilized-since"
+DRAIN_STARTED_AT = "node-compactor.dev/drain-started-at"
+DRAIN_FAILED_AT = "node-compactor.dev/drain-failed-at"
+DISABLED = "node-compactor.dev/disabled"
+CA_SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+MIRROR_POD = "kubernetes.io/config.mirror"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    """An amount of node resources. `extended` is sorted (name, thousandths)."""
+
+    cpu_millis: int = 0
+    memory_bytes: int = 0
+    extended: tuple[tuple[str, int], ...] = ()
+
+    def __add__(self, other: Resources) -> Resources:
+        return Resources(
+            self.cpu_millis + other.cpu_millis,
+            self.memory_bytes + other.memory_bytes,
+            _merge(self.extended, other.extended, max_not_sum=False),
+        )
+
+    def max(self, other: Resources) -> Resources:
+        """Per resource, the larger of the two."""
+        return Resources(
+            max(self.cpu_millis, other.cpu_millis),
+            max(self.memory_bytes, other.memory_bytes),
+            _merge(self.extended, other.extended, max_not_sum=True),
+        )
+
+
+ZERO = Resources()
+
+
+def _merge(
+    left: tuple[tuple[str, int], ...], right: tuple[tuple[str, int], ...], *, max_not_sum: bool
+) -> tuple[tuple[str, int], ...]:
+    if not right:
+        return left
+    if not left:
+        return right
+    merged = dict(left)
+    for name, amount in right:
+        current = merged.get(name, 0)
+        merged[name] = max(current, amount) if max_not_sum else current + amount
+    return tuple(sorted(merged.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str
+    operator: str  # "Equal" or "Exists"
+    value: str
+    effect: str  # "" tolerates every effect
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.operator == "Exists":
+            return not self.key or self.key == taint.key
+        return self.key == taint.key and self.value == taint.value
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One `matchExpressions` entry of a label or node selector."""
+
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist, Gt, Lt
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A metav1.LabelSelector; an empty one matches everything."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[Requirement, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """Terms are ORed; the requirements inside a term are ANDed."""
+
+    match_expressions: tuple[Requirement, ...] = ()
+    match_fields: tuple[Requirement, ...] = ()  # only metadata.name exists
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    selector: LabelSelector | None  # None matches no pod
+    namespaces: tuple[str, ...]  # empty with no namespace selector = the pod's own
+    all_namespaces: bool  # a namespaceSelector is set; namespace labels are not read, so any namespace
+    topology_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadConstraint:
+    """A topologySpreadConstraint with whenUnsatisfiable: DoNotSchedule."""
+
+    max_skew: int
+    topology_key: str
+    selector: LabelSelector | None
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    protocol: str
+    port: int
+    host_ip: str
+
+    def clashes_with(self, other: HostPort) -> bool:
+        if self.protocol != other.protocol or self.port != other.port:
+            return False
+        wildcard = ("", "0.0.0.0", "::")
+        return self.host_ip in wildcard or other.host_ip in wildcard or self.host_ip == other.host_ip
+
+
+Phase = Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    namespace: str
+    name: str
+    node_name: str | None
+    phase: str
+    requests: Resources
+    labels: Mapping[str, str] = field(default_factory=_no_labels)
+    controller_kind: str | None = None  # kind of the ownerReference with controller: true
+    controller_name: str | None = None
+    is_mirror: bool = False
+    safe_to_evict: bool | None = None  # the cluster-autoscaler annotation, None when absent
+    do_not_disrupt: bool = False
+    deletion_cost: int = 0
+    priority: int = 0
+    local_storage: tuple[str, ...] = ()  # names of emptyDir (not in memory) and hostPath volumes
+    pvc_names: tuple[str, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    node_selector: tuple[tuple[str, str], ...] = ()
+    node_affinity: tuple[NodeSelectorTerm, ...] | None = None  # required terms, None = no constraint
+    host_ports: tuple[HostPort, ...] = ()
+    pod_affinity: tuple[PodAffinityTerm, ...] = ()  # required
+    pod_anti_affinity: tuple[PodAffinityTerm, ...] = ()  # required
+    spread_constraints: tuple[SpreadConstraint, ...] = ()
+    unschedulable: bool = False  # PodScheduled=False, reason Unschedulable
+    terminating: bool = False  # metadata.deletionTimestamp is set
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def is_daemonset(self) -> bool:
+        return self.controller_kind == "DaemonSet"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def stays_on_node(self) -> bool:
+        """Pods a drain leaves in place: DaemonSet, mirror (static) and finished pods."""
+        return self.is_daemonset or self.is_mirror or self.is_terminal
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    allocatable: Resources
+    allocatable_pods: int
+    labels: Mapping[str, str] = field(default_factory=_no_labels)
+    annotations: Mapping[str, str] = field(default_factory=_no_labels)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    ready: bool = True
+    created: datetime | None = None
+
+    @property
+    def zone(self) -> str | None:
+        for label in ZONE_LABELS:
+            zone = self.labels.get(label)
+            if zone:
+                return zone
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Pdb:
+    namespace: str
+    name: str
+    selector: LabelSelector | None  # None selects no pod; empty selects every pod of the namespace
+    disruptions_allowed: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class PoolAutoscaling:
+    """What GKE says of a node pool's autoscaling (live GKE runs only)."""
+
+    enabled: bool
+    min_node_count: int = 0  # per zone
+    total_min_node_count: int = 0  # whole pool; 0 = not set
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    nodes: tuple[Node, ...]
+    pods: tuple[Pod, ...]
+    pdbs: tuple[Pdb, ...] = ()
+    # Known only when the cluster's node pools were read from GKE; empty = not checked.
+    pool_autoscaling: Mapping[str, PoolAutoscaling] = field(default_factory=lambda: EMPTY_POOLS)
+
+
+EMPTY_POOLS: Mapping[str, PoolAutoscaling] = MappingProxyType({})

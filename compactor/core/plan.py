@@ -1,0 +1,60 @@
+"""The planner's answer: one decision, mark changes, and an explanation per node and pool.
+
+Plain frozen data. The executor acts on it, the report renders it; neither
+needs to know how it was reached.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+Action = Literal["drain", "continue-drain", "rollback", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    action: Action
+    node: str | None
+    pool: str | None
+    reason: str
+    # Pods to evict ("namespace/name") for drain and continue-drain, in eviction order.
+    evictions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeReport:
+    name: str
+    pool: str | None
+    cpu_ratio: float | None
+    memory_ratio: float | None
+    underutilized: bool
+    marked_since: datetime | None  # after this run's mark changes
+    candidate: bool
+    blockers: tuple[str, ...]
+    ready: bool
+    cordoned: bool
+    pods: int  # non-terminal pods on the node
+    pods_to_move: int
+
+
+@dataclass(frozen=True, slots=True)
+class PoolReport:
+    name: str
+    enabled: bool
+    nodes: int
+    underutilized: int
+    lower_bound_nodes: int
+    excess_nodes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    decision: Decision
+    marks_add: tuple[str, ...]
+    marks_remove: tuple[str, ...]
+    nodes: tuple[NodeReport, ...]
+    pools: tuple[PoolReport, ...]
+    dry_run: bool
+    now: datetime

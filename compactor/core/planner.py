@@ -1,0 +1,193 @@
+"""plan(snapshot, config, *, now) -> Plan: the whole decision, pure.
+
+Stages, each in its own module: utilization and marks (`marks`), a drain
+already under way (`inflight`), candidate discovery (`candidates`, with the
+pod rules of `blockers`), ranking by disruption cost (`ranking`), and the
+scheduling simulation (`fit`), run on candidates in ranking order until one
+fits. Exactly one node is chosen, or none, and every node says why.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+
+from compactor.config import Config
+from compactor.core import candidates, fit, inflight, marks, pools, ranking
+from compactor.core.blockers import Blocker
+from compactor.core.cluster import ClusterView, NodeState
+from compactor.core.model import Snapshot
+from compactor.core.plan import Decision, NodeReport, Plan, PoolReport
+
+# Fit simulations per run. Each costs about one predicate check per pod when
+# pods fit; one that fails scans every target for a pod. The bound keeps a
+# cluster with thousands of blocked candidates from turning into an
+# all-pairs scan; the nodes not simulated say so.
+MAX_SIMULATIONS = 25
+
+BLOCKER_SUMMARY = {
+    "pool": "in a pool that is not enabled",
+    "opt-out": "opted out",
+    "not-underutilized": "not underutilized",
+    "marked-recently": "not marked long enough",
+    "not-ready": "not Ready",
+    "cordoned": "cordoned by someone else",
+    "too-young": "too young",
+    "backoff": "backing off after a rollback",
+    "pod": "blocked by a pod",
+    "pdb": "blocked by a PodDisruptionBudget",
+    "min-nodes": "at the pool's minNodes",
+    "autoscaling": "limited by the pool's autoscaling",
+    "trigger": "in a pool below its underutilized-node count",
+    "cooldown": "in a pool that scaled up recently",
+    "pending-pods": "held back by unschedulable pods",
+    "drain-in-progress": "waiting for the drain in progress",
+    "no-fit": "with pods that fit nowhere else",
+    "not-simulated": "not simulated",
+}
+
+
+def plan(snapshot: Snapshot, config: Config, *, now: datetime) -> Plan:
+    view = ClusterView(snapshot, config)
+    states = sorted(view.nodes.values(), key=lambda state: state.name)
+
+    underutilized: dict[str, bool] = {}
+    mark_changes: dict[str, marks.MarkChange] = {}
+    for state in states:
+        pool = config.enabled_pool(state.pool)
+        underutilized[state.name] = marks.is_underutilized(state, pool)
+        mark_changes[state.name] = marks.mark_change(state, pool, underutilized[state.name], now)
+
+    running = inflight.in_flight(view, now)
+    draining = running.node if running is not None else None
+
+    blockers: dict[str, list[Blocker]] = {}
+    for state in states:
+        if state.name == draining:
+            blockers[state.name] = [Blocker("drain-in-progress", "this node is being drained")]
+            continue
+        blockers[state.name] = candidates.node_blockers(
+            state, view, underutilized[state.name], mark_changes[state.name].marked_since, now
+        )
+
+    per_pool_underutilized: Counter[str | None] = Counter(
+        state.pool for state in states if underutilized[state.name] and state.name != draining
+    )
+    pool_gates = candidates.pool_gates(view, per_pool_underutilized, now)
+    cluster_gates = candidates.cluster_gates(view, draining)
+    eligible = [state for state in states if not blockers[state.name]]
+    for state in eligible:
+        blockers[state.name].extend(pool_gates.get(state.pool, ()))
+        blockers[state.name].extend(cluster_gates)
+    eligible = [state for state in eligible if not blockers[state.name]]
+
+    chosen = _choose(view, eligible, blockers)
+    if running is not None:
+        decision = running.decision
+    elif chosen is not None:
+        decision = chosen
+    else:
+        decision = Decision("none", None, None, _summary(states, blockers))
+
+    node_reports = tuple(
+        NodeReport(
+            name=state.name,
+            pool=state.pool,
+            cpu_ratio=state.cpu_ratio,
+            memory_ratio=state.memory_ratio,
+            underutilized=underutilized[state.name],
+            marked_since=mark_changes[state.name].marked_since,
+            candidate=not blockers[state.name],
+            blockers=tuple(blocker.text for blocker in blockers[state.name]),
+            ready=state.node.ready,
+            cordoned=state.node.unschedulable,
+            pods=len(state.pods),
+            pods_to_move=len(state.movable_pods),
+        )
+        for state in states
+    )
+    return Plan(
+        decision=decision,
+        marks_add=tuple(name for name, change in mark_changes.items() if change.add),
+        marks_remove=tuple(name for name, change in mark_changes.items() if change.remove),
+        nodes=node_reports,
+        pools=_pool_reports(view, underutilized),
+        dry_run=config.dry_run,
+        now=now,
+    )
+
+
+def _choose(view: ClusterView, eligible: list[NodeState], blockers: dict[str, list[Blocker]]) -> Decision | None:
+    """Simulate candidates cheapest first; the first whose pods all fit is the one."""
+    if not eligible:
+        return None
+    ranked = sorted(eligible, key=ranking.disruption_cost)
+    targets = fit.targets_for(view)
+    free_cpu = sum(max(0, t.node.allocatable.cpu_millis - t.requested.cpu_millis) for t in targets)
+    free_memory = sum(max(0, t.node.allocatable.memory_bytes - t.requested.memory_bytes) for t in targets)
+    chosen: Decision | None = None
+    simulations = 0
+    for state in ranked:
+        if chosen is not None:
+            blockers[state.name].append(
+                Blocker("not-simulated", f"ranked after {chosen.node}, which was chosen; one node at a time")
+            )
+            continue
+        if simulations >= MAX_SIMULATIONS:
+            blockers[state.name].append(
+                Blocker("not-simulated", f"not simulated: {MAX_SIMULATIONS} fit checks per run already failed")
+            )
+            continue
+        movable = state.movable_pods
+        own_free_cpu = max(0, state.node.allocatable.cpu_millis - state.requested.cpu_millis)
+        own_free_memory = max(0, state.node.allocatable.memory_bytes - state.requested.memory_bytes)
+        need_cpu = sum(pod.requests.cpu_millis for pod in movable)
+        need_memory = sum(pod.requests.memory_bytes for pod in movable)
+        if need_cpu > free_cpu - own_free_cpu or need_memory > free_memory - own_free_memory:
+            blockers[state.name].append(
+                Blocker("no-fit", "the other nodes lack the free cpu or memory for its pods")
+            )
+            continue
+        simulations += 1
+        result = fit.Simulation(view, state, targets).run(movable)
+        if not result.fits:
+            blockers[state.name].append(Blocker("no-fit", result.failure or "its pods fit nowhere else"))
+            continue
+        cpu = "n/a" if state.cpu_ratio is None else f"{state.cpu_ratio * 100:.0f}%"
+        memory = "n/a" if state.memory_ratio is None else f"{state.memory_ratio * 100:.0f}%"
+        pods = inflight.evictable(state, view)
+        chosen = Decision(
+            "drain",
+            state.name,
+            state.pool,
+            f"{state.name} is the cheapest node to remove in pool {state.pool} (cpu {cpu}, memory {memory}): "
+            f"its {len(movable)} pod(s) fit on the other nodes",
+            inflight.eviction_order(pods),
+        )
+    return chosen
+
+
+def _summary(states: list[NodeState], blockers: dict[str, list[Blocker]]) -> str:
+    if not states:
+        return "no nodes in the snapshot"
+    kinds: Counter[str] = Counter(blockers[state.name][0].kind for state in states if blockers[state.name])
+    parts = ", ".join(f"{count} {BLOCKER_SUMMARY.get(kind, kind)}" for kind, count in kinds.most_common())
+    return f"no node can be drained ({len(states)} node(s): {parts})"
+
+
+def _pool_reports(view: ClusterView, underutilized: dict[str, bool]) -> tuple[PoolReport, ...]:
+    reports = []
+    for name in sorted(view.nodes_by_pool, key=lambda pool: (pool is None, pool or "")):
+        members = view.nodes_by_pool[name]
+        bound = pools.lower_bound_nodes(members)
+        reports.append(
+            PoolReport(
+                name=name if name is not None else "",
+                enabled=view.config.enabled_pool(name) is not None,
+                nodes=len(members),
+                underutilized=sum(1 for member in members if underutilized[member.name]),
+                lower_bound_nodes=bound,
+                excess_nodes=max(0, len(members) - bound),
+            )
+        )
+    return tuple(reports)

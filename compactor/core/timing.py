@@ -1,0 +1,39 @@
+"""Reading our own RFC 3339 annotations and saying durations the way people read them."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+
+def parse_stamp(text: str | None) -> datetime | None:
+    """An RFC 3339 annotation value as aware UTC, or None when absent or unreadable."""
+    if not text:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text.strip().replace("z", "Z"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        return None
+    return parsed.astimezone(timezone.utc)
+
+
+def format_stamp(moment: datetime) -> str:
+    """The form written to annotations: second precision, UTC, `Z`."""
+    return moment.astimezone(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def seconds_between(earlier: datetime, later: datetime) -> float:
+    return (later - earlier).total_seconds()
+
+
+def human(seconds: float) -> str:
+    """90 -> "1m30s", 7200 -> "2h0m", -5 -> "0s"."""
+    whole = max(0, int(seconds))
+    if whole < 60:
+        return f"{whole}s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s" if secs else f"{minutes}m"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"

@@ -1,0 +1,191 @@
+"""The plan as people and programs read it: the JSON report (DESIGN.md) and a table.
+
+The JSON field names are a contract; fields may be added, never renamed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+from compactor.core.plan import Plan
+from compactor.core.timing import format_stamp, human, seconds_between
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, frozen=True)
+
+
+class DecisionModel(_Model):
+    action: str
+    node: str | None
+    pool: str | None
+    reason: str
+    evictions: list[str] = Field(default_factory=list)
+
+
+class MarksModel(_Model):
+    add: list[str]
+    remove: list[str]
+
+
+class NodeModel(_Model):
+    name: str
+    pool: str | None
+    cpu_ratio: float | None = Field(serialization_alias="cpuRatio")
+    memory_ratio: float | None = Field(serialization_alias="memoryRatio")
+    underutilized: bool
+    marked_since: str | None = Field(serialization_alias="markedSince")
+    candidate: bool
+    blockers: list[str]
+    ready: bool
+    cordoned: bool
+    pods: int
+    pods_to_move: int = Field(serialization_alias="podsToMove")
+
+
+class PoolModel(_Model):
+    name: str
+    enabled: bool
+    nodes: int
+    underutilized: int
+    lower_bound_nodes: int = Field(serialization_alias="lowerBoundNodes")
+    excess_nodes: int = Field(serialization_alias="excessNodes")
+
+
+class ReportModel(_Model):
+    decision: DecisionModel
+    marks: MarksModel
+    nodes: list[NodeModel]
+    pools: list[PoolModel]
+    dry_run: bool = Field(serialization_alias="dryRun")
+    now: str
+    # What the run did, filled by the executor for live runs (absent for `plan`).
+    outcome: dict[str, Any] | None = None
+
+
+def _ratio(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def to_model(plan: Plan, *, outcome: dict[str, Any] | None = None) -> ReportModel:
+    decision = plan.decision
+    return ReportModel(
+        decision=DecisionModel(
+            action=decision.action,
+            node=decision.node,
+            pool=decision.pool,
+            reason=decision.reason,
+            evictions=list(decision.evictions),
+        ),
+        marks=MarksModel(add=list(plan.marks_add), remove=list(plan.marks_remove)),
+        nodes=[
+            NodeModel(
+                name=node.name,
+                pool=node.pool,
+                cpu_ratio=_ratio(node.cpu_ratio),
+                memory_ratio=_ratio(node.memory_ratio),
+                underutilized=node.underutilized,
+                marked_since=format_stamp(node.marked_since) if node.marked_since else None,
+                candidate=node.candidate,
+                blockers=list(node.blockers),
+                ready=node.ready,
+                cordoned=node.cordoned,
+                pods=node.pods,
+                pods_to_move=node.pods_to_move,
+            )
+            for node in plan.nodes
+        ],
+        pools=[
+            PoolModel(
+                name=pool.name,
+                enabled=pool.enabled,
+                nodes=pool.nodes,
+                underutilized=pool.underutilized,
+                lower_bound_nodes=pool.lower_bound_nodes,
+                excess_nodes=pool.excess_nodes,
+            )
+            for pool in plan.pools
+        ],
+        dry_run=plan.dry_run,
+        now=format_stamp(plan.now),
+        outcome=outcome,
+    )
+
+
+def to_dict(plan: Plan, *, outcome: dict[str, Any] | None = None) -> dict[str, Any]:
+    data = to_model(plan, outcome=outcome).model_dump(by_alias=True)
+    if data["outcome"] is None:
+        del data["outcome"]
+    return data
+
+
+def to_json(plan: Plan, *, outcome: dict[str, Any] | None = None) -> bytes:
+    return orjson.dumps(to_dict(plan, outcome=outcome), option=orjson.OPT_INDENT_2)
+
+
+# -- the table -----------------------------------------------------------------------------
+
+
+def _percent(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio * 100:.0f}%"
+
+
+def _marked_for(marked_since: datetime | None, now: datetime) -> str:
+    return "-" if marked_since is None else human(seconds_between(marked_since, now))
+
+
+def _columns(rows: list[list[str]], right: set[int]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]) for i, cell in enumerate(row)]
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+def to_table(plan: Plan) -> str:
+    lines: list[str] = []
+    pool_rows = [["POOL", "ENABLED", "NODES", "UNDERUTILIZED", "LOWER BOUND", "EXCESS"]]
+    for pool in plan.pools:
+        pool_rows.append(
+            [
+                pool.name or "(no pool label)",
+                "yes" if pool.enabled else "no",
+                str(pool.nodes),
+                str(pool.underutilized),
+                str(pool.lower_bound_nodes),
+                str(pool.excess_nodes),
+            ]
+        )
+    lines += _columns(pool_rows, right={2, 3, 4, 5})
+    lines.append("")
+    node_rows = [["NODE", "POOL", "CPU", "MEM", "MARKED FOR", "CANDIDATE", "FIRST BLOCKER"]]
+    for node in plan.nodes:
+        node_rows.append(
+            [
+                node.name,
+                node.pool or "-",
+                _percent(node.cpu_ratio),
+                _percent(node.memory_ratio),
+                _marked_for(node.marked_since, plan.now),
+                "yes" if node.candidate else "no",
+                node.blockers[0] if node.blockers else "-",
+            ]
+        )
+    lines += _columns(node_rows, right={2, 3, 4})
+    lines.append("")
+    if plan.marks_add or plan.marks_remove:
+        lines.append(f"Marks: add {_names(plan.marks_add)}; remove {_names(plan.marks_remove)}")
+    decision = plan.decision
+    subject = f" {decision.node}" if decision.node else ""
+    dry = " (dry run: nothing is written)" if plan.dry_run else ""
+    lines.append(f"Decision: {decision.action}{subject}{dry}. {decision.reason}.")
+    return "\n".join(lines) + "\n"
+
+
+def _names(names: tuple[str, ...]) -> str:
+    return ", ".join(names) if names else "none"

@@ -1,0 +1,568 @@
+"""Turns Kubernetes JSON (Node, Pod, PodDisruptionBudget) into the planner's records.
+
+One parser serves both the `plan --snapshot FILE` command (a `kubectl get
+nodes,pods,poddisruptionbudgets -A -o json` List, streamed with ijson so a
+150,000-pod file never sits in memory whole) and the live reader, which
+feeds it one page of a paginated list at a time.
+
+Malformed objects raise `SnapshotError` naming the object and the field.
+Our own node annotations are kept verbatim: the planner judges their values
+and explains what it makes of a bad one, instead of refusing the cluster.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, BinaryIO
+
+import ijson
+
+from compactor import quantity
+from compactor.core import requests as pod_requests
+from compactor.core.model import (
+    DELETION_COST,
+    DO_NOT_DISRUPT,
+    EMPTY,
+    MIRROR_POD,
+    SAFE_TO_EVICT,
+    ZERO,
+    HostPort,
+    LabelSelector,
+    Node,
+    NodeSelectorTerm,
+    Pdb,
+    Pod,
+    PodAffinityTerm,
+    PoolAutoscaling,
+    Requirement,
+    Resources,
+    Snapshot,
+    SpreadConstraint,
+    Taint,
+    Toleration,
+)
+from compactor.errors import SnapshotError
+
+MAX_REPORTED_PROBLEMS = 20
+
+
+class _Bad(Exception):
+    """A field that cannot be read; `path` is relative to the object."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+# -- small typed accessors --------------------------------------------------------------
+
+
+def _dict(parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
+    value = parent.get(key)
+    if value is None:
+        return EMPTY
+    if not isinstance(value, dict):
+        raise _Bad(_join(path, key), f"expected an object, got {_kind_of(value)}")
+    return value
+
+
+def _list(parent: Mapping[str, Any], key: str, path: str) -> list[Any]:
+    value = parent.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _Bad(_join(path, key), f"expected a list, got {_kind_of(value)}")
+    return value
+
+
+def _str(parent: Mapping[str, Any], key: str, path: str, default: str = "") -> str:
+    value = parent.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise _Bad(_join(path, key), f"expected a string, got {_kind_of(value)}")
+    return value
+
+
+def _int(parent: Mapping[str, Any], key: str, path: str, default: int = 0) -> int:
+    value = parent.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Bad(_join(path, key), f"expected an integer, got {_kind_of(value)}")
+    return value
+
+
+def _string_map(parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, str]:
+    value = _dict(parent, key, path)
+    for name, item in value.items():
+        if not isinstance(item, str):
+            raise _Bad(_join(path, key, name), f"expected a string, got {_kind_of(item)}")
+    return value
+
+
+def _join(*parts: str) -> str:
+    return ".".join(part for part in parts if part)
+
+
+def _kind_of(value: object) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "null"
+    return f"{type(value).__name__} {value!r}"
+
+
+def parse_time(text: str) -> datetime:
+    """RFC 3339 to an aware UTC datetime; raises ValueError."""
+    parsed = datetime.fromisoformat(text.replace("z", "Z"))
+    if parsed.tzinfo is None:
+        raise ValueError(f"{text!r} has no time zone")
+    return parsed.astimezone(timezone.utc)
+
+
+def _resources(parent: Mapping[str, Any], key: str, path: str) -> Resources:
+    amounts = _dict(parent, key, path)
+    if not amounts:
+        return ZERO
+    cpu = memory = 0
+    extended: list[tuple[str, int]] = []
+    for name, value in amounts.items():
+        try:
+            if name == "cpu":
+                cpu = quantity.millis(value)
+            elif name == "memory":
+                memory = quantity.units(value)
+            elif name != "pods":
+                extended.append((sys.intern(name), quantity.millis(value)))
+        except quantity.QuantityError as error:
+            raise _Bad(_join(path, key, name), str(error)) from error
+    extended.sort()
+    return Resources(cpu, memory, tuple(extended))
+
+
+def _requirements(items: list[Any], path: str) -> tuple[Requirement, ...]:
+    result = []
+    for index, item in enumerate(items):
+        where = f"{path}[{index}]"
+        if not isinstance(item, dict):
+            raise _Bad(where, f"expected an object, got {_kind_of(item)}")
+        values = _list(item, "values", where)
+        if not all(isinstance(v, str) for v in values):
+            raise _Bad(_join(where, "values"), "expected a list of strings")
+        operator = _str(item, "operator", where)
+        if not operator:
+            raise _Bad(_join(where, "operator"), "missing")
+        result.append(Requirement(_str(item, "key", where), operator, tuple(values)))
+    return tuple(result)
+
+
+def _label_selector(value: object, path: str) -> LabelSelector | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise _Bad(path, f"expected an object, got {_kind_of(value)}")
+    match_labels = tuple(sorted(_string_map(value, "matchLabels", path).items()))
+    expressions = _requirements(_list(value, "matchExpressions", path), _join(path, "matchExpressions"))
+    return LabelSelector(match_labels, expressions)
+
+
+# -- nodes ------------------------------------------------------------------------------------
+
+
+def parse_node(obj: Mapping[str, Any]) -> Node:
+    meta = _dict(obj, "metadata", "")
+    name = _str(meta, "name", "metadata")
+    if not name:
+        raise _Bad("metadata.name", "missing")
+    try:
+        return _node(obj, meta, name)
+    except _Bad as bad:
+        raise SnapshotError(f"Node {name}: {bad}") from None
+
+
+def _node(obj: Mapping[str, Any], meta: Mapping[str, Any], name: str) -> Node:
+    spec = _dict(obj, "spec", "")
+    status = _dict(obj, "status", "")
+    allocatable = _resources(status, "allocatable", "status")
+    pods_text = _dict(status, "allocatable", "status").get("pods")
+    try:
+        max_pods = quantity.units(pods_text) if pods_text is not None else 0
+    except quantity.QuantityError as error:
+        raise _Bad("status.allocatable.pods", str(error)) from error
+    taints = []
+    for index, item in enumerate(_list(spec, "taints", "spec")):
+        where = f"spec.taints[{index}]"
+        if not isinstance(item, dict):
+            raise _Bad(where, f"expected an object, got {_kind_of(item)}")
+        taints.append(Taint(_str(item, "key", where), _str(item, "value", where), _str(item, "effect", where)))
+    ready = False
+    for index, condition in enumerate(_list(status, "conditions", "status")):
+        if isinstance(condition, dict) and condition.get("type") == "Ready":
+            ready = _str(condition, "status", f"status.conditions[{index}]") == "True"
+    created_text = _str(meta, "creationTimestamp", "metadata")
+    try:
+        created = parse_time(created_text) if created_text else None
+    except ValueError:
+        raise _Bad("metadata.creationTimestamp", f"{created_text!r} is not an RFC 3339 time") from None
+    unschedulable = spec.get("unschedulable", False)
+    if not isinstance(unschedulable, bool):
+        raise _Bad("spec.unschedulable", f"expected true or false, got {_kind_of(unschedulable)}")
+    return Node(
+        name=name,
+        allocatable=allocatable,
+        allocatable_pods=max_pods,
+        labels=_string_map(meta, "labels", "metadata"),
+        annotations=_string_map(meta, "annotations", "metadata"),
+        taints=tuple(taints),
+        unschedulable=unschedulable,
+        ready=ready,
+        created=created,
+    )
+
+
+# -- pods -------------------------------------------------------------------------------------
+
+
+def parse_pod(obj: Mapping[str, Any]) -> Pod:
+    meta = _dict(obj, "metadata", "")
+    name = _str(meta, "name", "metadata")
+    namespace = _str(meta, "namespace", "metadata", "default")
+    if not name:
+        raise SnapshotError(f"Pod in namespace {namespace}: metadata.name: missing")
+    try:
+        return _pod(obj, meta, sys.intern(namespace), name)
+    except _Bad as bad:
+        raise SnapshotError(f"Pod {namespace}/{name}: {bad}") from None
+
+
+def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: str) -> Pod:
+    spec = _dict(obj, "spec", "")
+    status = _dict(obj, "status", "")
+    annotations = _string_map(meta, "annotations", "metadata")
+
+    controller_kind = controller_name = None
+    for index, owner in enumerate(_list(meta, "ownerReferences", "metadata")):
+        if isinstance(owner, dict) and owner.get("controller") is True:
+            where = f"metadata.ownerReferences[{index}]"
+            controller_kind = sys.intern(_str(owner, "kind", where))
+            controller_name = _str(owner, "name", where)
+
+    containers = _list(spec, "containers", "spec")
+    app = [_container_requests(c, f"spec.containers[{i}]") for i, c in enumerate(containers)]
+    init_containers = _list(spec, "initContainers", "spec")
+    init = [
+        (_container_requests(c, f"spec.initContainers[{i}]"), c.get("restartPolicy") == "Always")
+        for i, c in enumerate(init_containers)
+    ]
+    requests = pod_requests.pod_requests(app, init, _resources(spec, "overhead", "spec"))
+
+    local_storage: list[str] = []
+    pvc_names: list[str] = []
+    for index, volume in enumerate(_list(spec, "volumes", "spec")):
+        if not isinstance(volume, dict):
+            raise _Bad(f"spec.volumes[{index}]", f"expected an object, got {_kind_of(volume)}")
+        volume_name = _str(volume, "name", f"spec.volumes[{index}]")
+        if "hostPath" in volume:
+            local_storage.append(volume_name)
+        elif "emptyDir" in volume:
+            empty_dir = volume["emptyDir"] or {}
+            if not isinstance(empty_dir, dict) or empty_dir.get("medium") != "Memory":
+                local_storage.append(volume_name)
+        elif "persistentVolumeClaim" in volume:
+            claim = _dict(volume, "persistentVolumeClaim", f"spec.volumes[{index}]")
+            pvc_names.append(_str(claim, "claimName", f"spec.volumes[{index}].persistentVolumeClaim"))
+        elif "ephemeral" in volume:
+            # A generic ephemeral volume is a PVC named <pod>-<volume>, bound to a zone like any other.
+            pvc_names.append(f"{name}-{volume_name}")
+
+    safe_to_evict_text = annotations.get(SAFE_TO_EVICT)
+    safe_to_evict = None if safe_to_evict_text is None else safe_to_evict_text.strip().lower() == "true"
+    if safe_to_evict_text is not None and safe_to_evict_text.strip().lower() not in ("true", "false"):
+        safe_to_evict = None
+    try:
+        deletion_cost = int(annotations.get(DELETION_COST, "0"))
+    except ValueError:
+        deletion_cost = 0  # the ReplicaSet controller ignores an unreadable cost too
+
+    unschedulable = False
+    for condition in _list(status, "conditions", "status"):
+        if (
+            isinstance(condition, dict)
+            and condition.get("type") == "PodScheduled"
+            and condition.get("status") == "False"
+            and condition.get("reason") == "Unschedulable"
+        ):
+            unschedulable = True
+
+    affinity = _dict(spec, "affinity", "spec")
+    node_name = _str(spec, "nodeName", "spec") or None
+    return Pod(
+        namespace=namespace,
+        name=name,
+        node_name=node_name,
+        phase=sys.intern(_str(status, "phase", "status", "Pending")),
+        requests=requests,
+        labels=_string_map(meta, "labels", "metadata"),
+        controller_kind=controller_kind,
+        controller_name=controller_name,
+        is_mirror=MIRROR_POD in annotations,
+        safe_to_evict=safe_to_evict,
+        do_not_disrupt=annotations.get(DO_NOT_DISRUPT, "").strip().lower() == "true",
+        deletion_cost=deletion_cost,
+        priority=_int(spec, "priority", "spec"),
+        local_storage=tuple(local_storage),
+        pvc_names=tuple(pvc_names),
+        tolerations=_tolerations(spec),
+        node_selector=tuple(sorted(_string_map(spec, "nodeSelector", "spec").items())),
+        node_affinity=_node_affinity(affinity),
+        host_ports=_host_ports(containers, init_containers),
+        pod_affinity=_pod_affinity_terms(affinity, "podAffinity", namespace),
+        pod_anti_affinity=_pod_affinity_terms(affinity, "podAntiAffinity", namespace),
+        spread_constraints=_spread_constraints(spec),
+        unschedulable=unschedulable and node_name is None,
+        terminating=meta.get("deletionTimestamp") is not None,
+    )
+
+
+def _container_requests(container: object, path: str) -> Resources:
+    if not isinstance(container, dict):
+        raise _Bad(path, f"expected an object, got {_kind_of(container)}")
+    return _resources(_dict(container, "resources", path), "requests", _join(path, "resources"))
+
+
+_NO_TOLERATIONS: tuple[Toleration, ...] = ()
+
+
+def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
+    items = _list(spec, "tolerations", "spec")
+    if not items:
+        return _NO_TOLERATIONS
+    result = []
+    for index, item in enumerate(items):
+        where = f"spec.tolerations[{index}]"
+        if not isinstance(item, dict):
+            raise _Bad(where, f"expected an object, got {_kind_of(item)}")
+        result.append(
+            Toleration(
+                _str(item, "key", where),
+                _str(item, "operator", where, "Equal"),
+                _str(item, "value", where),
+                _str(item, "effect", where),
+            )
+        )
+    return tuple(result)
+
+
+def _node_affinity(affinity: Mapping[str, Any]) -> tuple[NodeSelectorTerm, ...] | None:
+    node_affinity = _dict(affinity, "nodeAffinity", "spec.affinity")
+    path = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is None:
+        return None
+    if not isinstance(required, dict):
+        raise _Bad(path, f"expected an object, got {_kind_of(required)}")
+    terms = []
+    for index, term in enumerate(_list(required, "nodeSelectorTerms", path)):
+        where = f"{path}.nodeSelectorTerms[{index}]"
+        if not isinstance(term, dict):
+            raise _Bad(where, f"expected an object, got {_kind_of(term)}")
+        terms.append(
+            NodeSelectorTerm(
+                _requirements(_list(term, "matchExpressions", where), f"{where}.matchExpressions"),
+                _requirements(_list(term, "matchFields", where), f"{where}.matchFields"),
+            )
+        )
+    return tuple(terms)
+
+
+def _pod_affinity_terms(affinity: Mapping[str, Any], kind: str, namespace: str) -> tuple[PodAffinityTerm, ...]:
+    section = _dict(affinity, kind, "spec.affinity")
+    path = f"spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution"
+    items = _list(section, "requiredDuringSchedulingIgnoredDuringExecution", f"spec.affinity.{kind}")
+    terms = []
+    for index, term in enumerate(items):
+        where = f"{path}[{index}]"
+        if not isinstance(term, dict):
+            raise _Bad(where, f"expected an object, got {_kind_of(term)}")
+        topology_key = _str(term, "topologyKey", where)
+        if not topology_key:
+            raise _Bad(f"{where}.topologyKey", "missing")
+        namespaces = _list(term, "namespaces", where)
+        if not all(isinstance(n, str) for n in namespaces):
+            raise _Bad(f"{where}.namespaces", "expected a list of strings")
+        namespace_selector = term.get("namespaceSelector")
+        all_namespaces = namespace_selector is not None
+        terms.append(
+            PodAffinityTerm(
+                selector=_label_selector(term.get("labelSelector"), f"{where}.labelSelector"),
+                namespaces=tuple(namespaces) if namespaces or all_namespaces else (namespace,),
+                all_namespaces=all_namespaces,
+                topology_key=topology_key,
+            )
+        )
+    return tuple(terms)
+
+
+def _spread_constraints(spec: Mapping[str, Any]) -> tuple[SpreadConstraint, ...]:
+    result = []
+    for index, item in enumerate(_list(spec, "topologySpreadConstraints", "spec")):
+        where = f"spec.topologySpreadConstraints[{index}]"
+        if not isinstance(item, dict):
+            raise _Bad(where, f"expected an object, got {_kind_of(item)}")
+        if _str(item, "whenUnsatisfiable", where, "DoNotSchedule") != "DoNotSchedule":
+            continue
+        result.append(
+            SpreadConstraint(
+                max_skew=max(1, _int(item, "maxSkew", where, 1)),
+                topology_key=_str(item, "topologyKey", where),
+                selector=_label_selector(item.get("labelSelector"), f"{where}.labelSelector"),
+            )
+        )
+    return tuple(result)
+
+
+def _host_ports(containers: list[Any], init_containers: list[Any]) -> tuple[HostPort, ...]:
+    ports = []
+    sidecars = [c for c in init_containers if isinstance(c, dict) and c.get("restartPolicy") == "Always"]
+    for container in [*containers, *sidecars]:
+        for index, port in enumerate(_list(container, "ports", "spec.containers[].ports")):
+            if not isinstance(port, dict):
+                continue
+            host_port = port.get("hostPort")
+            if isinstance(host_port, int) and not isinstance(host_port, bool) and host_port > 0:
+                ports.append(
+                    HostPort(
+                        _str(port, "protocol", f"ports[{index}]", "TCP"),
+                        host_port,
+                        _str(port, "hostIP", f"ports[{index}]"),
+                    )
+                )
+    return tuple(ports)
+
+
+# -- PodDisruptionBudgets ----------------------------------------------------------------------
+
+
+def parse_pdb(obj: Mapping[str, Any]) -> Pdb:
+    meta = _dict(obj, "metadata", "")
+    name = _str(meta, "name", "metadata")
+    namespace = _str(meta, "namespace", "metadata", "default")
+    try:
+        spec = _dict(obj, "spec", "")
+        status = _dict(obj, "status", "")
+        return Pdb(
+            namespace=namespace,
+            name=name,
+            selector=_label_selector(spec.get("selector"), "spec.selector"),
+            # Missing status means the disruption controller has not counted yet: allow nothing.
+            disruptions_allowed=_int(status, "disruptionsAllowed", "status", 0),
+        )
+    except _Bad as bad:
+        raise SnapshotError(f"PodDisruptionBudget {namespace}/{name}: {bad}") from None
+
+
+# -- whole snapshots --------------------------------------------------------------------------
+
+
+@dataclass
+class SnapshotBuilder:
+    """Collects records from any number of pages; collects every problem before failing."""
+
+    nodes: list[Node] = field(default_factory=list)
+    pods: list[Pod] = field(default_factory=list)
+    pdbs: list[Pdb] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def add_nodes(self, items: Iterable[Mapping[str, Any]]) -> None:
+        self._add(items, parse_node, self.nodes, "Node")
+
+    def add_pods(self, items: Iterable[Mapping[str, Any]]) -> None:
+        self._add(items, parse_pod, self.pods, "Pod")
+
+    def add_pdbs(self, items: Iterable[Mapping[str, Any]]) -> None:
+        self._add(items, parse_pdb, self.pdbs, "PodDisruptionBudget")
+
+    def add_mixed(self, items: Iterable[object]) -> int:
+        """Items of a kubectl `List`: dispatched on `kind`, other kinds ignored. Returns the count."""
+        index = -1
+        for index, item in enumerate(items):
+            if not isinstance(item, dict):
+                self._problem(f"items[{index}]: expected an object, got {_kind_of(item)}")
+                continue
+            kind = item.get("kind")
+            if kind == "Pod":
+                self._one(item, parse_pod, self.pods)
+            elif kind == "Node":
+                self._one(item, parse_node, self.nodes)
+            elif kind == "PodDisruptionBudget":
+                self._one(item, parse_pdb, self.pdbs)
+            elif not isinstance(kind, str):
+                self._problem(f"items[{index}]: no kind")
+        return index + 1
+
+    def build(self, pool_autoscaling: Mapping[str, PoolAutoscaling] | None = None) -> Snapshot:
+        if self.problems:
+            raise SnapshotError(
+                f"the cluster snapshot has {len(self.problems)} unreadable object(s)", list(self.problems)
+            )
+        snapshot = Snapshot(tuple(self.nodes), tuple(self.pods), tuple(self.pdbs))
+        if pool_autoscaling is not None:
+            snapshot = Snapshot(snapshot.nodes, snapshot.pods, snapshot.pdbs, pool_autoscaling)
+        return snapshot
+
+    def _add(self, items: Iterable[Mapping[str, Any]], parse: Any, into: list[Any], kind: str) -> None:
+        for index, item in enumerate(items):
+            if not isinstance(item, dict):
+                self._problem(f"{kind} list item {index}: expected an object, got {_kind_of(item)}")
+                continue
+            self._one(item, parse, into)
+
+    def _one(self, item: Mapping[str, Any], parse: Any, into: list[Any]) -> None:
+        try:
+            into.append(parse(item))
+        except SnapshotError as error:
+            self._problem(error.message)
+        except _Bad as bad:
+            self._problem(f"{item.get('kind', 'object')}: {bad}")
+
+    def _problem(self, message: str) -> None:
+        if len(self.problems) < MAX_REPORTED_PROBLEMS:
+            self.problems.append(message)
+        elif len(self.problems) == MAX_REPORTED_PROBLEMS:
+            self.problems.append("... more problems not shown")
+
+
+def read_file(path: str) -> Snapshot:
+    """Read what `kubectl get nodes,pods,poddisruptionbudgets -A -o json` prints."""
+    try:
+        with open(path, "rb") as stream:
+            return read_stream(stream, name=path)
+    except OSError as error:
+        raise SnapshotError(f"cannot read snapshot {path}: {error.strerror or error}") from error
+
+
+def read_stream(stream: BinaryIO, *, name: str = "snapshot") -> Snapshot:
+    builder = SnapshotBuilder()
+    try:
+        count = builder.add_mixed(ijson.items(stream, "items.item", use_float=True))
+        if count == 0:
+            stream.seek(0)
+            _require_items_array(stream, name)
+    except ijson.JSONError as error:
+        raise SnapshotError(f"{name}: not valid JSON ({error})") from error
+    return builder.build()
+
+
+def _require_items_array(stream: BinaryIO, name: str) -> None:
+    """With no items read, tell an empty List from something that is no List at all."""
+    for prefix, event, _ in ijson.parse(stream):
+        if prefix == "items" and event == "start_array":
+            return
+    raise SnapshotError(f"{name}: expected a List with an `items` array (kubectl get ... -o json)")

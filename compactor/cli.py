@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from compactor import config as config_source
 from compactor import report, snapshot
@@ -29,7 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     plan = commands.add_parser("plan", help="plan from a saved cluster snapshot; touches no cluster")
     plan.add_argument(
-        "--snapshot", required=True, metavar="FILE",
+        "--snapshot",
+        required=True,
+        metavar="FILE",
         help="what `kubectl get nodes,pods,poddisruptionbudgets -A -o json` prints",
     )
     plan.add_argument("--config", metavar="FILE", help="configuration JSON")
@@ -40,14 +42,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse_now(text: str | None) -> datetime:
     if text is None:
-        return datetime.now(timezone.utc)
+        return datetime.now(UTC)
     try:
         moment = datetime.fromisoformat(text.strip().replace("z", "Z"))
     except ValueError:
         raise BadInputError(f"--now: {text!r} is not an RFC 3339 time (e.g. 2026-11-21T10:00:00Z)") from None
     if moment.tzinfo is None:
         raise BadInputError(f"--now: {text!r} has no time zone (add Z for UTC)")
-    return moment.astimezone(timezone.utc)
+    return moment.astimezone(UTC)
 
 
 def _plan(args: argparse.Namespace) -> int:

@@ -157,11 +157,11 @@ def load(
     if document:
         if read_firestore is None:
             raise ConfigError(f"{ENV_FIRESTORE_DOCUMENT} is set but Firestore cannot be read from here")
-        text = read_firestore(document, env.get(ENV_FIRESTORE_DATABASE) or None)
-        return parse(text, source=f"firestore:{document}", env=env)
-    text = env.get(ENV_CONFIG)
-    if text:
-        return parse(text, source=ENV_CONFIG, env=env)
+        document_text = read_firestore(document, env.get(ENV_FIRESTORE_DATABASE) or None)
+        return parse(document_text, source=f"firestore:{document}", env=env)
+    env_text = env.get(ENV_CONFIG)
+    if env_text:
+        return parse(env_text, source=ENV_CONFIG, env=env)
     if config_file:
         try:
             with open(config_file, "rb") as stream:
@@ -170,7 +170,5 @@ def load(
             raise ConfigError(f"cannot read config file {config_file}: {error.strerror or error}") from error
         return parse(content, source=config_file, env=env)
     if required:
-        raise ConfigError(
-            f"no configuration: set {ENV_FIRESTORE_DOCUMENT}, {ENV_CONFIG} or pass --config FILE"
-        )
+        raise ConfigError(f"no configuration: set {ENV_FIRESTORE_DOCUMENT}, {ENV_CONFIG} or pass --config FILE")
     return validate({}, source="defaults", env=env)

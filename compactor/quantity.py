@@ -8,6 +8,7 @@ matches the API server's `MilliValue()` / `Value()`. The cache matters: a
 from __future__ import annotations
 
 import math
+import re
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
@@ -18,17 +19,25 @@ class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
 
 
+# The grammar of resource.Quantity (apimachinery): sign, digits, then an
+# exponent or a suffix. parse_quantity is more lenient (it accepts "1 Gi"),
+# so the syntax is checked first.
+_SYNTAX = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+|[KMGTPE]i|[numkMGTPE])?")
+
+
 @lru_cache(maxsize=4096)
 def _decimal(text: str) -> Decimal:
+    if not _SYNTAX.fullmatch(text):
+        raise QuantityError(f"{text!r} is not a Kubernetes quantity")
     try:
-        value = _parse_quantity(text)
+        value: Decimal = _parse_quantity(text)
     except (ValueError, InvalidOperation, TypeError) as error:
         raise QuantityError(f"{text!r} is not a Kubernetes quantity") from error
     if not value.is_finite():
         raise QuantityError(f"{text!r} is not a finite quantity")
     if value < 0:
         raise QuantityError(f"{text!r} is negative")
-    return value
+    return Decimal(value)
 
 
 def _text(value: object) -> str:

@@ -25,6 +25,7 @@ class DecisionModel(_Model):
     pool: str | None
     reason: str
     evictions: list[str] = Field(default_factory=list)
+    placements: dict[str, str] = Field(default_factory=dict)
 
 
 class MarksModel(_Model):
@@ -80,6 +81,7 @@ def to_model(plan: Plan, *, outcome: dict[str, Any] | None = None) -> ReportMode
             pool=decision.pool,
             reason=decision.reason,
             evictions=list(decision.evictions),
+            placements=dict(decision.placements),
         ),
         marks=MarksModel(add=list(plan.marks_add), remove=list(plan.marks_remove)),
         nodes=[

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, BinaryIO
 
 import ijson
@@ -49,7 +49,7 @@ from compactor.errors import SnapshotError
 MAX_REPORTED_PROBLEMS = 20
 
 
-class _Bad(Exception):
+class _FieldError(Exception):
     """A field that cannot be read; `path` is relative to the object."""
 
     def __init__(self, path: str, reason: str) -> None:
@@ -66,7 +66,7 @@ def _dict(parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
     if value is None:
         return EMPTY
     if not isinstance(value, dict):
-        raise _Bad(_join(path, key), f"expected an object, got {_kind_of(value)}")
+        raise _FieldError(_join(path, key), f"expected an object, got {_kind_of(value)}")
     return value
 
 
@@ -75,7 +75,7 @@ def _list(parent: Mapping[str, Any], key: str, path: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise _Bad(_join(path, key), f"expected a list, got {_kind_of(value)}")
+        raise _FieldError(_join(path, key), f"expected a list, got {_kind_of(value)}")
     return value
 
 
@@ -84,7 +84,7 @@ def _str(parent: Mapping[str, Any], key: str, path: str, default: str = "") -> s
     if value is None:
         return default
     if not isinstance(value, str):
-        raise _Bad(_join(path, key), f"expected a string, got {_kind_of(value)}")
+        raise _FieldError(_join(path, key), f"expected a string, got {_kind_of(value)}")
     return value
 
 
@@ -93,7 +93,7 @@ def _int(parent: Mapping[str, Any], key: str, path: str, default: int = 0) -> in
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _Bad(_join(path, key), f"expected an integer, got {_kind_of(value)}")
+        raise _FieldError(_join(path, key), f"expected an integer, got {_kind_of(value)}")
     return value
 
 
@@ -101,7 +101,7 @@ def _string_map(parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, 
     value = _dict(parent, key, path)
     for name, item in value.items():
         if not isinstance(item, str):
-            raise _Bad(_join(path, key, name), f"expected a string, got {_kind_of(item)}")
+            raise _FieldError(_join(path, key, name), f"expected a string, got {_kind_of(item)}")
     return value
 
 
@@ -124,7 +124,7 @@ def parse_time(text: str) -> datetime:
     parsed = datetime.fromisoformat(text.replace("z", "Z"))
     if parsed.tzinfo is None:
         raise ValueError(f"{text!r} has no time zone")
-    return parsed.astimezone(timezone.utc)
+    return parsed.astimezone(UTC)
 
 
 def _resources(parent: Mapping[str, Any], key: str, path: str) -> Resources:
@@ -142,7 +142,7 @@ def _resources(parent: Mapping[str, Any], key: str, path: str) -> Resources:
             elif name != "pods":
                 extended.append((sys.intern(name), quantity.millis(value)))
         except quantity.QuantityError as error:
-            raise _Bad(_join(path, key, name), str(error)) from error
+            raise _FieldError(_join(path, key, name), str(error)) from error
     extended.sort()
     return Resources(cpu, memory, tuple(extended))
 
@@ -152,13 +152,13 @@ def _requirements(items: list[Any], path: str) -> tuple[Requirement, ...]:
     for index, item in enumerate(items):
         where = f"{path}[{index}]"
         if not isinstance(item, dict):
-            raise _Bad(where, f"expected an object, got {_kind_of(item)}")
+            raise _FieldError(where, f"expected an object, got {_kind_of(item)}")
         values = _list(item, "values", where)
         if not all(isinstance(v, str) for v in values):
-            raise _Bad(_join(where, "values"), "expected a list of strings")
+            raise _FieldError(_join(where, "values"), "expected a list of strings")
         operator = _str(item, "operator", where)
         if not operator:
-            raise _Bad(_join(where, "operator"), "missing")
+            raise _FieldError(_join(where, "operator"), "missing")
         result.append(Requirement(_str(item, "key", where), operator, tuple(values)))
     return tuple(result)
 
@@ -167,7 +167,7 @@ def _label_selector(value: object, path: str) -> LabelSelector | None:
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise _Bad(path, f"expected an object, got {_kind_of(value)}")
+        raise _FieldError(path, f"expected an object, got {_kind_of(value)}")
     match_labels = tuple(sorted(_string_map(value, "matchLabels", path).items()))
     expressions = _requirements(_list(value, "matchExpressions", path), _join(path, "matchExpressions"))
     return LabelSelector(match_labels, expressions)
@@ -180,10 +180,10 @@ def parse_node(obj: Mapping[str, Any]) -> Node:
     meta = _dict(obj, "metadata", "")
     name = _str(meta, "name", "metadata")
     if not name:
-        raise _Bad("metadata.name", "missing")
+        raise _FieldError("metadata.name", "missing")
     try:
         return _node(obj, meta, name)
-    except _Bad as bad:
+    except _FieldError as bad:
         raise SnapshotError(f"Node {name}: {bad}") from None
 
 
@@ -195,12 +195,12 @@ def _node(obj: Mapping[str, Any], meta: Mapping[str, Any], name: str) -> Node:
     try:
         max_pods = quantity.units(pods_text) if pods_text is not None else 0
     except quantity.QuantityError as error:
-        raise _Bad("status.allocatable.pods", str(error)) from error
+        raise _FieldError("status.allocatable.pods", str(error)) from error
     taints = []
     for index, item in enumerate(_list(spec, "taints", "spec")):
         where = f"spec.taints[{index}]"
         if not isinstance(item, dict):
-            raise _Bad(where, f"expected an object, got {_kind_of(item)}")
+            raise _FieldError(where, f"expected an object, got {_kind_of(item)}")
         taints.append(Taint(_str(item, "key", where), _str(item, "value", where), _str(item, "effect", where)))
     ready = False
     for index, condition in enumerate(_list(status, "conditions", "status")):
@@ -210,10 +210,10 @@ def _node(obj: Mapping[str, Any], meta: Mapping[str, Any], name: str) -> Node:
     try:
         created = parse_time(created_text) if created_text else None
     except ValueError:
-        raise _Bad("metadata.creationTimestamp", f"{created_text!r} is not an RFC 3339 time") from None
+        raise _FieldError("metadata.creationTimestamp", f"{created_text!r} is not an RFC 3339 time") from None
     unschedulable = spec.get("unschedulable", False)
     if not isinstance(unschedulable, bool):
-        raise _Bad("spec.unschedulable", f"expected true or false, got {_kind_of(unschedulable)}")
+        raise _FieldError("spec.unschedulable", f"expected true or false, got {_kind_of(unschedulable)}")
     return Node(
         name=name,
         allocatable=allocatable,
@@ -238,7 +238,7 @@ def parse_pod(obj: Mapping[str, Any]) -> Pod:
         raise SnapshotError(f"Pod in namespace {namespace}: metadata.name: missing")
     try:
         return _pod(obj, meta, sys.intern(namespace), name)
-    except _Bad as bad:
+    except _FieldError as bad:
         raise SnapshotError(f"Pod {namespace}/{name}: {bad}") from None
 
 
@@ -267,7 +267,7 @@ def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: 
     pvc_names: list[str] = []
     for index, volume in enumerate(_list(spec, "volumes", "spec")):
         if not isinstance(volume, dict):
-            raise _Bad(f"spec.volumes[{index}]", f"expected an object, got {_kind_of(volume)}")
+            raise _FieldError(f"spec.volumes[{index}]", f"expected an object, got {_kind_of(volume)}")
         volume_name = _str(volume, "name", f"spec.volumes[{index}]")
         if "hostPath" in volume:
             local_storage.append(volume_name)
@@ -333,7 +333,7 @@ def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: 
 
 def _container_requests(container: object, path: str) -> Resources:
     if not isinstance(container, dict):
-        raise _Bad(path, f"expected an object, got {_kind_of(container)}")
+        raise _FieldError(path, f"expected an object, got {_kind_of(container)}")
     return _resources(_dict(container, "resources", path), "requests", _join(path, "resources"))
 
 
@@ -348,7 +348,7 @@ def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
     for index, item in enumerate(items):
         where = f"spec.tolerations[{index}]"
         if not isinstance(item, dict):
-            raise _Bad(where, f"expected an object, got {_kind_of(item)}")
+            raise _FieldError(where, f"expected an object, got {_kind_of(item)}")
         result.append(
             Toleration(
                 _str(item, "key", where),
@@ -367,12 +367,12 @@ def _node_affinity(affinity: Mapping[str, Any]) -> tuple[NodeSelectorTerm, ...] 
     if required is None:
         return None
     if not isinstance(required, dict):
-        raise _Bad(path, f"expected an object, got {_kind_of(required)}")
+        raise _FieldError(path, f"expected an object, got {_kind_of(required)}")
     terms = []
     for index, term in enumerate(_list(required, "nodeSelectorTerms", path)):
         where = f"{path}.nodeSelectorTerms[{index}]"
         if not isinstance(term, dict):
-            raise _Bad(where, f"expected an object, got {_kind_of(term)}")
+            raise _FieldError(where, f"expected an object, got {_kind_of(term)}")
         terms.append(
             NodeSelectorTerm(
                 _requirements(_list(term, "matchExpressions", where), f"{where}.matchExpressions"),
@@ -390,13 +390,13 @@ def _pod_affinity_terms(affinity: Mapping[str, Any], kind: str, namespace: str) 
     for index, term in enumerate(items):
         where = f"{path}[{index}]"
         if not isinstance(term, dict):
-            raise _Bad(where, f"expected an object, got {_kind_of(term)}")
+            raise _FieldError(where, f"expected an object, got {_kind_of(term)}")
         topology_key = _str(term, "topologyKey", where)
         if not topology_key:
-            raise _Bad(f"{where}.topologyKey", "missing")
+            raise _FieldError(f"{where}.topologyKey", "missing")
         namespaces = _list(term, "namespaces", where)
         if not all(isinstance(n, str) for n in namespaces):
-            raise _Bad(f"{where}.namespaces", "expected a list of strings")
+            raise _FieldError(f"{where}.namespaces", "expected a list of strings")
         namespace_selector = term.get("namespaceSelector")
         all_namespaces = namespace_selector is not None
         terms.append(
@@ -415,7 +415,7 @@ def _spread_constraints(spec: Mapping[str, Any]) -> tuple[SpreadConstraint, ...]
     for index, item in enumerate(_list(spec, "topologySpreadConstraints", "spec")):
         where = f"spec.topologySpreadConstraints[{index}]"
         if not isinstance(item, dict):
-            raise _Bad(where, f"expected an object, got {_kind_of(item)}")
+            raise _FieldError(where, f"expected an object, got {_kind_of(item)}")
         if _str(item, "whenUnsatisfiable", where, "DoNotSchedule") != "DoNotSchedule":
             continue
         result.append(
@@ -464,7 +464,7 @@ def parse_pdb(obj: Mapping[str, Any]) -> Pdb:
             # Missing status means the disruption controller has not counted yet: allow nothing.
             disruptions_allowed=_int(status, "disruptionsAllowed", "status", 0),
         )
-    except _Bad as bad:
+    except _FieldError as bad:
         raise SnapshotError(f"PodDisruptionBudget {namespace}/{name}: {bad}") from None
 
 
@@ -529,7 +529,7 @@ class SnapshotBuilder:
             into.append(parse(item))
         except SnapshotError as error:
             self._problem(error.message)
-        except _Bad as bad:
+        except _FieldError as bad:
             self._problem(f"{item.get('kind', 'object')}: {bad}")
 
     def _problem(self, message: str) -> None:
@@ -556,7 +556,8 @@ def read_stream(stream: BinaryIO, *, name: str = "snapshot") -> Snapshot:
             stream.seek(0)
             _require_items_array(stream, name)
     except ijson.JSONError as error:
-        raise SnapshotError(f"{name}: not valid JSON ({error})") from error
+        detail = " ".join(str(error).split())  # ijson's messages span lines
+        raise SnapshotError(f"{name}: not valid JSON ({detail})") from error
     return builder.build()
 
 

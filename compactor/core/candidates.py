@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime
 
-from compactor.config import Config, PoolConfig
+from compactor.config import PoolConfig
 from compactor.core.blockers import Blocker, pod_blockers
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.marks import opted_out
@@ -192,5 +192,3 @@ def cluster_gates(view: ClusterView, draining: str | None) -> list[Blocker]:
             )
         )
     return found
-
-

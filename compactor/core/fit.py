@@ -92,7 +92,9 @@ class Simulation:
         usage.placed.append(pod)
         for (namespace, constraint), counts in self._spread_counts.items():
             domain = target.node.labels.get(constraint.topology_key)
-            if namespace == pod.namespace and domain in counts and selector_matches(constraint.selector, pod.labels):
+            if domain is None or namespace != pod.namespace or domain not in counts:
+                continue
+            if selector_matches(constraint.selector, pod.labels):
                 counts[domain] += 1
 
     def _pods_on(self, target: NodeState) -> Iterable[Pod]:

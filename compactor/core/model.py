@@ -20,6 +20,7 @@ EMPTY: Mapping[str, str] = MappingProxyType({})
 def _no_labels() -> Mapping[str, str]:
     return EMPTY
 
+
 # Annotations and labels with a meaning for node-compactor.
 UNDERUTILIZED_SINCE = "node-compactor.dev/underutilized-since"
 DRAIN_STARTED_AT = "node-compactor.dev/drain-started-at"

@@ -21,6 +21,8 @@ class Decision:
     reason: str
     # Pods to evict ("namespace/name") for drain and continue-drain, in eviction order.
     evictions: tuple[str, ...] = ()
+    # For a new drain, where the simulation placed each pod ("namespace/name", node): the proof that it fits.
+    placements: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -139,13 +139,20 @@ def _choose(view: ClusterView, eligible: list[NodeState], blockers: dict[str, li
             )
             continue
         movable = state.movable_pods
+        if movable and not any(target.name != state.name for target in targets):
+            blockers[state.name].append(Blocker("no-fit", "no other Ready, schedulable node to move its pods to"))
+            continue
         own_free_cpu = max(0, state.node.allocatable.cpu_millis - state.requested.cpu_millis)
         own_free_memory = max(0, state.node.allocatable.memory_bytes - state.requested.memory_bytes)
         need_cpu = sum(pod.requests.cpu_millis for pod in movable)
         need_memory = sum(pod.requests.memory_bytes for pod in movable)
         if need_cpu > free_cpu - own_free_cpu or need_memory > free_memory - own_free_memory:
             blockers[state.name].append(
-                Blocker("no-fit", "the other nodes lack the free cpu or memory for its pods")
+                Blocker(
+                    "no-fit",
+                    f"its pods need cpu {need_cpu}m and memory {need_memory / 2**20:.0f}Mi; the other nodes have "
+                    f"{free_cpu - own_free_cpu}m and {(free_memory - own_free_memory) / 2**20:.0f}Mi free in all",
+                )
             )
             continue
         simulations += 1
@@ -163,6 +170,7 @@ def _choose(view: ClusterView, eligible: list[NodeState], blockers: dict[str, li
             f"{state.name} is the cheapest node to remove in pool {state.pool} (cpu {cpu}, memory {memory}): "
             f"its {len(movable)} pod(s) fit on the other nodes",
             inflight.eviction_order(pods),
+            tuple(sorted(result.placements.items())),
         )
     return chosen
 

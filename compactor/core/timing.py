@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 
 def parse_stamp(text: str | None) -> datetime | None:
@@ -15,12 +15,12 @@ def parse_stamp(text: str | None) -> datetime | None:
         return None
     if parsed.tzinfo is None:
         return None
-    return parsed.astimezone(timezone.utc)
+    return parsed.astimezone(UTC)
 
 
 def format_stamp(moment: datetime) -> str:
     """The form written to annotations: second precision, UTC, `Z`."""
-    return moment.astimezone(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return moment.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def seconds_between(earlier: datetime, later: datetime) -> float:

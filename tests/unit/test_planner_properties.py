@@ -1,0 +1,315 @@
+"""Properties of the planner over random clusters (hypothesis).
+
+Whenever the planner chooses a node, an independent checker written here,
+not the planner's own code, confirms the placements it returns: every
+movable pod of the node is placed exactly once, on another Ready,
+uncordoned node, and every target can hold all that lands on it at once.
+The planner never chooses a node with a blocking pod, an opt-out
+annotation or a person's cordon.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import timedelta
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from compactor.core import planner
+from compactor.core.model import (
+    CA_SCALE_DOWN_DISABLED,
+    DISABLED,
+    DRAIN_STARTED_AT,
+    UNDERUTILIZED_SINCE,
+    LabelSelector,
+    Node,
+    Pdb,
+    Pod,
+    PodAffinityTerm,
+    Resources,
+    Snapshot,
+    Taint,
+    Toleration,
+)
+from compactor.core.timing import format_stamp
+from tests.builders import NOW, make_config
+
+POOLS = ("general", "batch")
+APPS = ("web", "api", "db")
+ZONES = ("a", "b")
+
+
+@st.composite
+def nodes(draw: st.DrawFn, index: int) -> Node:
+    annotations: dict[str, str] = {}
+    if draw(st.booleans()):
+        annotations[UNDERUTILIZED_SINCE] = format_stamp(NOW - timedelta(seconds=draw(st.integers(0, 4000))))
+    if draw(st.integers(0, 14)) == 0:
+        annotations[draw(st.sampled_from([DISABLED, CA_SCALE_DOWN_DISABLED]))] = "true"
+    tainted = draw(st.integers(0, 2)) == 0
+    return Node(
+        name=f"n{index}",
+        allocatable=Resources(
+            draw(st.sampled_from([1000, 2000, 3000])),
+            draw(st.sampled_from([1, 2, 4])) * 2**30,
+            (("nvidia.com/gpu", 1000),) if draw(st.integers(0, 5)) == 0 else (),
+        ),
+        allocatable_pods=draw(st.integers(2, 10)),
+        labels={
+            "cloud.google.com/gke-nodepool": draw(st.sampled_from(POOLS)),
+            "topology.kubernetes.io/zone": draw(st.sampled_from(ZONES)),
+            "kubernetes.io/hostname": f"n{index}",
+            "disk": draw(st.sampled_from(["ssd", "hdd"])),
+        },
+        annotations=annotations,
+        taints=(Taint("dedicated", "batch", "NoSchedule"),) if tainted else (),
+        unschedulable=draw(st.integers(0, 9)) == 0,
+        ready=draw(st.integers(0, 11)) != 0,
+        created=NOW - timedelta(seconds=draw(st.sampled_from([60, 100_000]))),
+    )
+
+
+@st.composite
+def pods(draw: st.DrawFn, index: int, node_names: list[str]) -> Pod:
+    # The first pods go round the nodes so that every node has something to move.
+    node_name = node_names[index] if index < len(node_names) else draw(st.sampled_from(node_names))
+    app = draw(st.sampled_from(APPS))
+    anti = (
+        (PodAffinityTerm(LabelSelector((("app", app),)), ("default",), False, "kubernetes.io/hostname"),)
+        if draw(st.integers(0, 4)) == 0
+        else ()
+    )
+    from compactor.core.model import HostPort
+
+    return Pod(
+        namespace=draw(st.sampled_from(["default"] * 19 + ["kube-system"])),
+        name=f"p{index}",
+        node_name=node_name,
+        phase=draw(st.sampled_from(["Running", "Running", "Running", "Succeeded"])),
+        requests=Resources(
+            draw(st.integers(1, 10)) * 100,
+            draw(st.integers(0, 4)) * 2**28,
+            (("nvidia.com/gpu", 1000),) if draw(st.integers(0, 8)) == 0 else (),
+        ),
+        labels={"app": app},
+        controller_kind=draw(st.sampled_from(["ReplicaSet"] * 12 + ["StatefulSet", "DaemonSet", None])),
+        safe_to_evict=draw(st.sampled_from([None] * 12 + [True, False])),
+        do_not_disrupt=draw(st.integers(0, 29)) == 0,
+        priority=draw(st.integers(0, 3)) * 100,
+        local_storage=("cache",) if draw(st.integers(0, 29)) == 0 else (),
+        pvc_names=("data",) if draw(st.integers(0, 4)) == 0 else (),
+        tolerations=(Toleration("dedicated", "Equal", "batch", "NoSchedule"),) if draw(st.integers(0, 2)) == 0 else (),
+        node_selector=(("disk", "ssd"),) if draw(st.integers(0, 4)) == 0 else (),
+        host_ports=(HostPort("TCP", 8080, ""),) if draw(st.integers(0, 5)) == 0 else (),
+        pod_anti_affinity=anti,
+    )
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> tuple[Snapshot, Any]:
+    node_list = [draw(nodes(i)) for i in range(draw(st.integers(2, 7)))]
+    names = [node.name for node in node_list]
+    pod_list = [draw(pods(i, names)) for i in range(draw(st.integers(len(names), 30)))]
+    pdbs = [
+        Pdb("default", f"pdb-{app}", LabelSelector((("app", app),)), draw(st.sampled_from([0, 1, 1, 2, 2])))
+        for app in APPS
+        if draw(st.booleans())
+    ]
+    config = make_config(
+        pools={
+            "general": {
+                "scaleDownCPURequestRatioLimit": draw(st.sampled_from([0.75, 1.0, 1.0])),
+                "neededMarkedTimeSeconds": draw(st.sampled_from([0, 0, 300])),
+                "minimumNodeAgeSeconds": 0,
+                "scaleUpCooldownSeconds": 0,
+                "minNodes": draw(st.integers(0, 2)),
+            },
+            "batch": {"enabled": draw(st.booleans()), "scaleDownCPURequestRatioLimit": 0.9, "minNodes": 0},
+        },
+        skipNodesWithLocalStorage=draw(st.booleans()),
+    )
+    return Snapshot(tuple(node_list), tuple(pod_list), tuple(pdbs)), config
+
+
+def check_placements(snapshot: Snapshot, chosen: str, placements: dict[str, str]) -> None:
+    """An independent check that the returned placements are a valid way to empty `chosen`."""
+    nodes_by_name = {node.name: node for node in snapshot.nodes}
+    live = [pod for pod in snapshot.pods if pod.phase not in ("Succeeded", "Failed") and pod.node_name]
+    movers = [
+        pod for pod in live if pod.node_name == chosen and pod.controller_kind != "DaemonSet" and not pod.is_mirror
+    ]
+    assert sorted(placements) == sorted(pod.key for pod in movers), "every movable pod placed exactly once"
+    arriving: dict[str, list[Pod]] = defaultdict(list)
+    for pod in movers:
+        arriving[placements[pod.key]].append(pod)
+    source_zone = nodes_by_name[chosen].labels["topology.kubernetes.io/zone"]
+    for target_name, newcomers in arriving.items():
+        target = nodes_by_name[target_name]
+        assert target_name != chosen
+        assert target.ready and not target.unschedulable, "targets are Ready and uncordoned"
+        residents = [pod for pod in live if pod.node_name == target_name]
+        everyone = residents + newcomers
+        assert sum(p.requests.cpu_millis for p in everyone) <= target.allocatable.cpu_millis
+        assert sum(p.requests.memory_bytes for p in everyone) <= target.allocatable.memory_bytes
+        assert len(everyone) <= target.allocatable_pods
+        # Like the scheduler, extended resources are compared only when a newcomer asks for them.
+        if any(dict(p.requests.extended).get("nvidia.com/gpu") for p in newcomers):
+            gpus = sum(dict(p.requests.extended).get("nvidia.com/gpu", 0) for p in everyone)
+            assert gpus <= dict(target.allocatable.extended).get("nvidia.com/gpu", 0)
+        for pod in newcomers:
+            for node_taint in target.taints:
+                assert any(t.tolerates(node_taint) for t in pod.tolerations), "taints tolerated"
+            for key, value in pod.node_selector:
+                assert target.labels.get(key) == value, "nodeSelector matches"
+            if pod.pvc_names:
+                assert target.labels["topology.kubernetes.io/zone"] == source_zone, "volumes stay in their zone"
+        taken = [port for pod in residents for port in pod.host_ports]
+        arriving_ports = [port for pod in newcomers for port in pod.host_ports]
+        assert not set(arriving_ports) & set(taken), "no host port is used twice"
+        assert len(arriving_ports) == len(set(arriving_ports)), "no host port is used twice"
+        # Random residents may already break anti-affinity among themselves; judge only what moves in.
+        for pod in everyone:
+            for term in pod.pod_anti_affinity:
+                assert term.selector is not None
+                wanted = dict(term.selector.match_labels).items()
+                for other in everyone:
+                    if other is pod or other.namespace not in term.namespaces or not wanted <= other.labels.items():
+                        continue
+                    assert pod in residents and other in residents, "anti-affinity respected"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters())
+def test_a_chosen_node_can_really_be_emptied(cluster: tuple[Snapshot, Any]) -> None:
+    snapshot, config = cluster
+    plan = planner.plan(snapshot, config, now=NOW)  # never raises on valid input
+    assert plan.decision.action in ("drain", "none")
+    if plan.decision.action != "drain":
+        return
+    chosen = plan.decision.node
+    assert chosen is not None
+    node = next(n for n in snapshot.nodes if n.name == chosen)
+    assert not node.unschedulable, "never a node a person cordoned"
+    assert node.ready
+    assert node.annotations.get(DISABLED) != "true" and node.annotations.get(CA_SCALE_DOWN_DISABLED) != "true"
+    for pod in snapshot.pods:
+        if pod.node_name != chosen or pod.controller_kind == "DaemonSet" or pod.phase in ("Succeeded", "Failed"):
+            continue
+        assert pod.safe_to_evict is not False and not pod.do_not_disrupt, "no pod that refuses eviction"
+        assert pod.controller_kind is not None or pod.safe_to_evict is True, "no bare pod"
+        for pdb in snapshot.pdbs:
+            covers = pdb.selector is not None and dict(pdb.selector.match_labels).items() <= pod.labels.items()
+            if pdb.namespace == pod.namespace and covers:
+                assert pdb.disruptions_allowed > 0, "no PDB at zero"
+    check_placements(snapshot, chosen, dict(plan.decision.placements))
+    assert sum(1 for report in plan.nodes if report.candidate) == 1, "exactly one node is chosen"
+
+
+@settings(max_examples=150, deadline=None)
+@given(clusters(), st.integers(0, 2000))
+def test_a_drain_in_progress_is_never_joined_by_a_second(cluster: tuple[Snapshot, Any], elapsed: int) -> None:
+    snapshot, config = cluster
+    first = snapshot.nodes[0]
+    annotations = {**first.annotations, DRAIN_STARTED_AT: format_stamp(NOW - timedelta(seconds=elapsed))}
+    draining = Node(
+        first.name,
+        first.allocatable,
+        first.allocatable_pods,
+        first.labels,
+        annotations,
+        first.taints,
+        True,
+        first.ready,
+        first.created,
+    )
+    snapshot = Snapshot((draining, *snapshot.nodes[1:]), snapshot.pods, snapshot.pdbs)
+    plan = planner.plan(snapshot, config, now=NOW)
+    assert plan.decision.action in ("continue-drain", "rollback", "none")
+    assert plan.decision.node in (first.name, None)
+    assert not any(report.candidate for report in plan.nodes)
+
+
+@st.composite
+def one_candidate(draw: st.DrawFn) -> tuple[Snapshot, Any]:
+    """n0 holds 2-6 pods that nothing blocks; the other nodes are random and never candidates
+    (they are not marked), so each example puts the fit simulation itself to the test."""
+    others = []
+    for index in range(1, draw(st.integers(2, 6))):
+        node = draw(nodes(index))
+        others.append(
+            Node(
+                node.name,
+                node.allocatable,
+                node.allocatable_pods,
+                node.labels,
+                {},
+                node.taints,
+                node.unschedulable,
+                node.ready,
+                node.created,
+            )
+        )
+    candidate = Node(
+        "n0",
+        Resources(8000, 16 * 2**30),
+        20,
+        {
+            "cloud.google.com/gke-nodepool": "general",
+            "topology.kubernetes.io/zone": draw(st.sampled_from(ZONES)),
+            "kubernetes.io/hostname": "n0",
+            "disk": "ssd",
+        },
+        {UNDERUTILIZED_SINCE: format_stamp(NOW - timedelta(hours=1))},
+        (),
+        False,
+        True,
+        NOW - timedelta(days=1),
+    )
+    names = [node.name for node in others]
+    residents = [draw(pods(i, names)) for i in range(draw(st.integers(0, 12)))]
+    movers = []
+    for index in range(draw(st.integers(2, 6))):
+        pod = draw(pods(100 + index, ["n0"]))
+        movers.append(
+            Pod(
+                pod.namespace if pod.namespace == "default" else "default",
+                pod.name,
+                "n0",
+                "Running",
+                pod.requests,
+                pod.labels,
+                "ReplicaSet",
+                "rs",
+                tolerations=pod.tolerations,
+                node_selector=pod.node_selector,
+                host_ports=pod.host_ports,
+                pvc_names=pod.pvc_names,
+                pod_anti_affinity=pod.pod_anti_affinity,
+            )
+        )
+    config = make_config(
+        pools={
+            "general": {
+                "scaleDownCPURequestRatioLimit": 1.0,
+                "minimumNodeAgeSeconds": 0,
+                "scaleUpCooldownSeconds": 0,
+                "minNodes": 0,
+            },
+            "batch": {"scaleDownCPURequestRatioLimit": 1.0},
+        }
+    )
+    return Snapshot((candidate, *others), (*movers, *residents), ()), config
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(one_candidate())
+def test_a_node_with_many_pods_is_chosen_only_when_they_all_fit_together(cluster: tuple[Snapshot, Any]) -> None:
+    snapshot, config = cluster
+    plan = planner.plan(snapshot, config, now=NOW)
+    if plan.decision.action == "drain":
+        assert plan.decision.node == "n0"
+        check_placements(snapshot, "n0", dict(plan.decision.placements))
+    else:
+        assert "n0" not in plan.marks_remove

@@ -1,0 +1,616 @@
+"""The decision rules of DESIGN.md, one group per rule; each case changes the decision."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from compactor.core.model import (
+    CA_SCALE_DOWN_DISABLED,
+    DISABLED,
+    DRAIN_FAILED_AT,
+    DRAIN_STARTED_AT,
+    UNDERUTILIZED_SINCE,
+    PoolAutoscaling,
+)
+from tests.builders import (
+    NOW,
+    ago,
+    blockers_of,
+    busy,
+    make_config,
+    make_node,
+    make_pdb,
+    make_pod,
+    node_report,
+    run_plan,
+    stamp,
+    taint,
+)
+
+
+def base_nodes(**light: Any) -> list[Any]:
+    """n1 is light (a candidate), n2 and n3 are 75% busy with 1 cpu free each."""
+    return [make_node("n1", **light), make_node("n2", marked_since=None), make_node("n3", marked_since=None)]
+
+
+def base_pods() -> list[Any]:
+    return [busy("b2", "n2"), busy("b3", "n3")]
+
+
+# -- rule 0: a drain in progress ------------------------------------------------------------
+
+
+def draining_node(started: float, **kwargs: Any) -> Any:
+    return make_node(
+        "n1",
+        unschedulable=True,
+        annotations={DRAIN_STARTED_AT: stamp(ago(started)), **kwargs.pop("annotations", {})},
+        **kwargs,
+    )
+
+
+def test_continues_a_drain_that_still_has_pods_to_move() -> None:
+    plan = run_plan([draining_node(60), *base_nodes()[1:]], [make_pod("web", node="n1"), *base_pods()])
+    assert plan.decision.action == "continue-drain"
+    assert plan.decision.node == "n1"
+    assert plan.decision.evictions == ("default/web",)
+
+
+def test_rolls_back_a_drain_that_ran_past_its_timeout() -> None:
+    plan = run_plan([draining_node(901), *base_nodes()[1:]], [make_pod("web", node="n1"), *base_pods()])
+    assert plan.decision.action == "rollback"
+    assert "drainTimeoutSeconds" in plan.decision.reason
+
+
+@pytest.mark.parametrize(
+    "left_behind",
+    [
+        pytest.param(make_pod("ds", node="n1", owner="DaemonSet"), id="daemonset"),
+        pytest.param(make_pod("static", node="n1", owner="Node", is_mirror=True), id="mirror"),
+        pytest.param(make_pod("job", node="n1", owner="Job", phase="Succeeded"), id="finished"),
+    ],
+)
+def test_waits_for_the_autoscaler_once_only_pods_that_stay_are_left(left_behind: Any) -> None:
+    plan = run_plan([draining_node(600), *base_nodes()[1:]], [left_behind, *base_pods()])
+    assert plan.decision.action == "none"
+    assert plan.decision.node == "n1"
+    assert "waiting for the Cluster Autoscaler to remove it" in plan.decision.reason
+
+
+def test_rolls_back_an_empty_node_the_autoscaler_did_not_take() -> None:
+    plan = run_plan([draining_node(1801), *base_nodes()[1:]], base_pods())
+    assert plan.decision.action == "rollback"
+    assert "removalTimeoutSeconds" in plan.decision.reason
+
+
+def test_starts_no_second_drain_while_one_is_in_progress() -> None:
+    nodes = [draining_node(60), make_node("n4"), make_node("n2", marked_since=None), make_node("n3", marked_since=None)]
+    plan = run_plan(nodes, [make_pod("web", node="n1"), make_pod("api", node="n4"), *base_pods()])
+    assert plan.decision.action == "continue-drain"
+    assert not node_report(plan, "n4").candidate
+    assert "n1 is being drained; one node at a time" in blockers_of(plan, "n4")
+
+
+def test_keeps_maintaining_marks_during_a_drain() -> None:
+    nodes = [draining_node(60), make_node("n4", marked_since=None), make_node("n2", marked_since=None)]
+    plan = run_plan(nodes, [make_pod("web", node="n1"), busy("b2", "n2")])
+    assert "n4" in plan.marks_add
+
+
+def test_rolls_back_when_someone_uncordoned_the_draining_node() -> None:
+    node = make_node("n1", annotations={DRAIN_STARTED_AT: stamp(ago(60))})
+    plan = run_plan([node, *base_nodes()[1:]], [make_pod("web", node="n1"), *base_pods()])
+    assert plan.decision.action == "rollback"
+    assert "uncordoned" in plan.decision.reason
+
+
+def test_rolls_back_a_drain_whose_start_time_is_unreadable() -> None:
+    node = make_node("n1", unschedulable=True, annotations={DRAIN_STARTED_AT: "yesterday"})
+    plan = run_plan([node, *base_nodes()[1:]], [make_pod("web", node="n1"), *base_pods()])
+    assert plan.decision.action == "rollback"
+
+
+def test_does_nothing_when_two_nodes_claim_to_be_draining() -> None:
+    nodes = [draining_node(60), make_node("n2", unschedulable=True, annotations={DRAIN_STARTED_AT: stamp(ago(30))})]
+    plan = run_plan([*nodes, make_node("n3")], [make_pod("web", node="n1")])
+    assert plan.decision.action == "none"
+    assert "only one drain may exist" in plan.decision.reason
+
+
+def test_continue_drain_never_evicts_a_pod_that_must_not_be_evicted() -> None:
+    pods = [
+        make_pod("web", node="n1"),
+        make_pod("bare", node="n1", owner=None),
+        make_pod("guarded", node="n1", labels={"app": "guarded"}),
+        make_pod("leaving", node="n1", terminating=True),
+    ]
+    pdb = make_pdb(match={"app": "guarded"}, allowed=0)
+    plan = run_plan([draining_node(60), *base_nodes()[1:]], [*pods, *base_pods()], [pdb])
+    assert plan.decision.action == "continue-drain"
+    # The PDB is the Eviction API's to enforce (a 429 is retried); a bare pod would be lost.
+    assert set(plan.decision.evictions) == {"default/web", "default/guarded"}
+
+
+# -- rule 2: underutilization ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cpu", "memory", "memory_limit", "underutilized"),
+    [
+        pytest.param("2", "1Gi", None, True, id="cpu-below-limit"),
+        pytest.param("3", "1Gi", None, False, id="cpu-at-limit-is-not-below"),
+        pytest.param("2", "15Gi", None, True, id="memory-ignored-without-a-limit"),
+        pytest.param("2", "15Gi", 0.75, False, id="memory-above-its-limit"),
+        pytest.param("2", "4Gi", 0.75, True, id="both-below"),
+    ],
+)
+def test_a_node_is_underutilized_below_its_ratio_limits(
+    cpu: str, memory: str, memory_limit: float | None, underutilized: bool
+) -> None:
+    settings: dict[str, Any] = {}
+    if memory_limit is not None:
+        settings["scaleDownMemoryRequestRatioLimit"] = memory_limit
+    config = make_config(pools={"default-pool": settings})
+    plan = run_plan([make_node("n1", marked_since=None)], [make_pod("x", cpu=cpu, memory=memory)], config=config)
+    assert node_report(plan, "n1").underutilized is underutilized
+
+
+# -- rule 3: marks ------------------------------------------------------------------------------
+
+
+def test_marks_a_node_when_it_first_becomes_underutilized() -> None:
+    plan = run_plan([make_node("n1", marked_since=None), make_node("n2", marked_since=None)], [busy("b", "n2")])
+    assert plan.marks_add == ("n1",)
+    assert node_report(plan, "n1").marked_since == NOW
+
+
+def test_removes_the_mark_of_a_node_that_filled_up() -> None:
+    plan = run_plan([make_node("n1")], [busy("b", "n1")])
+    assert plan.marks_remove == ("n1",)
+    assert node_report(plan, "n1").marked_since is None
+
+
+def test_keeps_an_existing_mark_and_its_time() -> None:
+    plan = run_plan([make_node("n1", marked_since=ago(100))])
+    assert plan.marks_add == () and plan.marks_remove == ()
+    assert node_report(plan, "n1").marked_since == ago(100)
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        pytest.param(make_node("n1", pool="batch"), id="pool-not-configured"),
+        pytest.param(make_node("n1", annotations={DISABLED: "true"}), id="node-opted-out"),
+    ],
+)
+def test_removes_stale_marks_where_marking_is_not_allowed(node: Any) -> None:
+    plan = run_plan([node])
+    assert plan.marks_remove == ("n1",)
+    assert plan.marks_add == ()
+
+
+def test_never_marks_nodes_of_a_disabled_pool() -> None:
+    config = make_config(pools={"default-pool": {"enabled": False}})
+    plan = run_plan([make_node("n1", marked_since=None)], config=config)
+    assert plan.marks_add == ()
+
+
+@pytest.mark.parametrize("value", ["not-a-time", stamp(NOW.replace(year=2027))], ids=["unreadable", "future"])
+def test_restarts_a_mark_that_cannot_be_trusted(value: str) -> None:
+    plan = run_plan([make_node("n1", marked_since=None, annotations={UNDERUTILIZED_SINCE: value})])
+    assert plan.marks_add == ("n1",)
+
+
+# -- rule 4: candidate conditions ---------------------------------------------------------
+
+
+def test_drains_the_light_node_when_every_condition_holds() -> None:
+    plan = run_plan(base_nodes(), [make_pod("web", node="n1"), *base_pods()])
+    assert plan.decision.action == "drain"
+    assert plan.decision.node == "n1"
+    assert plan.decision.pool == "default-pool"
+    assert node_report(plan, "n1").candidate
+
+
+@pytest.mark.parametrize(
+    ("light", "expected"),
+    [
+        pytest.param({"marked_since": ago(299)}, "needs 5m (neededMarkedTimeSeconds)", id="marked-too-briefly"),
+        pytest.param({"marked_since": None}, "neededMarkedTimeSeconds", id="not-marked-yet"),
+        pytest.param({"ready": False}, "not Ready", id="not-ready"),
+        pytest.param({"unschedulable": True}, "cordoned by someone else", id="cordoned-by-a-person"),
+        pytest.param({"created": ago(1199)}, "minimumNodeAgeSeconds", id="too-young"),
+        pytest.param({"created": None}, "creation time unknown", id="age-unknown"),
+        pytest.param({"annotations": {DISABLED: "true"}}, "node-compactor.dev/disabled", id="opted-out"),
+        pytest.param({"annotations": {CA_SCALE_DOWN_DISABLED: "true"}}, "scale-down-disabled", id="ca-scale-down-off"),
+        pytest.param({"annotations": {DRAIN_FAILED_AT: stamp(ago(1000))}}, "retryBackoffSeconds", id="backing-off"),
+        pytest.param({"annotations": {DRAIN_FAILED_AT: "garbage"}}, "unreadable", id="backoff-unreadable"),
+        pytest.param({"pool": "other"}, "pool other is not enabled", id="pool-not-enabled"),
+        pytest.param({"pool": None}, "no cloud.google.com/gke-nodepool label", id="no-pool-label"),
+    ],
+)
+def test_a_node_failing_one_condition_is_not_a_candidate(light: dict[str, Any], expected: str) -> None:
+    plan = run_plan(base_nodes(**light), [make_pod("web", node="n1"), *base_pods()])
+    assert plan.decision.action == "none"
+    assert not node_report(plan, "n1").candidate
+    assert expected in blockers_of(plan, "n1")
+
+
+def test_a_drain_may_be_retried_after_the_backoff() -> None:
+    plan = run_plan(
+        base_nodes(annotations={DRAIN_FAILED_AT: stamp(ago(1801))}), [make_pod("web", node="n1"), *base_pods()]
+    )
+    assert plan.decision.node == "n1"
+
+
+def test_keeps_the_pools_minimum_of_schedulable_nodes() -> None:
+    config = make_config(pools={"default-pool": {"minNodes": 3}})
+    plan = run_plan(base_nodes(), [make_pod("web", node="n1"), *base_pods()], config=config)
+    assert plan.decision.action == "none"
+    assert "minNodes is 3" in blockers_of(plan, "n1")
+
+
+def test_a_pool_without_gke_autoscaling_is_never_drained() -> None:
+    autoscaling = {"default-pool": PoolAutoscaling(enabled=False)}
+    plan = run_plan(base_nodes(), [make_pod("web", node="n1"), *base_pods()], pool_autoscaling=autoscaling)
+    assert plan.decision.action == "none"
+    assert "has no autoscaling" in blockers_of(plan, "n1")
+
+
+@pytest.mark.parametrize(
+    ("autoscaling", "expected"),
+    [
+        pytest.param(PoolAutoscaling(True, total_min_node_count=3), "totalMinNodeCount 3", id="total-minimum"),
+        pytest.param(PoolAutoscaling(True, min_node_count=3), "minNodeCount 3 per zone", id="zone-minimum"),
+    ],
+)
+def test_a_pool_is_never_taken_below_its_autoscaling_minimum(autoscaling: PoolAutoscaling, expected: str) -> None:
+    plan = run_plan(base_nodes(), [make_pod("web", node="n1"), *base_pods()], pool_autoscaling={POOL: autoscaling})
+    assert plan.decision.action == "none"
+    assert expected in blockers_of(plan, "n1")
+
+
+POOL = "default-pool"
+
+
+# -- rule 5: blocking pods ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pod", "expected"),
+    [
+        pytest.param(make_pod("x", node="n1", safe_to_evict=False), "safe-to-evict=false", id="safe-to-evict-false"),
+        pytest.param(make_pod("x", node="n1", do_not_disrupt=True), "do-not-disrupt", id="do-not-disrupt"),
+        pytest.param(make_pod("x", node="n1", owner=None), "no controller", id="bare-pod"),
+        pytest.param(make_pod("x", node="n1", local_storage=("cache",)), "local storage (volume cache)", id="emptydir"),
+        pytest.param(
+            make_pod("x", node="n1", namespace="kube-system"),
+            "kube-system pod without a PodDisruptionBudget",
+            id="system-pod-without-pdb",
+        ),
+    ],
+)
+def test_a_blocking_pod_keeps_its_node(pod: Any, expected: str) -> None:
+    plan = run_plan(base_nodes(), [pod, *base_pods()])
+    assert plan.decision.action == "none"
+    assert expected in blockers_of(plan, "n1")
+
+
+def test_a_pdb_that_allows_no_disruption_blocks_the_node() -> None:
+    pdb = make_pdb(match={"app": "web"}, allowed=0)
+    plan = run_plan(base_nodes(), [make_pod("web", node="n1"), *base_pods()], [pdb])
+    assert plan.decision.action == "none"
+    assert "PodDisruptionBudget pdb allows no disruption" in blockers_of(plan, "n1")
+
+
+def test_a_pdb_in_another_namespace_does_not_apply() -> None:
+    pdb = make_pdb(match={"app": "web"}, allowed=0, namespace="other")
+    plan = run_plan(base_nodes(), [make_pod("web", node="n1"), *base_pods()], [pdb])
+    assert plan.decision.node == "n1"
+
+
+def test_a_pod_under_two_pdbs_blocks_because_eviction_refuses_it() -> None:
+    pdbs = [make_pdb("a", match={"app": "web"}), make_pdb("b", match={"app": "web"})]
+    plan = run_plan(base_nodes(), [make_pod("web", node="n1"), *base_pods()], pdbs)
+    assert "covered by 2 PodDisruptionBudgets" in blockers_of(plan, "n1")
+
+
+@pytest.mark.parametrize(
+    "pod",
+    [
+        pytest.param(make_pod("x", node="n1", owner=None, safe_to_evict=True), id="bare"),
+        pytest.param(make_pod("x", node="n1", local_storage=("tmp",), safe_to_evict=True), id="local-storage"),
+        pytest.param(make_pod("x", node="n1", namespace="kube-system", safe_to_evict=True), id="kube-system"),
+    ],
+)
+def test_safe_to_evict_true_overrides_the_soft_rules(pod: Any) -> None:
+    plan = run_plan(base_nodes(), [pod, *base_pods()])
+    assert plan.decision.node == "n1"
+
+
+def test_safe_to_evict_true_does_not_override_a_pdb() -> None:
+    pdb = make_pdb(match={"app": "x"}, allowed=0)
+    plan = run_plan(base_nodes(), [make_pod("x", node="n1", safe_to_evict=True), *base_pods()], [pdb])
+    assert plan.decision.action == "none"
+
+
+def test_a_kube_system_pod_with_a_pdb_may_move() -> None:
+    pdb = make_pdb(match={"app": "dns"}, namespace="kube-system")
+    plan = run_plan(base_nodes(), [make_pod("dns", node="n1", namespace="kube-system"), *base_pods()], [pdb])
+    assert plan.decision.node == "n1"
+
+
+@pytest.mark.parametrize(
+    ("setting", "pod"),
+    [
+        pytest.param("skipNodesWithLocalStorage", make_pod("x", node="n1", local_storage=("v",)), id="local-storage"),
+        pytest.param("skipNodesWithSystemPods", make_pod("x", node="n1", namespace="kube-system"), id="system-pods"),
+    ],
+)
+def test_turning_a_skip_setting_off_lets_such_pods_move(setting: str, pod: Any) -> None:
+    config = make_config(
+        skipNodesWithLocalStorage=setting != "skipNodesWithLocalStorage",
+        skipNodesWithSystemPods=setting != "skipNodesWithSystemPods",
+    )
+    plan = run_plan(base_nodes(), [pod, *base_pods()], config=config)
+    assert plan.decision.node == "n1"
+
+
+@pytest.mark.parametrize(
+    "pod",
+    [
+        pytest.param(make_pod("ds", node="n1", owner="DaemonSet", local_storage=("logs",)), id="daemonset"),
+        pytest.param(make_pod("m", node="n1", owner=None, is_mirror=True, namespace="kube-system"), id="mirror"),
+        pytest.param(make_pod("j", node="n1", owner=None, phase="Failed"), id="terminal"),
+    ],
+)
+def test_pods_that_stay_never_block_and_are_not_moved(pod: Any) -> None:
+    plan = run_plan(base_nodes(), [pod, *base_pods()])
+    assert plan.decision.node == "n1"
+    assert plan.decision.evictions == ()
+
+
+# -- rule 6: the fit simulation -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pod", "others", "expected"),
+    [
+        pytest.param(make_pod("big", node="n1", cpu="1500m"), {}, "cpu on 2", id="cpu"),
+        pytest.param(make_pod("fat", node="n1", memory="15500Mi"), {}, "memory on 2", id="memory"),
+        pytest.param(make_pod("gpu", node="n1", extended={"nvidia.com/gpu": "1"}), {}, "nvidia.com/gpu on 2", id="gpu"),
+        pytest.param(make_pod("web", node="n1"), {"pods": 1}, "pod count on 2", id="pod-count"),
+        pytest.param(make_pod("web", node="n1"), {"taints": [taint("dedicated", "db")]}, "taint on 2", id="taint"),
+        pytest.param(
+            make_pod("web", node="n1", node_selector=(("disk", "ssd"),)), {}, "nodeSelector on 2", id="node-selector"
+        ),
+    ],
+)
+def test_a_pod_that_fits_nowhere_else_keeps_its_node(pod: Any, others: dict[str, Any], expected: str) -> None:
+    nodes = [
+        make_node("n1"),
+        make_node("n2", marked_since=None, **others),
+        make_node("n3", marked_since=None, **others),
+    ]
+    plan = run_plan(nodes, [pod, *base_pods()])
+    assert plan.decision.action == "none"
+    assert expected in blockers_of(plan, "n1")
+
+
+def test_placements_accumulate_so_two_pods_cannot_share_the_same_room() -> None:
+    # 1800m in all fits the 2000m free in total, but two 600m pods cannot share one node's 1000m.
+    pods = [make_pod(f"w{i}", node="n1", cpu="600m") for i in range(3)]
+    plan = run_plan(base_nodes(), [*pods, *base_pods()])
+    assert plan.decision.action == "none"
+    assert "fits on no other node" in blockers_of(plan, "n1")
+
+
+def test_two_pods_spread_over_two_nodes_fit() -> None:
+    pods = [make_pod(f"w{i}", node="n1", cpu="800m") for i in range(2)]
+    plan = run_plan(base_nodes(), [*pods, *base_pods()])
+    assert plan.decision.node == "n1"
+    assert sorted(node for _, node in plan.decision.placements) == ["n2", "n3"]
+
+
+@pytest.mark.parametrize(
+    "others",
+    [
+        pytest.param({"unschedulable": True}, id="cordoned-targets"),
+        pytest.param({"ready": False}, id="not-ready-targets"),
+    ],
+)
+def test_cordoned_or_not_ready_nodes_are_not_targets(others: dict[str, Any]) -> None:
+    nodes = [make_node("n1"), make_node("n2", marked_since=None, **others)]
+    plan = run_plan(nodes, [make_pod("web", node="n1")], config=make_config(pools={POOL: {"minNodes": 0}}))
+    assert plan.decision.action == "none"
+    assert "no other Ready, schedulable node" in blockers_of(plan, "n1")
+
+
+def test_a_tolerated_taint_does_not_stop_a_pod() -> None:
+    from tests.builders import toleration
+
+    nodes = [make_node("n1"), make_node("n2", marked_since=None, taints=[taint("dedicated", "db")])]
+    pod = make_pod("db", node="n1", tolerations=(toleration("dedicated", "db", "NoSchedule"),))
+    plan = run_plan(nodes, [pod, busy("b", "n2")])
+    assert plan.decision.node == "n1"
+
+
+def test_a_prefer_no_schedule_taint_does_not_stop_a_pod() -> None:
+    nodes = [make_node("n1"), make_node("n2", marked_since=None, taints=[taint("soft", effect="PreferNoSchedule")])]
+    plan = run_plan(nodes, [make_pod("web", node="n1"), busy("b", "n2")])
+    assert plan.decision.node == "n1"
+
+
+def test_required_node_affinity_is_honoured() -> None:
+    from tests.builders import node_affinity
+
+    nodes = [make_node("n1"), make_node("n2", marked_since=None, labels={"tier": "gold"}), make_node("n3")]
+    pod = make_pod("web", node="n1", node_affinity=node_affinity("tier", "In", "gold"))
+    plan = run_plan(nodes, [pod, busy("b2", "n2"), busy("b3", "n3")])
+    assert dict(plan.decision.placements) == {"default/web": "n2"}
+
+
+def test_host_ports_may_not_clash() -> None:
+    from tests.builders import host_port
+
+    nodes = [make_node("n1"), make_node("n2", marked_since=None)]
+    pods = [make_pod("a", node="n1", host_ports=(host_port(8080),)), busy("b", "n2", host_ports=(host_port(8080),))]
+    plan = run_plan(nodes, pods)
+    assert "host port on 1" in blockers_of(plan, "n1")
+
+
+def test_required_anti_affinity_on_hostname_is_respected_both_ways() -> None:
+    from tests.builders import anti_affinity
+
+    nodes = [make_node("n1"), make_node("n2", marked_since=None)]
+    mine = make_pod("db-1", node="n1", labels={"app": "db"}, pod_anti_affinity=(anti_affinity({"app": "db"}),))
+    theirs = busy("db-0", "n2", labels={"app": "db"})
+    assert "pod anti-affinity on 1" in blockers_of(run_plan(nodes, [mine, theirs]), "n1")
+    # The pod already on n2 forbids newcomers that match its term, even if the newcomer has no term itself.
+    plain = make_pod("db-1", node="n1", labels={"app": "db"})
+    guarded = busy("db-0", "n2", labels={"app": "db"}, pod_anti_affinity=(anti_affinity({"app": "db"}),))
+    assert "pod anti-affinity on 1" in blockers_of(run_plan(nodes, [plain, guarded]), "n1")
+
+
+def test_a_pod_with_a_volume_claim_stays_in_its_zone() -> None:
+    nodes = [make_node("n1", zone="a"), make_node("n2", zone="b", marked_since=None), make_node("n3", zone="a")]
+    pods = [make_pod("pg", node="n1", pvc_names=("data-pg",)), busy("b2", "n2"), busy("b3", "n3")]
+    plan = run_plan(nodes, pods)
+    assert dict(plan.decision.placements) == {"default/pg": "n3"}
+
+
+def test_a_volume_claim_with_no_node_in_its_zone_keeps_the_node() -> None:
+    nodes = [make_node("n1", zone="a"), make_node("n2", zone="b", marked_since=None)]
+    plan = run_plan(nodes, [make_pod("pg", node="n1", pvc_names=("data-pg",)), busy("b2", "n2")])
+    assert "zone of its volume on 1" in blockers_of(plan, "n1")
+
+
+def test_topology_spread_with_do_not_schedule_is_respected() -> None:
+    from tests.builders import spread
+
+    constraint = (spread({"app": "web"}),)
+    nodes = [make_node("n1", zone="a"), make_node("n2", zone="a", marked_since=None), make_node("n3", zone="b")]
+    web = [
+        make_pod(f"web-{i}", node=n, labels={"app": "web"}, spread_constraints=constraint)
+        for i, n in enumerate(["n1", "n2", "n3"])
+    ]
+    # Moving web-0 to n2 (zone a) would make zone a hold 2 and zone b 1: allowed with maxSkew 1.
+    plan = run_plan(nodes, [*web, busy("b3", "n3", cpu="3950m")])
+    assert plan.decision.node == "n1"
+    # With maxSkew 1 and zone b empty of web pods, zone a may not take a second one.
+    web_b_gone = [web[0], web[1]]
+    plan = run_plan(nodes, [*web_b_gone, busy("b3", "n3", cpu="3950m")])
+    assert "topology spread on 1" in blockers_of(plan, "n1")
+
+
+def test_required_pod_affinity_needs_a_matching_pod_in_the_domain() -> None:
+    from tests.builders import affinity_term
+
+    nodes = [make_node("n1"), make_node("n2", marked_since=None), make_node("n3", marked_since=None)]
+    pod = make_pod("sidekick", node="n1", pod_affinity=(affinity_term({"app": "cache"}),))
+    pods = [pod, busy("cache", "n3", labels={"app": "cache"}), busy("b2", "n2")]
+    plan = run_plan(nodes, pods)
+    assert dict(plan.decision.placements) == {"default/sidekick": "n3"}
+
+
+# -- rule 7: triggers and guards -------------------------------------------------------------
+
+
+def test_waits_until_the_pool_has_enough_underutilized_nodes() -> None:
+    config = make_config(pools={POOL: {"scaleDownRequiredUnderutilizedNodeCount": 2}})
+    plan = run_plan(base_nodes(), [make_pod("web", node="n1"), *base_pods()], config=config)
+    assert plan.decision.action == "none"
+    assert "needs 2 (scaleDownRequiredUnderutilizedNodeCount)" in blockers_of(plan, "n1")
+
+
+def test_starts_no_drain_while_a_pod_cannot_be_scheduled() -> None:
+    pending = make_pod("stuck", node=None, unschedulable=True, phase="Pending")
+    plan = run_plan(base_nodes(), [make_pod("web", node="n1"), pending, *base_pods()])
+    assert plan.decision.action == "none"
+    assert "1 pod(s) cannot be scheduled (default/stuck)" in blockers_of(plan, "n1")
+
+
+def test_starts_no_drain_in_a_pool_that_just_scaled_up() -> None:
+    nodes = [*base_nodes(), make_node("n4", created=ago(300), marked_since=None)]
+    plan = run_plan(nodes, [make_pod("web", node="n1"), *base_pods(), busy("b4", "n4")])
+    assert plan.decision.action == "none"
+    assert "scaleUpCooldownSeconds" in blockers_of(plan, "n1")
+
+
+def test_a_scale_up_in_another_pool_does_not_hold_this_one_back() -> None:
+    nodes = [*base_nodes(), make_node("g1", pool="gpu", created=ago(300), marked_since=None)]
+    plan = run_plan(nodes, [make_pod("web", node="n1"), *base_pods()])
+    assert plan.decision.node == "n1"
+
+
+# -- rule 8: ranking --------------------------------------------------------------------------
+
+
+def two_candidates(pods_a: list[Any], pods_b: list[Any]) -> Any:
+    nodes = [make_node("a"), make_node("b"), make_node("n2", marked_since=None)]
+    return run_plan(nodes, [*pods_a, *pods_b, busy("b2", "n2", cpu="1")])
+
+
+@pytest.mark.parametrize(
+    ("pods_a", "pods_b", "chosen"),
+    [
+        pytest.param(
+            [make_pod("a1", node="a"), make_pod("a2", node="a")], [make_pod("b1", node="b")], "b", id="fewer-pods"
+        ),
+        pytest.param(
+            [make_pod("a1", node="a", deletion_cost=100)], [make_pod("b1", node="b")], "b", id="lower-deletion-cost"
+        ),
+        pytest.param([make_pod("a1", node="a", priority=1000)], [make_pod("b1", node="b")], "b", id="lower-priority"),
+        pytest.param(
+            [make_pod("a1", node="a", cpu="100m")], [make_pod("b1", node="b", cpu="500m")], "a", id="lower-utilization"
+        ),
+        pytest.param([make_pod("a1", node="a")], [make_pod("b1", node="b")], "a", id="name-breaks-ties"),
+    ],
+)
+def test_chooses_the_cheapest_node_to_disrupt(pods_a: list[Any], pods_b: list[Any], chosen: str) -> None:
+    plan = two_candidates(pods_a, pods_b)
+    assert plan.decision.action == "drain"
+    assert plan.decision.node == chosen
+    other = "a" if chosen == "b" else "b"
+    assert f"ranked after {chosen}" in blockers_of(plan, other)
+
+
+def test_falls_back_to_the_next_candidate_when_the_cheapest_does_not_fit() -> None:
+    nodes = [make_node("a"), make_node("b"), make_node("n2", marked_since=None)]
+    pods = [
+        make_pod("a1", node="a", extended={"nvidia.com/gpu": "1"}),
+        make_pod("b1", node="b"),
+        make_pod("b2", node="b"),
+    ]
+    plan = run_plan(nodes, [*pods, busy("x", "n2")])
+    assert plan.decision.node == "b"
+    assert "nvidia.com/gpu" in blockers_of(plan, "a")
+
+
+# -- rule 9: the pool view ----------------------------------------------------------------------
+
+
+def test_reports_the_lower_bound_and_excess_nodes_of_each_pool() -> None:
+    nodes = [make_node(f"n{i}") for i in range(5)]
+    pods = [make_pod(f"p{i}", node=f"n{i}", cpu="1500m", memory="1Gi") for i in range(5)]  # 7.5 cpu of 20
+    plan = run_plan(nodes, pods)
+    (pool,) = plan.pools
+    assert (pool.name, pool.nodes, pool.lower_bound_nodes, pool.excess_nodes) == ("default-pool", 5, 2, 3)
+    assert pool.underutilized == 5 and pool.enabled
+
+
+def test_memory_can_set_the_lower_bound() -> None:
+    nodes = [make_node(f"n{i}", memory="10Gi") for i in range(4)]
+    pods = [make_pod(f"p{i}", node=f"n{i}", cpu="100m", memory="6Gi") for i in range(4)]  # 24Gi of 40Gi
+    (pool,) = run_plan(nodes, pods).pools
+    assert pool.lower_bound_nodes == 3 and pool.excess_nodes == 1
+
+
+def test_explains_why_no_node_was_chosen() -> None:
+    plan = run_plan([make_node("n1", pool="other"), make_node("n2", marked_since=ago(10))], [])
+    assert plan.decision.action == "none"
+    assert plan.decision.reason == (
+        "no node can be drained (2 node(s): 1 in a pool that is not enabled, 1 not marked long enough)"
+    )

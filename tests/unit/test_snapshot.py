@@ -1,0 +1,220 @@
+"""Reading Kubernetes JSON into planner records: the request formula, odd objects, and errors."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import orjson
+import pytest
+
+from compactor import snapshot
+from compactor.errors import SnapshotError
+
+
+def container(cpu: str | None = None, memory: str | None = None, **extra: Any) -> dict[str, Any]:
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+    return {"name": "c", "image": "i", "resources": {"requests": requests}, **extra}
+
+
+def pod_json(spec: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    return {
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ns", **meta},
+        "spec": {"nodeName": "n1", **spec},
+        "status": {"phase": "Running"},
+    }
+
+
+def node_json(**status: Any) -> dict[str, Any]:
+    return {
+        "kind": "Node",
+        "metadata": {"name": "n1", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {},
+        "status": {
+            "allocatable": {"cpu": "3920m", "memory": "13166196Ki", "pods": "110", "nvidia.com/gpu": "1"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+            **status,
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("spec", "cpu", "memory"),
+    [
+        pytest.param(
+            {"containers": [container("250m", "64Mi"), container("0.5", "1Gi")]},
+            750,
+            64 * 2**20 + 2**30,
+            id="containers-add-up",
+        ),
+        pytest.param(
+            {"containers": [container("100m")], "initContainers": [container("2")]},
+            2000,
+            0,
+            id="a-larger-init-container-wins",
+        ),
+        pytest.param(
+            {"containers": [container("1")], "initContainers": [container("500m")]},
+            1000,
+            0,
+            id="a-smaller-init-container-does-not-count",
+        ),
+        pytest.param(
+            {"containers": [container("1")], "initContainers": [container("200m", restartPolicy="Always")]},
+            1200,
+            0,
+            id="a-sidecar-adds-to-the-app",
+        ),
+        pytest.param(
+            {
+                "containers": [container("100m")],
+                "initContainers": [container("300m", restartPolicy="Always"), container("1")],
+            },
+            1300,
+            0,
+            id="an-init-step-runs-beside-earlier-sidecars",
+        ),
+        pytest.param(
+            {"containers": [container("1", "1Gi")], "overhead": {"cpu": "250m", "memory": "120Mi"}},
+            1250,
+            2**30 + 120 * 2**20,
+            id="overhead-is-added",
+        ),
+        pytest.param({"containers": [{"name": "c"}]}, 0, 0, id="no-requests-is-zero"),
+    ],
+)
+def test_pod_requests_follow_the_scheduler_formula(spec: dict[str, Any], cpu: int, memory: int) -> None:
+    pod = snapshot.parse_pod(pod_json(spec))
+    assert (pod.requests.cpu_millis, pod.requests.memory_bytes) == (cpu, memory)
+
+
+def test_reads_the_fields_the_rules_need_from_a_pod() -> None:
+    raw = pod_json(
+        {
+            "containers": [container("1", extra_field=1, ports=[{"containerPort": 80, "hostPort": 8080}])],
+            "volumes": [
+                {"name": "cache", "emptyDir": {}},
+                {"name": "shm", "emptyDir": {"medium": "Memory"}},
+                {"name": "logs", "hostPath": {"path": "/var/log"}},
+                {"name": "data", "persistentVolumeClaim": {"claimName": "data-0"}},
+            ],
+            "priority": 1000,
+            "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoSchedule"}],
+            "nodeSelector": {"disk": "ssd"},
+        },
+        ownerReferences=[{"kind": "StatefulSet", "name": "db", "controller": True}],
+        annotations={
+            "cluster-autoscaler.kubernetes.io/safe-to-evict": "true",
+            "controller.kubernetes.io/pod-deletion-cost": "-5",
+        },
+        labels={"app": "db"},
+    )
+    pod = snapshot.parse_pod(raw)
+    assert pod.controller_kind == "StatefulSet"
+    assert pod.local_storage == ("cache", "logs")
+    assert pod.pvc_names == ("data-0",)
+    assert pod.safe_to_evict is True
+    assert pod.deletion_cost == -5
+    assert pod.priority == 1000
+    assert [p.port for p in pod.host_ports] == [8080]
+    assert pod.node_selector == (("disk", "ssd"),)
+    assert pod.tolerations[0].operator == "Exists"
+
+
+def test_a_pod_waiting_for_room_is_seen_as_unschedulable() -> None:
+    raw = pod_json({"containers": []})
+    del raw["spec"]["nodeName"]
+    raw["status"] = {
+        "phase": "Pending",
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+    }
+    assert snapshot.parse_pod(raw).unschedulable
+
+
+def test_reads_a_nodes_capacity_readiness_and_taints() -> None:
+    node = snapshot.parse_node(node_json())
+    assert node.allocatable.cpu_millis == 3920
+    assert node.allocatable.memory_bytes == 13166196 * 1024
+    assert node.allocatable.extended == (("nvidia.com/gpu", 1000),)
+    assert node.allocatable_pods == 110
+    assert node.ready
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        pytest.param(
+            pod_json({"containers": [container("lots")]}),
+            "Pod ns/p: spec.containers[0].resources.requests.cpu: 'lots' is not a Kubernetes quantity",
+            id="bad-quantity",
+        ),
+        pytest.param(pod_json({"containers": "nope"}), "Pod ns/p: spec.containers: expected a list", id="wrong-type"),
+        pytest.param(pod_json({"priority": "high"}), "Pod ns/p: spec.priority: expected an integer", id="bad-priority"),
+        pytest.param(
+            pod_json({}, labels={"app": 3}), "Pod ns/p: metadata.labels.app: expected a string", id="label-not-a-string"
+        ),
+        pytest.param(node_json(allocatable={"cpu": "x"}), "Node n1: status.allocatable.cpu", id="bad-node-cpu"),
+        pytest.param(
+            {"kind": "Node", "metadata": {"name": "n1", "creationTimestamp": "noon"}},
+            "Node n1: metadata.creationTimestamp: 'noon' is not an RFC 3339 time",
+            id="bad-time",
+        ),
+        pytest.param(
+            {"kind": "Node", "metadata": {"name": "n1"}, "spec": {"unschedulable": "yes"}},
+            "Node n1: spec.unschedulable: expected true or false",
+            id="bad-cordon-flag",
+        ),
+    ],
+)
+def test_a_malformed_object_is_named_with_its_field(raw: dict[str, Any], message: str) -> None:
+    with pytest.raises(SnapshotError) as caught:
+        snapshot.read_stream(io.BytesIO(orjson.dumps({"kind": "List", "items": [raw]})))
+    assert any(message in problem for problem in caught.value.problems), caught.value.problems
+
+
+def test_reports_every_malformed_object_not_just_the_first() -> None:
+    items = [pod_json({"priority": "x"}, name=f"p{i}") for i in range(3)]
+    with pytest.raises(SnapshotError) as caught:
+        snapshot.read_stream(io.BytesIO(orjson.dumps({"kind": "List", "items": items})))
+    assert len(caught.value.problems) == 3
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        pytest.param(b"{not json", "not valid JSON", id="not-json"),
+        pytest.param(b'{"kind": "Pod", "metadata": {"name": "x"}}', "expected a List", id="single-object"),
+        pytest.param(b"[]", "expected a List", id="bare-array"),
+        pytest.param(b'{"kind": "List", "items": [1]}', "items[0]: expected an object", id="item-not-an-object"),
+        pytest.param(b'{"kind": "List", "items": [{"metadata": {}}]}', "items[0]: no kind", id="item-without-kind"),
+    ],
+)
+def test_a_file_that_is_not_a_kubectl_list_is_refused(content: bytes, message: str) -> None:
+    with pytest.raises(SnapshotError) as caught:
+        snapshot.read_stream(io.BytesIO(content))
+    assert message in " ".join(caught.value.problems)
+
+
+def test_an_empty_list_is_an_empty_cluster() -> None:
+    result = snapshot.read_stream(io.BytesIO(b'{"apiVersion": "v1", "kind": "List", "items": []}'))
+    assert result.nodes == () and result.pods == ()
+
+
+def test_kinds_other_than_nodes_pods_and_pdbs_are_ignored() -> None:
+    items = [{"kind": "Service", "metadata": {"name": "s"}}, node_json()]
+    result = snapshot.read_stream(io.BytesIO(orjson.dumps({"kind": "List", "items": items})))
+    assert [n.name for n in result.nodes] == ["n1"]
+
+
+def test_a_pdb_without_status_allows_no_disruption_and_a_null_selector_selects_nothing() -> None:
+    pdb = snapshot.parse_pdb({"kind": "PodDisruptionBudget", "metadata": {"name": "x", "namespace": "ns"}, "spec": {}})
+    assert pdb.disruptions_allowed == 0
+    assert pdb.selector is None
+
+
+def test_the_example_snapshot_reads_without_problems() -> None:
+    result = snapshot.read_file("examples/offpeak-snapshot.json")
+    assert len(result.nodes) == 14
+    assert any(pod.is_mirror for pod in result.pods)
+    assert len(result.pdbs) == 5

@@ -1,0 +1,642 @@
+"""A fake Kubernetes API server that the official `kubernetes` client talks to over real HTTP.
+
+`FakeApiServer` runs `http.server.ThreadingHTTPServer` on 127.0.0.1 in a background
+thread, serves the resources node-compactor uses with kube-apiserver's semantics
+(see docs/fake-apiserver.md for each behaviour and the Kubernetes page behind it),
+records every request for assertions, and injects faults on demand.
+
+It is test infrastructure: it never listens on anything but loopback, and never
+pretends to support a request it does not understand (those get a clear 4xx).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import logging
+import os
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import Any, NamedTuple
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import orjson
+from kubernetes import client
+
+from tests.fakeapi import discovery, statuses
+from tests.fakeapi.cluster import Cluster, deep_copy
+from tests.fakeapi.resources import BY_URL, PODS, JsonObject, Resource, resource_for_kind
+from tests.fakeapi.statuses import ApiError
+
+logger = logging.getLogger(__name__)
+
+_MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_APF_REJECTION = b"Too many requests, please try again later.\n"
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A misbehaviour applied to matching requests, in the order faults were added.
+
+    `path_regex` is searched in the path without its query string. `times=-1` applies
+    forever. `delay` sleeps before answering (or before dropping the connection);
+    `status=None` with a delay only slows the real answer down. `body` replaces the
+    default body for the status: a dict is sent as JSON, str/bytes as text.
+    """
+
+    method: str | None = None
+    path_regex: str = ""
+    status: int | None = None
+    times: int = 1
+    delay: float = 0.0
+    drop_connection: bool = False
+    body: JsonObject | str | bytes | None = None
+    retry_after: int = 1
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    path: str
+    query: dict[str, str]
+    status: int | None  # None when the connection was dropped
+
+
+@dataclass(frozen=True)
+class Write:
+    method: str
+    path: str
+    kind: str
+    name: str
+    namespace: str | None
+    body: Any  # the decoded request body: an object, a JSON patch list, or None
+    status: int
+    content_type: str | None = None
+
+
+class Eviction(NamedTuple):
+    namespace: str
+    name: str
+    status: int
+
+
+@dataclass
+class _ArmedFault:
+    fault: Fault
+    pattern: re.Pattern[str]
+    remaining: int
+
+
+@dataclass
+class _Response:
+    status: int
+    body: bytes
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @staticmethod
+    def json(status: int, body: JsonObject | bytes) -> _Response:
+        return _Response(status, body if isinstance(body, bytes) else orjson.dumps(body))
+
+    @staticmethod
+    def error(error: ApiError) -> _Response:
+        return _Response(error.code, orjson.dumps(error.body()), headers=dict(error.headers))
+
+
+@dataclass(frozen=True)
+class _Target:
+    resource: Resource
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+
+
+class FakeApiServer:
+    def __init__(self, token: str | None = "test-token", *, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._token = token
+        self._address = (host, port)
+        self._cluster = Cluster()
+        self._records_lock = threading.Lock()
+        self._requests: list[Request] = []
+        self._writes: list[Write] = []
+        self._pod_deletes: list[Write] = []
+        self._evictions: list[Eviction] = []
+        self._faults_lock = threading.Lock()
+        self._faults: list[_ArmedFault] = []
+        self._http: _HttpServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def start(self) -> FakeApiServer:
+        if self._http is not None:
+            return self
+        self._http = _HttpServer(self._address, self)
+        self._thread = threading.Thread(
+            target=self._http.serve_forever, kwargs={"poll_interval": 0.05}, name="fakeapi-http", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._cluster.timers.stop()
+        if self._http is None:
+            return
+        self._http.shutdown()
+        self._http.server_close()
+        self._http.close_connections()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._http = None
+        self._thread = None
+
+    def __enter__(self) -> FakeApiServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        if self._http is None:
+            raise RuntimeError("the fake API server is not started")
+        host, port = self._http.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def client_configuration(self) -> client.Configuration:
+        configuration = client.Configuration()
+        configuration.host = self.url
+        if self._token is not None:
+            configuration.api_key = {"BearerToken": self._token}
+            configuration.api_key_prefix = {"BearerToken": "Bearer"}
+        return configuration
+
+    def write_kubeconfig(self, path: str | os.PathLike[str]) -> Path:
+        """A kubeconfig (JSON, which YAML readers accept) whose current context is this server."""
+        user: JsonObject = {"token": self._token} if self._token is not None else {}
+        kubeconfig = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
+            "users": [{"name": "fake", "user": user}],
+            "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
+            "current-context": "fake",
+        }
+        target = Path(path)
+        target.write_bytes(orjson.dumps(kubeconfig, option=orjson.OPT_INDENT_2))
+        return target
+
+    # ----------------------------------------------------------------- fixtures and state
+
+    def add(self, obj: JsonObject) -> JsonObject:
+        """Create or replace a Node, Pod, PodDisruptionBudget, Lease or Event; returns it as stored."""
+        with self._cluster.lock:
+            return self._cluster.add(obj)
+
+    def add_all(self, objects: Iterable[JsonObject]) -> int:
+        """`add` for thousands of objects; returns how many were stored.
+
+        The dicts are stored as given (do not use them afterwards). The store is then
+        frozen out of the cyclic garbage collector (`gc.freeze`): in a benchmark the
+        fake shares the process with the code under test, whose allocations would
+        otherwise make every collection rescan hundreds of thousands of stored dicts,
+        a cost the code would not pay against a real API server.
+        """
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            with self._cluster.lock:
+                count = self._cluster.add_all(list(objects))
+        finally:
+            if collecting:
+                gc.enable()
+        gc.freeze()
+        return count
+
+    def delete(self, kind: str, name: str, namespace: str | None = None) -> bool:
+        """Remove an object as something outside node-compactor would (not recorded as a write)."""
+        resource_for_kind(kind)
+        with self._cluster.lock:
+            return self._cluster.remove(kind, name, namespace)
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> JsonObject | None:
+        resource_for_kind(kind)
+        with self._cluster.lock:
+            return self._cluster.find(kind, name, namespace)
+
+    def objects(self, kind: str, namespace: str | None = None) -> list[JsonObject]:
+        resource_for_kind(kind)
+        with self._cluster.lock:
+            return self._cluster.all_of(kind, namespace)
+
+    def snapshot(self) -> JsonObject:
+        """What `kubectl get nodes,pods,poddisruptionbudgets -A -o json` prints for this cluster."""
+        with self._cluster.lock:
+            items = [obj for kind in ("Node", "Pod", "PodDisruptionBudget") for obj in self._cluster.all_of(kind, None)]
+        return {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}
+
+    @property
+    def resource_version(self) -> int:
+        with self._cluster.lock:
+            return self._cluster.store.resource_version
+
+    # ----------------------------------------------------------------- simulated controllers
+
+    def recreate_evicted(self, delay: float | None) -> None:
+        """Let workload controllers replace evicted pods after `delay` seconds; None turns it off."""
+        with self._cluster.lock:
+            self._cluster.recreate_delay = delay
+
+    def pod_termination_delay(self, seconds: float) -> None:
+        """Evicted or deleted pods keep running, with deletionTimestamp set, for `seconds`."""
+        with self._cluster.lock:
+            self._cluster.termination_delay = seconds
+
+    def wait_idle(self, timeout: float = 5.0) -> None:
+        """Wait until no termination or recreation is pending (raises TimeoutError otherwise)."""
+        self._cluster.timers.wait_idle(timeout)
+
+    def schedule_pending(self) -> list[str]:
+        """Retry binding replacement pods left Pending; returns the names that found a node."""
+        with self._cluster.lock:
+            return self._cluster.schedule_pending()
+
+    def expire_continue_tokens(self) -> None:
+        """Forget every list snapshot, as etcd compaction does: the next continue gets 410 Expired."""
+        with self._cluster.lock:
+            self._cluster.store.expire_snapshots()
+
+    # ----------------------------------------------------------------- faults
+
+    def add_fault(self, fault: Fault) -> None:
+        with self._faults_lock:
+            self._faults.append(_ArmedFault(fault, re.compile(fault.path_regex), fault.times))
+
+    def clear_faults(self) -> None:
+        with self._faults_lock:
+            self._faults.clear()
+
+    # ----------------------------------------------------------------- records
+
+    @property
+    def requests(self) -> list[Request]:
+        with self._records_lock:
+            return list(self._requests)
+
+    @property
+    def writes(self) -> list[Write]:
+        with self._records_lock:
+            return list(self._writes)
+
+    def writes_of(self, kind: str | None = None, method: str | None = None) -> list[Write]:
+        return [
+            write
+            for write in self.writes
+            if (kind is None or write.kind == kind) and (method is None or write.method == method.upper())
+        ]
+
+    @property
+    def pod_deletes(self) -> list[Write]:
+        with self._records_lock:
+            return list(self._pod_deletes)
+
+    @property
+    def evictions(self) -> list[Eviction]:
+        with self._records_lock:
+            return list(self._evictions)
+
+    def reset_counters(self) -> None:
+        with self._records_lock:
+            self._requests.clear()
+            self._writes.clear()
+            self._pod_deletes.clear()
+            self._evictions.clear()
+
+    # ----------------------------------------------------------------- request handling
+
+    def _respond(self, method: str, target: str, headers: Any, body: bytes) -> _Response | None:
+        """The answer to one HTTP request; None means drop the connection without one."""
+        split = urlsplit(target)
+        path = split.path
+        query = {key: values[0] for key, values in parse_qs(split.query, keep_blank_values=True).items()}
+        fault = self._take_fault(method, path)
+        response: _Response | None
+        if fault is not None and fault.delay:
+            time.sleep(fault.delay)
+        if fault is not None and fault.drop_connection:
+            response = None
+        elif fault is not None and fault.status is not None:
+            response = self._fault_response(fault, path)
+        else:
+            response = self._handle(method, path, query, headers, body)
+        with self._records_lock:
+            self._requests.append(Request(method, path, query, None if response is None else response.status))
+        return response
+
+    def _take_fault(self, method: str, path: str) -> Fault | None:
+        with self._faults_lock:
+            for armed in self._faults:
+                fault = armed.fault
+                if armed.remaining == 0:
+                    continue
+                if fault.method is not None and fault.method.upper() != method:
+                    continue
+                if not armed.pattern.search(path):
+                    continue
+                if armed.remaining > 0:
+                    armed.remaining -= 1
+                return fault
+        return None
+
+    def _fault_response(self, fault: Fault, path: str) -> _Response:
+        status = fault.status or 500
+        headers: dict[str, str] = {}
+        if status == 429:
+            headers["Retry-After"] = str(fault.retry_after)
+        if fault.body is not None:
+            if isinstance(fault.body, dict):
+                return _Response(status, orjson.dumps(fault.body), headers=headers)
+            text = fault.body.encode() if isinstance(fault.body, str) else fault.body
+            return _Response(status, text, "text/plain; charset=utf-8", headers)
+        if status == 429:
+            # API Priority and Fairness rejects with plain text, not a Status object.
+            headers["X-Content-Type-Options"] = "nosniff"
+            return _Response(429, _APF_REJECTION, "text/plain; charset=utf-8", headers)
+        target = _parse_resource_path(path)
+        if status == 409 and target is not None and target.name:
+            error = statuses.conflict(target.resource, target.name)
+        elif status == 500:
+            error = statuses.internal_error("fault injected by the test")
+        else:
+            error = statuses.generic(status)
+        return _Response(status, orjson.dumps(error.body()), headers=headers)
+
+    def _handle(self, method: str, path: str, query: dict[str, str], headers: Any, body: bytes) -> _Response:
+        try:
+            if self._token is not None and not _bearer_matches(headers.get("Authorization"), self._token):
+                raise statuses.unauthorized()
+            return self._route(method, path, query, headers, body)
+        except ApiError as error:
+            return _Response.error(error)
+        except Exception as error:  # a bug in the fake must reach the test as a 500, not a hung client
+            logger.exception("the fake API server failed on %s %s", method, path)
+            return _Response.error(statuses.internal_error(f"fake API server bug: {error!r}"))
+
+    def _route(self, method: str, path: str, query: dict[str, str], headers: Any, body: bytes) -> _Response:
+        document = self._discovery(path)
+        if document is not None:
+            if method != "GET":
+                raise statuses.method_not_allowed()
+            return _Response.json(200, document)
+        target = _parse_resource_path(path)
+        if target is None:
+            raise statuses.path_not_found()
+        if method in _MUTATING and "dryRun" in query:
+            raise statuses.bad_request("dryRun is not supported by the fake API server")
+        resource, namespace, name = target.resource, target.namespace, target.name
+        cluster = self._cluster
+        if target.subresource is not None:
+            if target.subresource != "eviction" or resource is not PODS or method != "POST":
+                raise statuses.method_not_allowed() if target.subresource == "eviction" else statuses.path_not_found()
+            return self._evict(path, namespace or "default", name or "", body)
+        if method == "DELETE" and resource is PODS:
+            return self._delete_pod(path, namespace, name, body)
+        with cluster.lock:
+            if name is None:
+                if method == "GET":
+                    if query.get("watch") in ("true", "1"):
+                        raise statuses.bad_request("watch is not supported by the fake API server")
+                    return _Response.json(200, cluster.list_collection(resource, namespace, query))
+                if method == "POST":
+                    if resource.namespaced and namespace is None:
+                        raise statuses.method_not_allowed()
+                    decoded = _decode_object(body)
+                    created = cluster.create(resource, namespace, decoded)
+                    created_name = orjson.loads(created)["metadata"]["name"]
+                    self._record_write(method, path, resource, created_name, namespace, decoded, 201, headers)
+                    return _Response.json(201, created)
+                raise statuses.method_not_allowed()
+            if method == "GET":
+                return _Response.json(200, cluster.get(resource, namespace, name))
+            if method == "PUT":
+                decoded = _decode_object(body)
+                updated, created_now = cluster.update(resource, namespace, name, decoded)
+                status = 201 if created_now else 200
+                self._record_write(method, path, resource, name, namespace, decoded, status, headers)
+                return _Response.json(status, updated)
+            if method == "PATCH":
+                patched, patch = cluster.patch(resource, namespace, name, headers.get("Content-Type") or "", body)
+                self._record_write(method, path, resource, name, namespace, patch, 200, headers)
+                return _Response.json(200, patched)
+            if method == "DELETE":
+                options = _decode_object(body) if body else {}
+                deleted = cluster.delete(resource, namespace, name, options)
+                self._record_write(method, path, resource, name, namespace, options or None, 200, headers)
+                return _Response.json(200, deleted)
+        raise statuses.method_not_allowed()
+
+    def _evict(self, path: str, namespace: str, name: str, body: bytes) -> _Response:
+        status = 500
+        try:
+            decoded = _decode_object(body)
+            with self._cluster.lock:
+                status, answer = self._cluster.evict(namespace, name, decoded)
+            if status < 400:
+                with self._records_lock:
+                    self._writes.append(
+                        Write("POST", path, "Eviction", name, namespace, decoded, status, "application/json")
+                    )
+            return _Response.json(status, answer)
+        except ApiError as error:
+            status = error.code
+            raise
+        finally:
+            with self._records_lock:
+                self._evictions.append(Eviction(namespace, name, status))
+
+    def _delete_pod(self, path: str, namespace: str | None, name: str | None, body: bytes) -> _Response:
+        status = 500
+        options: JsonObject = {}
+        try:
+            if name is None:
+                status = 405
+                raise statuses.method_not_allowed()
+            options = _decode_object(body) if body else {}
+            with self._cluster.lock:
+                deleted = self._cluster.delete(PODS, namespace, name, options)
+            status = 200
+            with self._records_lock:
+                self._writes.append(
+                    Write("DELETE", path, "Pod", name, namespace, options or None, 200, "application/json")
+                )
+            return _Response.json(200, deleted)
+        except ApiError as error:
+            status = error.code
+            raise
+        finally:
+            with self._records_lock:
+                self._pod_deletes.append(Write("DELETE", path, "Pod", name or "", namespace, options or None, status))
+
+    def _record_write(
+        self,
+        method: str,
+        path: str,
+        resource: Resource,
+        name: str,
+        namespace: str | None,
+        body: Any,
+        status: int,
+        headers: Any,
+    ) -> None:
+        content_type = headers.get("Content-Type")
+        with self._records_lock:
+            self._writes.append(
+                Write(method, path, resource.kind, name, namespace, deep_copy(body), status, content_type)
+            )
+
+    def _discovery(self, path: str) -> JsonObject | None:
+        trimmed = path.rstrip("/") or "/"
+        if trimmed == "/version":
+            return discovery.VERSION
+        if trimmed == "/api":
+            return discovery.api_versions(self.url.removeprefix("http://"))
+        if trimmed == "/apis":
+            return discovery.group_list()
+        parts = trimmed.strip("/").split("/")
+        if parts == ["api", "v1"]:
+            return discovery.resource_list("", "v1")
+        if len(parts) == 2 and parts[0] == "apis":
+            return discovery.group(parts[1])
+        if len(parts) == 3 and parts[0] == "apis":
+            return discovery.resource_list(parts[1], parts[2])
+        return None
+
+
+def _parse_resource_path(path: str) -> _Target | None:
+    parts = [unquote(part) for part in path.split("/") if part]
+    if parts[:2] == ["api", "v1"]:
+        group, version, rest = "", "v1", parts[2:]
+    elif len(parts) >= 3 and parts[0] == "apis":
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        return None
+    namespace: str | None = None
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        namespace, rest = rest[1], rest[2:]
+    if not rest or len(rest) > 3:
+        return None
+    resource = BY_URL.get((group, version, rest[0]))
+    if resource is None:
+        return None
+    name = rest[1] if len(rest) > 1 else None
+    subresource = rest[2] if len(rest) > 2 else None
+    if namespace is not None and not resource.namespaced:
+        return None
+    if resource.namespaced and name is not None and namespace is None:
+        return None
+    return _Target(resource, namespace, name, subresource)
+
+
+def _decode_object(body: bytes) -> JsonObject:
+    try:
+        decoded = orjson.loads(body or b"{}")
+    except orjson.JSONDecodeError as error:
+        raise statuses.bad_request(f"the body of the request could not be decoded: {error}") from error
+    if not isinstance(decoded, dict):
+        raise statuses.bad_request("the body of the request is not a JSON object")
+    return decoded
+
+
+def _bearer_matches(header: str | None, token: str) -> bool:
+    if not header:
+        return False
+    scheme, _, value = header.partition(" ")
+    return scheme.lower() == "bearer" and value.strip() == token
+
+
+class _HttpServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128
+
+    def __init__(self, address: tuple[str, int], fake: FakeApiServer) -> None:
+        self.fake = fake
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+        super().__init__(address, _Handler)
+
+    def track(self, connection: socket.socket) -> None:
+        with self._connections_lock:
+            self._connections.add(connection)
+
+    def untrack(self, connection: socket.socket) -> None:
+        with self._connections_lock:
+            self._connections.discard(connection)
+
+    def close_connections(self) -> None:
+        """Close kept-alive connections so a stopped server cannot answer a pooled client."""
+        with self._connections_lock:
+            connections = list(self._connections)
+            self._connections.clear()
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes; without this, Nagle's algorithm delays every answer.
+    disable_nagle_algorithm = True
+    server: _HttpServer
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.track(self.connection)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.untrack(self.connection)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    def do_POST(self) -> None:
+        self._serve()
+
+    def do_PUT(self) -> None:
+        self._serve()
+
+    def do_PATCH(self) -> None:
+        self._serve()
+
+    def do_DELETE(self) -> None:
+        self._serve()
+
+    def _serve(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length > 0 else b""
+        response = self.server.fake._respond(self.command, self.path, self.headers, body)
+        if response is None:
+            self.close_connection = True
+            return
+        self.send_response(response.status)
+        self.send_header("Content-Type", response.content_type)
+        self.send_header("Content-Length", str(len(response.body)))
+        self.send_header("Cache-Control", "no-cache, private")
+        for name, value in response.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(response.body)

@@ -1,0 +1,240 @@
+"""`kind: Status` error bodies worded as kube-apiserver words them.
+
+Each constructor mirrors one of apimachinery's `k8s.io/apimachinery/pkg/api/errors`
+helpers, so a client that inspects `reason`, `code` or `details` sees what a real
+cluster would send. Never imports the rest of the fake.
+"""
+
+from __future__ import annotations
+
+from tests.fakeapi.resources import JsonObject, Resource
+
+CONFLICT_MESSAGE = "the object has been modified; please apply your changes to the latest version and try again"
+EXPIRED_CONTINUE_MESSAGE = (
+    "The provided continue parameter is too old to display a consistent list result. "
+    "You can start a new list without the continue parameter, or use the continue token "
+    "in this response to retrieve the remainder of the results. Continuing with the provided "
+    "token results in an inconsistent list - objects that were created, modified, or deleted "
+    "between the time the first chunk was returned and now may show up in the list."
+)
+
+
+class ApiError(Exception):
+    """A failed request: the HTTP status, its Status body and any extra response headers."""
+
+    def __init__(
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        *,
+        details: JsonObject | None = None,
+        list_meta: JsonObject | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.details = details
+        self.list_meta = list_meta or {}
+        self.headers = headers or {}
+
+    def body(self) -> JsonObject:
+        return failure_body(self.code, self.reason, self.message, self.details, self.list_meta)
+
+
+def failure_body(
+    code: int,
+    reason: str,
+    message: str,
+    details: JsonObject | None = None,
+    list_meta: JsonObject | None = None,
+) -> JsonObject:
+    body: JsonObject = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": dict(list_meta or {}),
+        "status": "Failure",
+        "message": message,
+    }
+    if reason:
+        body["reason"] = reason
+    if details:
+        body["details"] = details
+    body["code"] = code
+    return body
+
+
+def success_body(code: int, details: JsonObject | None = None) -> JsonObject:
+    body: JsonObject = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+    if details:
+        body["details"] = details
+    body["code"] = code
+    return body
+
+
+def _object_details(resource: Resource, name: str) -> JsonObject:
+    details: JsonObject = {"name": name}
+    if resource.group:
+        details["group"] = resource.group
+    details["kind"] = resource.plural
+    return details
+
+
+def not_found(resource: Resource, name: str) -> ApiError:
+    return ApiError(
+        404,
+        "NotFound",
+        f'{resource.qualified} "{name}" not found',
+        details=_object_details(resource, name),
+    )
+
+
+def already_exists(resource: Resource, name: str) -> ApiError:
+    return ApiError(
+        409,
+        "AlreadyExists",
+        f'{resource.qualified} "{name}" already exists',
+        details=_object_details(resource, name),
+    )
+
+
+def conflict(resource: Resource, name: str, why: str = CONFLICT_MESSAGE) -> ApiError:
+    return ApiError(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {resource.qualified} "{name}": {why}',
+        details=_object_details(resource, name),
+    )
+
+
+def bad_request(message: str) -> ApiError:
+    return ApiError(400, "BadRequest", message)
+
+
+def forbidden(resource: Resource, name: str, why: str) -> ApiError:
+    return ApiError(
+        403,
+        "Forbidden",
+        f'{resource.qualified} "{name}" is forbidden: {why}',
+        details=_object_details(resource, name),
+    )
+
+
+def invalid(resource: Resource, name: str, field_errors: list[tuple[str, str, str]]) -> ApiError:
+    """422 Invalid; each field error is (field path, cause reason, message) as `field.Error` prints."""
+    printed = [f"{path}: {message}" for path, _reason, message in field_errors]
+    aggregate = printed[0] if len(printed) == 1 else "[" + ", ".join(printed) + "]"
+    details: JsonObject = {"name": name}
+    if resource.group:
+        details["group"] = resource.group
+    details["kind"] = resource.kind
+    details["causes"] = [
+        {"reason": reason, "message": message, "field": path} for path, reason, message in field_errors
+    ]
+    return ApiError(
+        422,
+        "Invalid",
+        f'{resource.qualified_kind} "{name}" is invalid: {aggregate}',
+        details=details,
+    )
+
+
+def unprocessable(detail: str) -> ApiError:
+    """What kube-apiserver answers when a JSON patch cannot be applied (a failed `test`, a bad path)."""
+    return ApiError(
+        422,
+        "Invalid",
+        "the server rejected our request due to an error in our request",
+        details={"causes": [{"message": detail}]},
+    )
+
+
+def unsupported_media_type() -> ApiError:
+    return ApiError(
+        415,
+        "UnsupportedMediaType",
+        "the body of the request was in an unknown format - accepted media types include: "
+        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, "
+        "application/strategic-merge-patch+json, application/apply-patch+cbor",
+    )
+
+
+def method_not_allowed() -> ApiError:
+    return ApiError(
+        405,
+        "MethodNotAllowed",
+        "the server does not allow this method on the requested resource",
+    )
+
+
+def path_not_found() -> ApiError:
+    return ApiError(
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+        details={"causes": [{"reason": "UnexpectedServerResponse", "message": "404 page not found"}]},
+    )
+
+
+def unauthorized() -> ApiError:
+    return ApiError(401, "Unauthorized", "Unauthorized")
+
+
+def expired_continue(inconsistent_continue: str) -> ApiError:
+    return ApiError(
+        410,
+        "Expired",
+        EXPIRED_CONTINUE_MESSAGE,
+        list_meta={"continue": inconsistent_continue},
+    )
+
+
+def too_many_requests(message: str, causes: list[JsonObject], retry_after_seconds: int = 0) -> ApiError:
+    details: JsonObject = {}
+    if causes:
+        details["causes"] = causes
+    if retry_after_seconds:
+        details["retryAfterSeconds"] = retry_after_seconds
+    headers = {"Retry-After": str(retry_after_seconds)} if retry_after_seconds else {}
+    return ApiError(429, "TooManyRequests", message, details=details, headers=headers)
+
+
+def internal_error(detail: str) -> ApiError:
+    return ApiError(
+        500,
+        "InternalError",
+        f"Internal error occurred: {detail}",
+        details={"causes": [{"message": detail}]},
+    )
+
+
+def generic(code: int, detail: str | None = None) -> ApiError:
+    """A Status for a status code alone, phrased as `errors.NewGenericServerResponse` does."""
+    fallback = (
+        "InternalError" if code >= 500 else "",
+        "an error on the server has prevented the request from succeeding",
+    )
+    reason, message = _GENERIC.get(code, fallback)
+    if detail:
+        message = f"{message} ({detail})"
+    return ApiError(code, reason, message)
+
+
+_GENERIC: dict[int, tuple[str, str]] = {
+    400: ("BadRequest", "the server rejected our request for an unknown reason"),
+    401: ("Unauthorized", "the server has asked for the client to provide credentials"),
+    403: ("Forbidden", "the server does not allow access to the requested resource"),
+    404: ("NotFound", "the server could not find the requested resource"),
+    409: ("Conflict", "the server reported a conflict"),
+    410: ("Gone", "the requested resource is no longer available"),
+    422: ("Invalid", "the server rejected our request due to an error in our request"),
+    429: ("TooManyRequests", "the server has received too many requests and has asked us to try again later"),
+    500: ("InternalError", "an error on the server has prevented the request from succeeding"),
+    503: ("ServiceUnavailable", "the server is currently unable to handle the request"),
+    504: (
+        "Timeout",
+        "the server was unable to return a response in the time allotted, but may still be processing the request",
+    ),
+}

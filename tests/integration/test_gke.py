@@ -1,0 +1,485 @@
+"""GKE access against local stand-ins: the GKE REST API over HTTP and a Kubernetes API server over TLS."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import datetime
+import http.server
+import json
+import shutil
+import ssl
+import subprocess
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import google.auth.credentials
+import google.auth.exceptions
+import kubernetes.client
+import pytest
+import urllib3
+from google.cloud import container_v1
+
+from compactor import gke
+from compactor.core.model import PoolAutoscaling
+from compactor.errors import BadInputError, ClusterAccessError
+
+CLUSTER = "projects/shop-prod/locations/europe-west1/clusters/main"
+DNS_ENDPOINT = "gke-0123456789abcdef0123456789abcdef-123456789012.europe-west1.gke.goog"
+
+
+# --- stand-ins -----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class GkeApi:
+    """The GKE REST API's `GET /v1/projects/P/locations/L/clusters/C`, answering from `clusters`."""
+
+    clusters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # cluster name -> (HTTP status, google.rpc status) to answer instead.
+    errors: dict[str, tuple[int, str]] = field(default_factory=dict)
+    requested: list[str] = field(default_factory=list)
+    port: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def handler(self) -> type[http.server.BaseHTTPRequestHandler]:
+        api = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                name = self.path.split("?", 1)[0].removeprefix("/v1/")
+                api.requested.append(name)
+                if name in api.errors:
+                    status, rpc_status = api.errors[name]
+                    self._answer(
+                        status, {"error": {"code": status, "message": "denied by the stand-in", "status": rpc_status}}
+                    )
+                elif name in api.clusters:
+                    self._answer(200, api.clusters[name])
+                else:
+                    self._answer(404, {"error": {"code": 404, "message": f"{name} not found", "status": "NOT_FOUND"}})
+
+            def _answer(self, status: int, body: dict[str, Any]) -> None:
+                payload = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        return Handler
+
+
+@dataclass
+class KubernetesApi:
+    """An HTTPS server answering `GET /api/v1/nodes` with an empty NodeList; records Authorization headers."""
+
+    ca_pem: bytes
+    port: int = 0
+    authorizations: list[str | None] = field(default_factory=list)
+
+    @property
+    def endpoint(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def handler(self) -> type[http.server.BaseHTTPRequestHandler]:
+        api = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                api.authorizations.append(self.headers.get("Authorization"))
+                if self.path.split("?", 1)[0] != "/api/v1/nodes":
+                    self.send_error(404)
+                    return
+                payload = json.dumps(
+                    {"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": []}
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        return Handler
+
+
+@contextlib.contextmanager
+def serving(server: http.server.HTTPServer) -> Iterator[None]:
+    # A short poll interval keeps shutdown() (and so each test's teardown) quick.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@pytest.fixture
+def gke_api() -> Iterator[GkeApi]:
+    api = GkeApi()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), api.handler())
+    api.port = server.server_address[1]
+    with serving(server):
+        yield api
+
+
+@pytest.fixture(scope="module")
+def api_server_certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return self_signed_certificate(tmp_path_factory.mktemp("apiserver-tls"))
+
+
+@pytest.fixture
+def kubernetes_api(api_server_certificate: tuple[Path, Path]) -> Iterator[KubernetesApi]:
+    certificate, key = api_server_certificate
+    api = KubernetesApi(ca_pem=certificate.read_bytes())
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), api.handler())
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(certificate, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    api.port = server.server_address[1]
+    with serving(server):
+        yield api
+
+
+def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
+    """A certificate for IP 127.0.0.1 that is its own CA, made with the openssl command."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.fail("the openssl command is needed to make the test API server's certificate", pytrace=False)
+    certificate, key = directory / "apiserver.pem", directory / "apiserver-key.pem"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
+         "-keyout", str(key), "-out", str(certificate),
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return certificate, key
+
+
+HOUR = datetime.timedelta(hours=1)
+
+
+def utcnow() -> datetime.datetime:
+    """Now as google-auth keeps credential expiry: naive UTC."""
+    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+
+
+class CountingCredentials(google.auth.credentials.Credentials):
+    """Google credentials whose refresh() hands out token-1, token-2, ... valid for `lifetime`."""
+
+    def __init__(self, lifetime: datetime.timedelta = HOUR, *, fail: bool = False) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]  # google-auth leaves it unannotated
+        self.lifetime = lifetime
+        self.fail = fail
+        self.refreshes = 0
+
+    def refresh(self, request: Any) -> None:
+        if self.fail:
+            raise google.auth.exceptions.RefreshError("the metadata server refused the stand-in")  # type: ignore[no-untyped-call]
+        self.refreshes += 1
+        self.token = f"token-{self.refreshes}"
+        self.expiry = utcnow() + self.lifetime
+
+
+def cluster_json(
+    *,
+    endpoint: str = "203.0.113.10",
+    ca_pem: bytes = b"-----BEGIN CERTIFICATE-----\nnot used\n-----END CERTIFICATE-----\n",
+    dns_endpoint: dict[str, Any] | None = None,
+    node_pools: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The REST (JSON) shape of container.v1.Cluster, with the fields node-compactor reads."""
+    body: dict[str, Any] = {
+        "name": "main",
+        "location": "europe-west1",
+        "endpoint": endpoint,
+        "masterAuth": {"clusterCaCertificate": base64.b64encode(ca_pem).decode()},
+        "nodePools": node_pools if node_pools is not None else [{"name": "default-pool"}],
+    }
+    if dns_endpoint is not None:
+        body["controlPlaneEndpointsConfig"] = {"dnsEndpointConfig": dns_endpoint}
+    return body
+
+
+ENABLED_DNS_ENDPOINT = {"endpoint": DNS_ENDPOINT, "allowExternalTraffic": True}
+
+
+@pytest.fixture(autouse=True)
+def empty_cache() -> Iterator[None]:
+    gke.clear_cache()
+    yield
+    gke.clear_cache()
+
+
+@pytest.fixture
+def cluster_manager(gke_api: GkeApi) -> container_v1.ClusterManagerClient:
+    return container_v1.ClusterManagerClient(
+        credentials=google.auth.credentials.AnonymousCredentials(),  # type: ignore[no-untyped-call]
+        transport="rest",
+        client_options={"api_endpoint": gke_api.url},
+    )
+
+
+@pytest.fixture
+def ip_cluster(gke_api: GkeApi, kubernetes_api: KubernetesApi) -> KubernetesApi:
+    """The GKE stand-in describes a cluster whose IP endpoint is the local TLS API server."""
+    gke_api.clusters[CLUSTER] = cluster_json(endpoint=kubernetes_api.endpoint, ca_pem=kubernetes_api.ca_pem)
+    return kubernetes_api
+
+
+def list_nodes(connection: gke.Connection) -> list[Any]:
+    node_list = kubernetes.client.CoreV1Api(connection.api_client).list_node(_request_timeout=10)
+    return list(node_list.items)
+
+
+# --- cluster names and modes -----------------------------------------------------------------------------------------
+
+
+def test_parses_a_cluster_resource_name() -> None:
+    assert gke.parse_cluster_name(CLUSTER) == gke.ClusterName("shop-prod", "europe-west1", "main")
+    assert gke.parse_cluster_name(CLUSTER).path == CLUSTER
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("main", id="bare-cluster-name"),
+        pytest.param("projects/p/zones/z/clusters/c", id="zones-instead-of-locations"),
+        pytest.param("projects/p/locations/l/clusters/", id="empty-cluster"),
+        pytest.param("projects/p/locations/l/clusters/c/nodePools/x", id="node-pool-name"),
+        pytest.param("https://container.googleapis.com/v1/projects/p/locations/l/clusters/c", id="url"),
+    ],
+)
+def test_rejects_a_cluster_name_of_another_form_saying_which_form_is_expected(text: str) -> None:
+    with pytest.raises(BadInputError, match="projects/PROJECT/locations/LOCATION/clusters/CLUSTER"):
+        gke.parse_cluster_name(text)
+
+
+def test_rejects_an_unknown_endpoint_mode_before_calling_gke(
+    gke_api: GkeApi, cluster_manager: container_v1.ClusterManagerClient
+) -> None:
+    with pytest.raises(BadInputError, match="endpoint mode 'private' is unknown"):
+        gke.connect(
+            CLUSTER, endpoint_mode="private", credentials=CountingCredentials(), cluster_manager=cluster_manager
+        )
+    assert gke_api.requested == []
+
+
+# --- IP endpoint: TLS with the cluster CA, bearer token --------------------------------------------------------------
+
+
+def test_ip_mode_talks_tls_to_the_cluster_endpoint_verified_with_the_cluster_ca(
+    ip_cluster: KubernetesApi, cluster_manager: container_v1.ClusterManagerClient
+) -> None:
+    connection = gke.connect(
+        CLUSTER, endpoint_mode="ip", credentials=CountingCredentials(), cluster_manager=cluster_manager
+    )
+
+    assert list_nodes(connection) == []
+    assert connection.api_client.configuration.host == f"https://{ip_cluster.endpoint}"
+    assert ip_cluster.authorizations == ["Bearer token-1"]
+    connection.close()
+
+
+def test_a_client_without_the_cluster_ca_fails_to_verify_the_ip_endpoint(ip_cluster: KubernetesApi) -> None:
+    configuration = kubernetes.client.Configuration(host=f"https://{ip_cluster.endpoint}")
+    configuration.retries = 0
+    client = kubernetes.client.ApiClient(configuration)
+
+    with pytest.raises(urllib3.exceptions.MaxRetryError) as raised:
+        kubernetes.client.CoreV1Api(client).list_node(_request_timeout=10)
+
+    assert isinstance(raised.value.reason, urllib3.exceptions.SSLError)
+    assert ip_cluster.authorizations == []
+    client.close()
+
+
+@pytest.mark.parametrize(
+    ("lifetime", "expiry_after_connect", "refreshes", "authorizations"),
+    [
+        pytest.param(
+            HOUR,
+            datetime.timedelta(minutes=2),
+            2,
+            ["Bearer token-2", "Bearer token-2"],
+            id="refreshed-within-5-minutes",
+        ),
+        pytest.param(HOUR, None, 1, ["Bearer token-1", "Bearer token-1"], id="kept-while-valid-for-longer"),
+        pytest.param(
+            datetime.timedelta(minutes=4),
+            None,
+            1,
+            ["Bearer token-1", "Bearer token-1"],
+            id="not-asked-again-on-every-request-when-the-source-has-no-fresher-token",
+        ),
+        pytest.param(
+            datetime.timedelta(minutes=4),
+            datetime.timedelta(seconds=-1),
+            2,
+            ["Bearer token-2", "Bearer token-2"],
+            id="refreshed-once-expired-even-right-after-a-refresh",
+        ),
+    ],
+)
+def test_refreshes_the_google_token_when_it_expires_within_five_minutes(
+    ip_cluster: KubernetesApi,
+    cluster_manager: container_v1.ClusterManagerClient,
+    lifetime: datetime.timedelta,
+    expiry_after_connect: datetime.timedelta | None,
+    refreshes: int,
+    authorizations: list[str],
+) -> None:
+    credentials = CountingCredentials(lifetime)
+    connection = gke.connect(CLUSTER, endpoint_mode="ip", credentials=credentials, cluster_manager=cluster_manager)
+    if expiry_after_connect is not None:  # time passes: the token is now this close to its expiry
+        credentials.expiry = utcnow() + expiry_after_connect
+
+    list_nodes(connection)
+    list_nodes(connection)
+
+    assert credentials.refreshes == refreshes
+    assert ip_cluster.authorizations == authorizations
+    connection.close()
+
+
+def test_a_failed_token_refresh_is_a_cluster_access_error_naming_the_cluster(
+    ip_cluster: KubernetesApi, cluster_manager: container_v1.ClusterManagerClient
+) -> None:
+    with pytest.raises(ClusterAccessError, match=f"cannot get a Google access token for cluster {CLUSTER}"):
+        gke.connect(
+            CLUSTER, endpoint_mode="ip", credentials=CountingCredentials(fail=True), cluster_manager=cluster_manager
+        )
+    assert ip_cluster.authorizations == []
+
+
+def test_missing_google_credentials_are_a_cluster_access_error(
+    gke_api: GkeApi,
+    cluster_manager: container_v1.ClusterManagerClient,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "no-such-key.json"))
+
+    with pytest.raises(ClusterAccessError, match=f"cannot find Google credentials to reach cluster {CLUSTER}"):
+        gke.connect(CLUSTER, cluster_manager=cluster_manager)
+    assert gke_api.requested == []
+
+
+# --- DNS endpoint ----------------------------------------------------------------------------------------------------
+
+
+def test_dns_mode_uses_the_dns_endpoint_verified_with_the_system_trust_store(
+    gke_api: GkeApi, cluster_manager: container_v1.ClusterManagerClient
+) -> None:
+    gke_api.clusters[CLUSTER] = cluster_json(dns_endpoint=ENABLED_DNS_ENDPOINT)
+
+    connection = gke.connect(CLUSTER, credentials=CountingCredentials(), cluster_manager=cluster_manager)
+
+    configuration = connection.api_client.configuration
+    assert configuration.host == f"https://{DNS_ENDPOINT}"
+    assert configuration.ssl_ca_cert is None
+    assert configuration.verify_ssl is True
+    assert configuration.auth_settings()["BearerToken"]["value"] == "Bearer token-1"
+    connection.close()
+
+
+@pytest.mark.parametrize(
+    "dns_endpoint",
+    [
+        pytest.param(None, id="no-endpoints-config"),
+        pytest.param({"endpoint": DNS_ENDPOINT, "allowExternalTraffic": False}, id="external-traffic-not-allowed"),
+        pytest.param({"endpoint": DNS_ENDPOINT}, id="external-traffic-never-set"),
+    ],
+)
+def test_dns_mode_refuses_a_cluster_without_an_enabled_dns_endpoint(
+    gke_api: GkeApi, cluster_manager: container_v1.ClusterManagerClient, dns_endpoint: dict[str, Any] | None
+) -> None:
+    gke_api.clusters[CLUSTER] = cluster_json(dns_endpoint=dns_endpoint)
+
+    with pytest.raises(ClusterAccessError, match=r"--enable-dns-access.* or set COMPACTOR_ENDPOINT_MODE=ip") as raised:
+        gke.connect(CLUSTER, credentials=CountingCredentials(), cluster_manager=cluster_manager)
+    assert CLUSTER in raised.value.message
+
+
+# --- GKE answers -----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "rpc_status"),
+    [
+        pytest.param(403, "PERMISSION_DENIED", id="permission-denied"),
+        pytest.param(404, "NOT_FOUND", id="no-such-cluster"),
+    ],
+)
+def test_a_gke_refusal_is_a_cluster_access_error_naming_the_cluster(
+    gke_api: GkeApi, cluster_manager: container_v1.ClusterManagerClient, status: int, rpc_status: str
+) -> None:
+    gke_api.errors[CLUSTER] = (status, rpc_status)
+
+    with pytest.raises(ClusterAccessError, match=f"cannot read cluster {CLUSTER} from GKE: {status} ") as raised:
+        gke.connect(CLUSTER, credentials=CountingCredentials(), cluster_manager=cluster_manager)
+    assert raised.value.__cause__ is not None
+
+
+def test_reads_the_autoscaling_settings_of_every_node_pool(
+    gke_api: GkeApi, cluster_manager: container_v1.ClusterManagerClient
+) -> None:
+    gke_api.clusters[CLUSTER] = cluster_json(
+        dns_endpoint=ENABLED_DNS_ENDPOINT,
+        node_pools=[
+            {"name": "default-pool", "autoscaling": {"enabled": True, "minNodeCount": 1, "maxNodeCount": 10}},
+            {"name": "batch", "autoscaling": {"enabled": True, "totalMinNodeCount": 3, "totalMaxNodeCount": 30}},
+            {"name": "fixed"},
+        ],
+    )
+
+    connection = gke.connect(CLUSTER, credentials=CountingCredentials(), cluster_manager=cluster_manager)
+
+    assert dict(connection.pool_autoscaling) == {
+        "default-pool": PoolAutoscaling(enabled=True, min_node_count=1, total_min_node_count=0),
+        "batch": PoolAutoscaling(enabled=True, min_node_count=0, total_min_node_count=3),
+        "fixed": PoolAutoscaling(enabled=False, min_node_count=0, total_min_node_count=0),
+    }
+
+
+# --- cache -----------------------------------------------------------------------------------------------------------
+
+
+def test_reads_the_cluster_from_gke_once_while_the_description_is_cached(
+    gke_api: GkeApi, cluster_manager: container_v1.ClusterManagerClient
+) -> None:
+    gke_api.clusters[CLUSTER] = cluster_json(dns_endpoint=ENABLED_DNS_ENDPOINT)
+
+    first = gke.connect(CLUSTER, credentials=CountingCredentials(), cluster_manager=cluster_manager)
+    second = gke.connect(CLUSTER, credentials=CountingCredentials(), cluster_manager=cluster_manager)
+
+    assert gke_api.requested == [CLUSTER]
+    assert second.api_client.configuration.host == first.api_client.configuration.host
+    assert second.api_client is not first.api_client
+
+
+def test_reads_the_cluster_again_once_the_cached_description_is_too_old(
+    gke_api: GkeApi, cluster_manager: container_v1.ClusterManagerClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gke_api.clusters[CLUSTER] = cluster_json(dns_endpoint=ENABLED_DNS_ENDPOINT)
+    monkeypatch.setattr(gke, "CACHE_SECONDS", 0.0)
+
+    gke.connect(CLUSTER, credentials=CountingCredentials(), cluster_manager=cluster_manager)
+    gke.connect(CLUSTER, credentials=CountingCredentials(), cluster_manager=cluster_manager)
+
+    assert gke_api.requested == [CLUSTER, CLUSTER]

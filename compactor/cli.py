@@ -12,6 +12,8 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+import orjson
+
 from compactor import config as config_source
 from compactor import report, snapshot
 from compactor.core import planner
@@ -37,6 +39,18 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--config", metavar="FILE", help="configuration JSON")
     plan.add_argument("--now", metavar="RFC3339", help="the time to plan at (default: now)")
     plan.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
+
+    run = commands.add_parser("run", help="one full run against a live cluster, exactly what the function does")
+    where = run.add_mutually_exclusive_group()
+    where.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig to use (default: KUBECONFIG, ~/.kube/config)")
+    where.add_argument(
+        "--gke",
+        metavar="projects/P/locations/L/clusters/C",
+        help="a GKE cluster, with your gcloud application-default credentials",
+    )
+    run.add_argument("--config", metavar="FILE", help="configuration JSON (after Firestore and COMPACTOR_CONFIG)")
+    run.add_argument("--dry-run", action="store_true", help="plan and report, write nothing")
+    run.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
     return parser
 
 
@@ -64,11 +78,31 @@ def _plan(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _run(args: argparse.Namespace) -> int:
+    from compactor import logs, service
+
+    logs.configure(sys.stderr)  # stdout carries the report
+    connector = service.connector_from(os.environ, kubeconfig=args.kubeconfig, gke_cluster=args.gke)
+    try:
+        result = service.run(os.environ, connector=connector, config_file=args.config, force_dry_run=args.dry_run)
+    except CompactorError as error:
+        if error.report is not None and args.json:
+            sys.stdout.buffer.write(orjson.dumps(error.report, option=orjson.OPT_INDENT_2) + b"\n")
+        raise
+    if args.json:
+        sys.stdout.buffer.write(orjson.dumps(result.report, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        sys.stdout.write(report.to_table(result.plan) + report.outcome_lines(result.outcome.to_dict()))
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command == "plan":
             return _plan(args)
+        if args.command == "run":
+            return _run(args)
         raise BadInputError(f"unknown command {args.command}")
     except CompactorError as error:
         for problem in error.problems:

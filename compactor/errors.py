@@ -8,6 +8,8 @@ original cause stays attached.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class CompactorError(Exception):
     """Base of every error node-compactor raises deliberately."""
@@ -16,6 +18,8 @@ class CompactorError(Exception):
         super().__init__(message)
         self.message = message
         self.problems: list[str] = problems if problems is not None else [message]
+        # The report of a run that failed part-way, so the answer can still say what was done.
+        self.report: dict[str, Any] | None = None
 
 
 class BadInputError(CompactorError):

@@ -189,5 +189,23 @@ def to_table(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
+def outcome_lines(outcome: dict[str, Any]) -> str:
+    """What a live run did, in a few lines under the table."""
+    if outcome.get("dryRun"):
+        return "Dry run: nothing was written.\n"
+    lines = [f"Marks written: {len(outcome['marksAdded'])} added, {len(outcome['marksRemoved'])} removed."]
+    if outcome.get("stale"):
+        lines.append(f"Not started: {outcome['stale']}.")
+    if outcome.get("drainStarted"):
+        lines.append("Drain started: the node is cordoned.")
+    if outcome.get("evicted") or outcome.get("waiting"):
+        lines.append(f"Evicted {len(outcome['evicted'])} pod(s); {len(outcome['waiting'])} still waiting.")
+    if outcome.get("drainCompleted"):
+        lines.append("Drain completed: the node stays cordoned for the Cluster Autoscaler.")
+    if outcome.get("rolledBack"):
+        lines.append("Rolled back: the node was uncordoned.")
+    return "\n".join(lines) + "\n"
+
+
 def _names(names: tuple[str, ...]) -> str:
     return ", ".join(names) if names else "none"

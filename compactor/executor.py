@@ -1,0 +1,318 @@
+"""Carries out a plan against the cluster (DESIGN.md "Executing a run").
+
+Marks first, then the decision: continue a drain, roll one back, or start a
+new one after re-reading the node and its pods and planning again with them
+(a decision that no longer holds is a no-op, not an error). A drain starts
+with one patch that cordons the node and writes `drain-started-at`, guarded
+by the node's resourceVersion, and goes on with evictions through the
+Eviction API. Every write is a single patch, so a crash between any two of
+them leaves a state the next run reads correctly.
+
+Must never: DELETE a pod, uncordon a node without our `drain-started-at`,
+or write anything in a dry run.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from compactor import snapshot as parsing
+from compactor.config import Config
+from compactor.core import planner
+from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE, Pod, Snapshot
+from compactor.core.plan import Decision, Plan
+from compactor.core.timing import format_stamp
+from compactor.errors import ClusterAccessError, CompactorError, RunFailedError
+from compactor.kube import Cluster, ConflictError, NotFoundError
+
+log = logging.getLogger(__name__)
+
+EVICTION_CONCURRENCY = 8
+MARK_CONCURRENCY = 8
+FIRST_BACKOFF_SECONDS = 1.0
+MAX_BACKOFF_SECONDS = 15.0
+# Time kept back from the budget to finish the run cleanly (release the Lease, answer).
+WRAP_UP_SECONDS = 10.0
+
+
+@dataclass
+class Outcome:
+    """What the run did; rendered into the report's `outcome`."""
+
+    dry_run: bool
+    marks_added: list[str] = field(default_factory=list)
+    marks_removed: list[str] = field(default_factory=list)
+    drain_started: bool = False
+    drain_completed: bool = False
+    rolled_back: bool = False
+    stale: str | None = None  # why a new drain was not started after re-validation
+    evicted: list[str] = field(default_factory=list)
+    gone: list[str] = field(default_factory=list)
+    waiting: dict[str, str] = field(default_factory=dict)  # pod -> why it is still there (PDB, 5xx, time)
+    errors: list[str] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dryRun": self.dry_run,
+            "marksAdded": sorted(self.marks_added),
+            "marksRemoved": sorted(self.marks_removed),
+            "drainStarted": self.drain_started,
+            "drainCompleted": self.drain_completed,
+            "rolledBack": self.rolled_back,
+            "stale": self.stale,
+            "evicted": sorted(self.evicted),
+            "gone": sorted(self.gone),
+            "waiting": dict(sorted(self.waiting.items())),
+            "errors": list(self.errors),
+        }
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The run's time budget on the monotonic clock."""
+
+    deadline: float
+    monotonic: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+
+    def remaining(self) -> float:
+        return self.deadline - WRAP_UP_SECONDS - self.monotonic()
+
+
+class Executor:
+    def __init__(
+        self,
+        cluster: Cluster,
+        config: Config,
+        *,
+        clock: Callable[[], datetime],
+        budget: Budget,
+        dry_run: bool,
+        first_backoff: float = FIRST_BACKOFF_SECONDS,
+    ) -> None:
+        self.cluster = cluster
+        self.config = config
+        self.clock = clock
+        self.budget = budget
+        self.dry_run = dry_run
+        self.first_backoff = first_backoff
+        self.outcome = Outcome(dry_run=dry_run)
+
+    def execute(self, plan: Plan, snapshot: Snapshot) -> Outcome:
+        if self.dry_run:
+            return self.outcome
+        self._write_marks(plan)
+        decision = plan.decision
+        if decision.action == "continue-drain" and decision.node:
+            self._evict(decision.node, decision.evictions)
+            self._check_completion(decision.node)
+        elif decision.action == "rollback" and decision.node:
+            self._rollback(decision.node, decision.reason)
+        elif decision.action == "drain" and decision.node:
+            self._drain(decision, snapshot)
+        if self.outcome.errors:
+            raise RunFailedError(
+                f"the run could not finish: {len(self.outcome.errors)} error(s)", list(self.outcome.errors)
+            )
+        return self.outcome
+
+    # -- marks ----------------------------------------------------------------------------------
+
+    def _write_marks(self, plan: Plan) -> None:
+        stamp = format_stamp(plan.now)
+        changes = [(name, stamp) for name in plan.marks_add] + [(name, None) for name in plan.marks_remove]
+        if not changes:
+            return
+
+        def write(change: tuple[str, str | None]) -> None:
+            name, value = change
+            try:
+                node = self.cluster.patch_node(name, {"metadata": {"annotations": {UNDERUTILIZED_SINCE: value}}})
+            except NotFoundError:
+                return  # the node went away; nothing to mark
+            except ClusterAccessError as error:
+                self._error(f"mark on {name}: {error.message}")
+                return
+            with self.outcome._lock:
+                (self.outcome.marks_added if value else self.outcome.marks_removed).append(name)
+            if value:
+                self.cluster.event(
+                    node,
+                    reason="Underutilized",
+                    message=f"node-compactor marked the node underutilized at {value}",
+                    warning=False,
+                    now=self.clock(),
+                )
+
+        with ThreadPoolExecutor(max_workers=MARK_CONCURRENCY) as pool:
+            list(pool.map(write, changes))
+
+    # -- a new drain --------------------------------------------------------------------------
+
+    def _drain(self, decision: Decision, snapshot: Snapshot) -> None:
+        name = decision.node
+        assert name is not None
+        fresh = self._revalidate(name, snapshot)
+        if fresh is None:
+            return
+        node, fresh_decision = fresh
+        now = self.clock()
+        patch = {
+            "metadata": {
+                "resourceVersion": node["metadata"]["resourceVersion"],
+                "annotations": {DRAIN_STARTED_AT: format_stamp(now)},
+            },
+            "spec": {"unschedulable": True},
+        }
+        try:
+            node = self.cluster.patch_node(name, patch)
+        except (ConflictError, NotFoundError):
+            self.outcome.stale = f"{name} changed while the drain was being prepared; nothing was done"
+            log.info(self.outcome.stale)
+            return
+        except ClusterAccessError as error:
+            self._error(f"cordon {name}: {error.message}")
+            return
+        self.outcome.drain_started = True
+        message = f"node-compactor cordoned the node and is draining it: {decision.reason}"
+        log.info(message, extra={"fields": {"event": "drain-started", "node": name, "pool": decision.pool}})
+        self.cluster.event(node, reason="NodeCompactorDrainStarted", message=message, warning=False, now=now)
+        self._evict(name, fresh_decision.evictions)
+        self._check_completion(name)
+
+    def _revalidate(self, name: str, snapshot: Snapshot) -> tuple[dict[str, Any], Decision] | None:
+        """Re-read the node, its pods and the PDBs, plan again, and go on only if the answer holds."""
+        try:
+            node = self.cluster.node(name)
+            if node is None:
+                self.outcome.stale = f"{name} no longer exists"
+                return None
+            pods = self.cluster.pods_on(name)
+            pdbs = self.cluster.pdbs()
+            fresh_node = parsing.parse_node(node)
+            fresh_pods = [parsing.parse_pod(pod) for pod in pods]
+            fresh_pdbs = tuple(parsing.parse_pdb(pdb) for pdb in pdbs)
+        except CompactorError as error:
+            self.outcome.stale = f"could not re-read {name}: {error.message}"
+            return None
+        updated = Snapshot(
+            nodes=tuple(fresh_node if n.name == name else n for n in snapshot.nodes),
+            pods=tuple(_replace_pods_of(snapshot.pods, name, fresh_pods)),
+            pdbs=fresh_pdbs,
+            pool_autoscaling=snapshot.pool_autoscaling,
+        )
+        replanned = planner.plan(updated, self.config, now=self.clock())
+        if replanned.decision.action == "drain" and replanned.decision.node == name:
+            return node, replanned.decision
+        report = next((n for n in replanned.nodes if n.name == name), None)
+        why = "; ".join(report.blockers) if report and report.blockers else replanned.decision.reason
+        self.outcome.stale = f"{name} is no longer a candidate after re-reading it: {why}"
+        log.info(self.outcome.stale)
+        return None
+
+    # -- evictions ----------------------------------------------------------------------------
+
+    def _evict(self, node_name: str, pods: Iterable[str]) -> None:
+        keys = list(pods)
+        if not keys:
+            return
+
+        def evict(key: str) -> None:
+            namespace, _, name = key.partition("/")
+            delay = self.first_backoff
+            while True:
+                result = self.cluster.evict(namespace, name)
+                if result.status in ("evicted", "gone"):
+                    with self.outcome._lock:
+                        (self.outcome.evicted if result.status == "evicted" else self.outcome.gone).append(key)
+                    return
+                if result.status == "failed":
+                    self._error(f"evict {key}: {result.detail}")
+                    return
+                if self.budget.remaining() < delay:
+                    # PDBs and busy API servers are normal during a drain: the next run goes on.
+                    with self.outcome._lock:
+                        self.outcome.waiting[key] = result.detail or result.status
+                    return
+                self.budget.sleep(delay)
+                delay = min(delay * 2, MAX_BACKOFF_SECONDS)
+
+        with ThreadPoolExecutor(max_workers=min(EVICTION_CONCURRENCY, len(keys))) as pool:
+            list(pool.map(evict, keys))
+        log.info(
+            "evictions on %s: %d evicted, %d already gone, %d waiting",
+            node_name,
+            len(self.outcome.evicted),
+            len(self.outcome.gone),
+            len(self.outcome.waiting),
+        )
+
+    def _check_completion(self, name: str) -> None:
+        """Drain done once only DaemonSet, mirror and finished pods are left (pods still terminating count)."""
+        try:
+            pods = [parsing.parse_pod(pod) for pod in self.cluster.pods_on(name)]
+        except CompactorError as error:
+            log.warning("could not check whether %s is empty: %s", name, error.message)
+            return
+        left = [pod for pod in pods if not pod.stays_on_node]
+        if left:
+            return
+        self.outcome.drain_completed = True
+        node = self.cluster.node(name) or {"metadata": {"name": name}}
+        message = "node-compactor drained the node; it stays cordoned for the Cluster Autoscaler to remove"
+        log.info(message, extra={"fields": {"event": "drain-completed", "node": name}})
+        self.cluster.event(node, reason="NodeCompactorDrainCompleted", message=message, warning=False, now=self.clock())
+
+    # -- rollback -------------------------------------------------------------------------------
+
+    def _rollback(self, name: str, reason: str) -> None:
+        for _ in range(3):
+            node = self.cluster.node(name)
+            if node is None:
+                return  # the autoscaler took it after all
+            annotations = (node.get("metadata") or {}).get("annotations") or {}
+            if DRAIN_STARTED_AT not in annotations:
+                return  # not ours (any more): never uncordon a node we did not cordon
+            now = self.clock()
+            patch = {
+                "metadata": {
+                    "resourceVersion": node["metadata"]["resourceVersion"],
+                    "annotations": {DRAIN_STARTED_AT: None, DRAIN_FAILED_AT: format_stamp(now)},
+                },
+                "spec": {"unschedulable": False},
+            }
+            try:
+                node = self.cluster.patch_node(name, patch)
+            except ConflictError:
+                continue
+            except NotFoundError:
+                return
+            except ClusterAccessError as error:
+                self._error(f"roll back {name}: {error.message}")
+                return
+            self.outcome.rolled_back = True
+            message = f"node-compactor gave the node back (uncordoned): {reason}"
+            log.warning(message, extra={"fields": {"event": "rollback", "node": name}})
+            self.cluster.event(node, reason="NodeCompactorRollback", message=message, warning=True, now=now)
+            return
+        self._error(f"roll back {name}: the node kept changing; the next run tries again")
+
+    def _error(self, message: str) -> None:
+        with self.outcome._lock:
+            self.outcome.errors.append(message)
+        log.error(message)
+
+
+def _replace_pods_of(pods: Iterable[Pod], node_name: str, fresh: list[Pod]) -> Iterable[Pod]:
+    for pod in pods:
+        if pod.node_name != node_name:
+            yield pod
+    yield from fresh

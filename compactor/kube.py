@@ -1,0 +1,296 @@
+"""The Kubernetes adapter: reads the cluster into planner records and performs the few writes we make.
+
+Reads are paginated lists (`limit` + `continue`) fetched as raw JSON
+(`_preload_content=False`), parsed with orjson and handed page by page to
+the same parser `plan --snapshot` uses; the client's model objects are never
+built for the pod list. Writes are exactly those of `compactor.permissions`:
+node patches, pod evictions (policy/v1 Eviction; a pod is never DELETEd),
+Events, and the Lease.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+import orjson
+import urllib3
+from kubernetes import client
+
+from compactor.core.model import PoolAutoscaling, Snapshot
+from compactor.core.timing import format_stamp
+from compactor.errors import ClusterAccessError, LeaseHeldError, SnapshotError
+from compactor.snapshot import SnapshotBuilder
+
+log = logging.getLogger(__name__)
+
+PAGE_SIZE = 500
+REQUEST_TIMEOUT = (5.0, 60.0)  # connect, read
+MERGE_PATCH = "application/merge-patch+json"
+LEASE_NAME = "node-compactor"
+EVENT_NAMESPACE = "default"  # where the kubelet and the node controller put Node events
+COMPONENT = "node-compactor"
+
+EvictionStatus = Literal["evicted", "gone", "blocked", "retry", "failed"]
+
+
+class ConflictError(Exception):
+    """The object changed since it was read (HTTP 409); the caller decides what that means."""
+
+
+class NotFoundError(Exception):
+    """The object no longer exists (HTTP 404)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionResult:
+    status: EvictionStatus
+    detail: str = ""
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, client.ApiException):
+        message = ""
+        try:
+            message = orjson.loads(error.body or b"{}").get("message", "")
+        except (orjson.JSONDecodeError, AttributeError):
+            message = (str(error.body) if error.body else "")[:200]
+        return f"HTTP {error.status} {error.reason}: {message}".strip().rstrip(":")
+    return f"{type(error).__name__}: {error}"
+
+
+def access_error(what: str, error: BaseException) -> ClusterAccessError:
+    return ClusterAccessError(f"cannot {what}: {_describe(error)}")
+
+
+class Cluster:
+    """One Kubernetes API server, through the official client."""
+
+    def __init__(self, api_client: Any, *, page_size: int = PAGE_SIZE) -> None:
+        self.api_client = api_client
+        self.core = client.CoreV1Api(api_client)
+        self.policy = client.PolicyV1Api(api_client)
+        self.coordination = client.CoordinationV1Api(api_client)
+        self.page_size = page_size
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def read_snapshot(self, pool_autoscaling: Mapping[str, PoolAutoscaling] | None = None) -> Snapshot:
+        """Nodes, pods of all namespaces and PDBs, parsed page by page."""
+        builder = SnapshotBuilder()
+        # The collector would scan the growing heap of freshly parsed pages over and over;
+        # nothing here makes reference cycles, so it is paused while reading.
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            builder.add_nodes(self._pages("list nodes", self.core.list_node))
+            builder.add_pods(self._pages("list pods", self.core.list_pod_for_all_namespaces))
+            builder.add_pdbs(
+                self._pages("list PodDisruptionBudgets", self.policy.list_pod_disruption_budget_for_all_namespaces)
+            )
+        finally:
+            if was_enabled:
+                gc.enable()
+        return builder.build(pool_autoscaling)
+
+    def node(self, name: str) -> dict[str, Any] | None:
+        """The raw Node, or None when it no longer exists."""
+        try:
+            response = self.core.read_node(name, _preload_content=False, _request_timeout=REQUEST_TIMEOUT)
+        except client.ApiException as error:
+            if error.status == 404:
+                return None
+            raise access_error(f"read node {name}", error) from error
+        except urllib3.exceptions.HTTPError as error:
+            raise access_error(f"read node {name}", error) from error
+        node: dict[str, Any] = orjson.loads(response.data)
+        node.setdefault("kind", "Node")
+        return node
+
+    def pods_on(self, node_name: str) -> list[dict[str, Any]]:
+        """The raw pods bound to one node (fieldSelector spec.nodeName)."""
+        return list(
+            self._pages(
+                f"list pods on {node_name}",
+                self.core.list_pod_for_all_namespaces,
+                field_selector=f"spec.nodeName={node_name}",
+            )
+        )
+
+    def pdbs(self) -> list[dict[str, Any]]:
+        return list(self._pages("list PodDisruptionBudgets", self.policy.list_pod_disruption_budget_for_all_namespaces))
+
+    def _pages(self, what: str, list_call: Callable[..., Any], **query: Any) -> Iterator[dict[str, Any]]:
+        token: str | None = None
+        while True:
+            try:
+                response = list_call(
+                    limit=self.page_size,
+                    _continue=token,
+                    _preload_content=False,
+                    _request_timeout=REQUEST_TIMEOUT,
+                    **query,
+                )
+                page = orjson.loads(response.data)
+            except client.ApiException as error:
+                raise access_error(what, error) from error
+            except urllib3.exceptions.HTTPError as error:
+                raise access_error(what, error) from error
+            except orjson.JSONDecodeError as error:
+                raise SnapshotError(f"cannot {what}: the API server sent invalid JSON ({error})") from error
+            if not isinstance(page, dict) or not isinstance(page.get("items"), list):
+                raise SnapshotError(f"cannot {what}: the answer is not a list")
+            yield from page["items"]
+            token = (page.get("metadata") or {}).get("continue") or None
+            if token is None:
+                return
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def patch_node(self, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch; with metadata.resourceVersion in it, the API server treats it as a precondition."""
+        try:
+            response = self.core.patch_node(
+                name, patch, _content_type=MERGE_PATCH, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            )
+        except client.ApiException as error:
+            if error.status == 409:
+                raise ConflictError(f"node {name} changed since it was read") from error
+            if error.status == 404:
+                raise NotFoundError(f"node {name} no longer exists") from error
+            raise access_error(f"patch node {name}", error) from error
+        except urllib3.exceptions.HTTPError as error:
+            raise access_error(f"patch node {name}", error) from error
+        result: dict[str, Any] = orjson.loads(response.data)
+        return result
+
+    def evict(self, namespace: str, name: str) -> EvictionResult:
+        """Ask the Eviction API to evict one pod; PDBs are enforced by the API server (429)."""
+        body = client.V1Eviction(
+            metadata=client.V1ObjectMeta(name=name, namespace=namespace),
+            delete_options=client.V1DeleteOptions(),
+        )
+        try:
+            self.core.create_namespaced_pod_eviction(
+                name, namespace, body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            )
+        except client.ApiException as error:
+            detail = _describe(error)
+            if error.status == 404:
+                return EvictionResult("gone", detail)
+            if error.status == 429:
+                return EvictionResult("blocked", detail)
+            if error.status >= 500 or error.status == 409:
+                return EvictionResult("retry", detail)
+            return EvictionResult("failed", detail)
+        except urllib3.exceptions.HTTPError as error:
+            return EvictionResult("retry", _describe(error))
+        return EvictionResult("evicted")
+
+    def event(self, node: Mapping[str, Any], *, reason: str, message: str, warning: bool, now: datetime) -> None:
+        """A core/v1 Event on the Node. An Event that cannot be written is logged, never fatal."""
+        meta = node.get("metadata") or {}
+        name = meta.get("name", "")
+        stamp = format_stamp(now)
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{name}.{uuid.uuid4().hex[:16]}", "namespace": EVENT_NAMESPACE},
+            "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": name, "uid": meta.get("uid", "")},
+            "reason": reason,
+            "message": message[:1024],
+            "type": "Warning" if warning else "Normal",
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "reportingInstance": COMPONENT,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }
+        try:
+            self.core.create_namespaced_event(EVENT_NAMESPACE, body, _request_timeout=REQUEST_TIMEOUT)
+        except (client.ApiException, urllib3.exceptions.HTTPError) as error:
+            log.warning("could not record event %s on node %s: %s", reason, name, _describe(error))
+
+    # -- the Lease ----------------------------------------------------------------------------
+
+    def acquire_lease(self, namespace: str, holder: str, *, duration_seconds: int, now: datetime) -> None:
+        """Hold the `node-compactor` Lease for this run, or raise LeaseHeldError."""
+        try:
+            lease = self.coordination.read_namespaced_lease(LEASE_NAME, namespace, _request_timeout=REQUEST_TIMEOUT)
+        except client.ApiException as error:
+            if error.status != 404:
+                raise access_error(f"read Lease {namespace}/{LEASE_NAME}", error) from error
+            self._create_lease(namespace, holder, duration_seconds, now)
+            return
+        except urllib3.exceptions.HTTPError as error:
+            raise access_error(f"read Lease {namespace}/{LEASE_NAME}", error) from error
+        spec = lease.spec or client.V1LeaseSpec()
+        if spec.holder_identity and spec.holder_identity != holder:
+            renewed = spec.renew_time or spec.acquire_time
+            duration = spec.lease_duration_seconds or 0
+            if renewed is not None and renewed + timedelta(seconds=duration) > now:
+                raise LeaseHeldError(
+                    f"another run ({spec.holder_identity}) holds Lease {namespace}/{LEASE_NAME} until "
+                    f"{format_stamp(renewed + timedelta(seconds=duration))}; this run did nothing"
+                )
+        lease.spec = client.V1LeaseSpec(
+            holder_identity=holder,
+            lease_duration_seconds=duration_seconds,
+            acquire_time=now,
+            renew_time=now,
+            lease_transitions=(spec.lease_transitions or 0) + 1,
+        )
+        try:
+            self.coordination.replace_namespaced_lease(LEASE_NAME, namespace, lease, _request_timeout=REQUEST_TIMEOUT)
+        except client.ApiException as error:
+            if error.status == 409:
+                raise LeaseHeldError(
+                    f"another run took Lease {namespace}/{LEASE_NAME} at the same moment; this run did nothing"
+                ) from error
+            raise access_error(f"take Lease {namespace}/{LEASE_NAME}", error) from error
+        except urllib3.exceptions.HTTPError as error:
+            raise access_error(f"take Lease {namespace}/{LEASE_NAME}", error) from error
+
+    def _create_lease(self, namespace: str, holder: str, duration_seconds: int, now: datetime) -> None:
+        lease = client.V1Lease(
+            metadata=client.V1ObjectMeta(name=LEASE_NAME, namespace=namespace),
+            spec=client.V1LeaseSpec(
+                holder_identity=holder,
+                lease_duration_seconds=duration_seconds,
+                acquire_time=now,
+                renew_time=now,
+                lease_transitions=0,
+            ),
+        )
+        try:
+            self.coordination.create_namespaced_lease(namespace, lease, _request_timeout=REQUEST_TIMEOUT)
+        except client.ApiException as error:
+            if error.status == 409:
+                raise LeaseHeldError(
+                    f"another run created Lease {namespace}/{LEASE_NAME} at the same moment; this run did nothing"
+                ) from error
+            raise access_error(f"create Lease {namespace}/{LEASE_NAME}", error) from error
+        except urllib3.exceptions.HTTPError as error:
+            raise access_error(f"create Lease {namespace}/{LEASE_NAME}", error) from error
+
+    def release_lease(self, namespace: str, holder: str) -> None:
+        """Give the Lease back so the next run need not wait for it to expire; failures only cost that wait."""
+        try:
+            lease = self.coordination.read_namespaced_lease(LEASE_NAME, namespace, _request_timeout=REQUEST_TIMEOUT)
+            if lease.spec is None or lease.spec.holder_identity != holder:
+                return
+            lease.spec.holder_identity = None
+            lease.spec.lease_duration_seconds = 1
+            self.coordination.replace_namespaced_lease(LEASE_NAME, namespace, lease, _request_timeout=REQUEST_TIMEOUT)
+        except (client.ApiException, urllib3.exceptions.HTTPError) as error:
+            log.warning("could not release Lease %s/%s: %s", namespace, LEASE_NAME, _describe(error))
+
+
+def new_run_id() -> str:
+    return f"{COMPONENT}-{uuid.uuid4().hex[:12]}"

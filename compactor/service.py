@@ -1,0 +1,208 @@
+"""One run of node-compactor, exactly what the function and `python -m compactor run` do.
+
+Order matters for safety: the configuration is read and validated before
+anything is written (bad configuration = zero writes); a dry run takes no
+Lease and writes nothing; otherwise the `node-compactor` Lease is held for
+the whole run so two runs never act at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from compactor import config as config_source
+from compactor import report
+from compactor.core import planner
+from compactor.core.plan import Plan
+from compactor.errors import BadInputError, ClusterAccessError, CompactorError, LeaseHeldError
+from compactor.executor import Budget, Executor, Outcome
+
+log = logging.getLogger(__name__)
+
+ENV_CLUSTER = "COMPACTOR_CLUSTER"
+ENV_ENDPOINT_MODE = "COMPACTOR_ENDPOINT_MODE"
+ENV_RUN_BUDGET = "COMPACTOR_RUN_BUDGET_SECONDS"
+ENV_LEASE_NAMESPACE = "COMPACTOR_LEASE_NAMESPACE"
+DEFAULT_RUN_BUDGET_SECONDS = 240  # Cloud Scheduler's attempt deadline and the function timeout sit above it
+DEFAULT_LEASE_NAMESPACE = "kube-system"
+LEASE_MARGIN_SECONDS = 30
+
+
+@dataclass(frozen=True)
+class ClusterConnection:
+    api_client: Any  # kubernetes.client.ApiClient
+    pool_autoscaling: Mapping[str, Any] | None  # from GKE; None when unknown
+    close: Callable[[], None]
+
+
+Connector = Callable[[], ClusterConnection]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    plan: Plan
+    report: dict[str, Any]
+    outcome: Outcome
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def run_budget(env: Mapping[str, str]) -> int:
+    text = env.get(ENV_RUN_BUDGET) or str(DEFAULT_RUN_BUDGET_SECONDS)
+    try:
+        seconds = int(text)
+    except ValueError:
+        raise BadInputError(f"{ENV_RUN_BUDGET}: {text!r} is not a whole number of seconds") from None
+    if seconds < 30:
+        raise BadInputError(f"{ENV_RUN_BUDGET}: {seconds} is too short; give a run at least 30 seconds")
+    return seconds
+
+
+def connector_from(
+    env: Mapping[str, str], *, kubeconfig: str | None = None, gke_cluster: str | None = None
+) -> Connector:
+    """How to reach the cluster: GKE (`--gke` / COMPACTOR_CLUSTER), else a kubeconfig, else in-cluster."""
+    cluster = gke_cluster or (None if kubeconfig else env.get(ENV_CLUSTER))
+    if cluster:
+        from compactor import gke
+
+        gke.parse_cluster_name(cluster)  # a bad name is bad input, found before any call
+        mode = env.get(ENV_ENDPOINT_MODE) or "dns"
+
+        def connect_gke() -> ClusterConnection:
+            connection = gke.connect(cluster, endpoint_mode=mode)
+            return ClusterConnection(connection.api_client, connection.pool_autoscaling, connection.close)
+
+        return connect_gke
+
+    def connect_kube() -> ClusterConnection:
+        api_client = kubernetes_client(kubeconfig, env)
+        return ClusterConnection(api_client, None, api_client.close)
+
+    return connect_kube
+
+
+def kubernetes_client(kubeconfig: str | None, env: Mapping[str, str]) -> Any:
+    from kubernetes import client
+    from kubernetes import config as kube_config
+
+    configuration = client.Configuration()
+    try:
+        if kubeconfig is None and env.get("KUBERNETES_SERVICE_HOST") and not env.get("KUBECONFIG"):
+            kube_config.load_incluster_config(client_configuration=configuration)
+        else:
+            # The client reads KUBECONFIG only when it is imported; this run's environment decides.
+            path = kubeconfig or env.get("KUBECONFIG") or None
+            kube_config.load_kube_config(config_file=path, client_configuration=configuration)
+    except (kube_config.ConfigException, OSError, TypeError) as error:
+        raise ClusterAccessError(
+            f"no cluster to talk to ({str(error).rstrip('.')}): set {ENV_CLUSTER}=projects/P/locations/L/clusters/C, "
+            "KUBECONFIG, or pass --kubeconfig / --gke"
+        ) from error
+    return client.ApiClient(configuration)
+
+
+def run(
+    env: Mapping[str, str],
+    *,
+    connector: Connector,
+    config_file: str | None = None,
+    force_dry_run: bool = False,
+    clock: Callable[[], datetime] = utcnow,
+    monotonic: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    first_backoff: float = 1.0,
+) -> RunResult:
+    started = monotonic()
+    try:
+        result = _run(env, connector, config_file, force_dry_run, clock, monotonic, sleep, first_backoff, started)
+    except LeaseHeldError as error:
+        log.warning(error.message, extra={"fields": {"event": "run-skipped"}})
+        raise
+    except CompactorError as error:
+        log.error(
+            "run failed: %s",
+            error.message,
+            extra={"fields": {"event": "run-failed", "problems": error.problems}},
+        )
+        raise
+    decision = result.report["decision"]
+    outcome = result.outcome
+    log.info(
+        "run finished: %s%s",
+        decision["action"],
+        f" {decision['node']}" if decision["node"] else "",
+        extra={
+            "fields": {
+                "event": "run-summary",
+                "action": decision["action"],
+                "node": decision["node"],
+                "pool": decision["pool"],
+                "reason": decision["reason"],
+                "dryRun": outcome.dry_run,
+                "marksAdded": len(outcome.marks_added),
+                "marksRemoved": len(outcome.marks_removed),
+                "evicted": len(outcome.evicted),
+                "waiting": len(outcome.waiting),
+                "stale": outcome.stale,
+                "durationSeconds": round(monotonic() - started, 3),
+            }
+        },
+    )
+    return result
+
+
+def _run(
+    env: Mapping[str, str],
+    connector: Connector,
+    config_file: str | None,
+    force_dry_run: bool,
+    clock: Callable[[], datetime],
+    monotonic: Callable[[], float],
+    sleep: Callable[[float], None],
+    first_backoff: float,
+    started: float,
+) -> RunResult:
+    from compactor import firestore
+    from compactor.kube import Cluster, new_run_id
+
+    budget_seconds = run_budget(env)
+    config = config_source.load(env, config_file=config_file, read_firestore=firestore.read_config_document)
+    dry_run = force_dry_run or config.dry_run
+    if dry_run and not config.dry_run:
+        config = config.model_copy(update={"dry_run": True})
+    budget = Budget(deadline=started + budget_seconds, monotonic=monotonic, sleep=sleep)
+    namespace = env.get(ENV_LEASE_NAMESPACE) or DEFAULT_LEASE_NAMESPACE
+    holder = new_run_id()
+
+    connection = connector()
+    try:
+        cluster = Cluster(connection.api_client)
+        if not dry_run:
+            cluster.acquire_lease(
+                namespace, holder, duration_seconds=budget_seconds + LEASE_MARGIN_SECONDS, now=clock()
+            )
+        try:
+            snapshot = cluster.read_snapshot(connection.pool_autoscaling)
+            plan = planner.plan(snapshot, config, now=clock())
+            executor = Executor(
+                cluster, config, clock=clock, budget=budget, dry_run=dry_run, first_backoff=first_backoff
+            )
+            try:
+                outcome = executor.execute(plan, snapshot)
+            except CompactorError as error:
+                error.report = report.to_dict(plan, outcome=executor.outcome.to_dict())
+                raise
+        finally:
+            if not dry_run:
+                cluster.release_lease(namespace, holder)
+    finally:
+        connection.close()
+    return RunResult(plan, report.to_dict(plan, outcome=outcome.to_dict()), outcome)

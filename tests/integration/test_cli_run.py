@@ -1,0 +1,93 @@
+"""`python -m compactor run`: the same run as the function, from a laptop, with exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from compactor import cli
+from tests.fakeapi import FakeApiServer
+from tests.fakeapi import builders as k8s
+from tests.integration.conftest import CONFIG, cordoned, light_cluster
+
+
+@pytest.fixture
+def kubeconfig(api: FakeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    for variable in ("COMPACTOR_CLUSTER", "COMPACTOR_FIRESTORE_DOCUMENT", "COMPACTOR_CONFIG", "KUBECONFIG"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("COMPACTOR_RUN_BUDGET_SECONDS", "60")
+    light_cluster(api)
+    api.reset_counters()
+    return str(api.write_kubeconfig(tmp_path / "kubeconfig"))
+
+
+def config_file(tmp_path: Path, content: object) -> str:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(content))
+    return str(path)
+
+
+def test_a_dry_run_prints_the_report_and_writes_nothing(
+    api: FakeApiServer, kubeconfig: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = cli.main(["run", "--kubeconfig", kubeconfig, "--config", config_file(tmp_path, CONFIG), "--dry-run",
+                     "--json"])
+    out = capsys.readouterr().out
+    assert code == 0
+    report = json.loads(out)
+    assert report["decision"]["node"] == "n1" and report["dryRun"] is True
+    assert report["outcome"]["dryRun"] is True
+    assert api.writes == []
+
+
+def test_a_run_acts_and_shows_what_it_did_under_the_table(
+    api: FakeApiServer, kubeconfig: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = cli.main(["run", "--kubeconfig", kubeconfig, "--config", config_file(tmp_path, CONFIG)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "Decision: drain n1." in out
+    assert "Drain started: the node is cordoned." in out
+    assert "Evicted 2 pod(s); 0 still waiting." in out
+    assert cordoned(api, "n1")
+
+
+def test_a_bad_config_file_exits_2_and_writes_nothing(
+    api: FakeApiServer, kubeconfig: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = cli.main(["run", "--kubeconfig", kubeconfig, "--config", config_file(tmp_path, {"nodePool": {}})])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "nodePool: unknown key" in err
+    assert api.writes == [] and api.requests == []
+
+
+def test_a_held_lease_exits_1_and_writes_nothing(
+    api: FakeApiServer, kubeconfig: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from datetime import UTC, datetime
+
+    renewed = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000000Z")
+    api.add(k8s.lease(holder="other-run", renew_time=renewed, duration_seconds=600))
+    api.reset_counters()
+    code = cli.main(["run", "--kubeconfig", kubeconfig, "--config", config_file(tmp_path, CONFIG)])
+    assert code == 1
+    assert "other-run" in capsys.readouterr().err
+    assert api.writes == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["run", "--gke", "my-cluster"], "not of the form projects/", id="bad-gke-name"),
+        pytest.param(["run", "--gke", "projects/p/locations/l/clusters/c", "--kubeconfig", "k"], "not allowed with",
+                     id="two-clusters"),
+    ],
+)
+def test_bad_cluster_arguments_exit_2(
+    kubeconfig: str, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    assert cli.main(args) == 2
+    assert message in capsys.readouterr().err

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from compactor import snapshot as parsing
 from compactor.config import Config
@@ -30,7 +30,7 @@ from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, UNDERUTILIZE
 from compactor.core.plan import Decision, Plan
 from compactor.core.timing import format_stamp
 from compactor.errors import ClusterAccessError, CompactorError, RunFailedError
-from compactor.kube import Cluster, ConflictError, NotFoundError
+from compactor.kube import ConflictError, EvictionResult, NotFoundError
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +40,27 @@ FIRST_BACKOFF_SECONDS = 1.0
 MAX_BACKOFF_SECONDS = 15.0
 # Time kept back from the budget to finish the run cleanly (release the Lease, answer).
 WRAP_UP_SECONDS = 10.0
+
+
+class ClusterPort(Protocol):
+    """What the executor needs of a cluster: `compactor.kube.Cluster` live, an in-memory model in simulations.
+
+    Node and pod objects are Kubernetes JSON. `patch_node` applies a JSON merge
+    patch, honouring `metadata.resourceVersion` in it as a precondition
+    (ConflictError), and raises NotFoundError for a missing node.
+    """
+
+    def node(self, name: str) -> dict[str, Any] | None: ...
+
+    def pods_on(self, node_name: str) -> list[dict[str, Any]]: ...
+
+    def pdbs(self) -> list[dict[str, Any]]: ...
+
+    def patch_node(self, name: str, patch: dict[str, Any]) -> dict[str, Any]: ...
+
+    def evict(self, namespace: str, name: str) -> EvictionResult: ...
+
+    def event(self, node: Any, *, reason: str, message: str, warning: bool, now: datetime) -> None: ...
 
 
 @dataclass
@@ -90,7 +111,7 @@ class Budget:
 class Executor:
     def __init__(
         self,
-        cluster: Cluster,
+        cluster: ClusterPort,
         config: Config,
         *,
         clock: Callable[[], datetime],

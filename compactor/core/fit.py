@@ -65,10 +65,10 @@ class Simulation:
     def run(self, pods: Iterable[Pod]) -> FitResult:
         placements: dict[str, str] = {}
         for pod in sorted(pods, key=lambda p: (-p.requests.cpu_millis, -p.requests.memory_bytes, p.key)):
-            target = next((t for t in self.targets if self._why_not(pod, t) is None), None)
+            target = next((t for t in self.targets if self.why_not(pod, t) is None), None)
             if target is None:
                 return FitResult(False, placements, self._explain(pod))
-            self._place(pod, target)
+            self.place(pod, target)
             placements[pod.key] = target.name
         return FitResult(True, placements)
 
@@ -82,7 +82,7 @@ class Simulation:
             self.usage[target.name] = usage
         return usage
 
-    def _place(self, pod: Pod, target: NodeState) -> None:
+    def place(self, pod: Pod, target: NodeState) -> None:
         usage = self._usage(target)
         usage.cpu += pod.requests.cpu_millis
         usage.memory += pod.requests.memory_bytes
@@ -105,7 +105,7 @@ class Simulation:
 
     # -- predicates ---------------------------------------------------------------------------
 
-    def _why_not(self, pod: Pod, target: NodeState) -> str | None:
+    def why_not(self, pod: Pod, target: NodeState) -> str | None:
         """None when `pod` fits `target` now; else the name of the first failing predicate."""
         node = target.node
         # Static predicates first: they name the real reason (a GPU pod is kept off a
@@ -245,7 +245,7 @@ class Simulation:
     # -- explanation --------------------------------------------------------------------------
 
     def _explain(self, pod: Pod) -> str:
-        reasons: Counter[str] = Counter(self._why_not(pod, target) or "?" for target in self.targets)
+        reasons: Counter[str] = Counter(self.why_not(pod, target) or "?" for target in self.targets)
         requests = pod.requests
         asked = f"cpu {requests.cpu_millis}m, memory {_mebibytes(requests.memory_bytes)}"
         if not self.targets:

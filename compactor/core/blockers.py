@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compactor.config import Config
-from compactor.core.model import Pdb, Pod
-from compactor.core.selectors import selector_matches
+from compactor.core.cluster import PdbIndex
+from compactor.core.model import Pod
 
 SYSTEM_NAMESPACE = "kube-system"
 
@@ -29,21 +29,26 @@ class Blocker:
 API_ENFORCED = frozenset({"pdb"})
 
 
-def covering_pdbs(pod: Pod, pdbs_by_namespace: dict[str, list[Pdb]]) -> list[Pdb]:
-    return [pdb for pdb in pdbs_by_namespace.get(pod.namespace, ()) if selector_matches(pdb.selector, pod.labels)]
-
-
-def pod_blockers(pod: Pod, pdbs_by_namespace: dict[str, list[Pdb]], config: Config) -> list[Blocker]:
+def pod_blockers(pod: Pod, pdbs: PdbIndex, config: Config) -> list[Blocker]:
     """Why this pod stops its node from being drained; empty when it can be evicted."""
     if pod.stays_on_node:
         return []
+    covering = pdbs.covering(pod)
+    if (
+        not covering
+        and pod.safe_to_evict is None
+        and not pod.do_not_disrupt
+        and pod.controller_kind is not None
+        and not pod.local_storage
+        and pod.namespace != SYSTEM_NAMESPACE
+    ):
+        return []  # the common case, decided without building any text
     reasons: list[Blocker] = []
     where = f"pod {pod.key}"
     if pod.safe_to_evict is False:
         reasons.append(Blocker("pod", f"{where}: annotated cluster-autoscaler.kubernetes.io/safe-to-evict=false"))
     if pod.do_not_disrupt:
         reasons.append(Blocker("pod", f"{where}: annotated karpenter.sh/do-not-disrupt=true"))
-    pdbs = covering_pdbs(pod, pdbs_by_namespace)
     overridden = pod.safe_to_evict is True
     if not overridden:
         if pod.controller_kind is None:
@@ -51,13 +56,13 @@ def pod_blockers(pod: Pod, pdbs_by_namespace: dict[str, list[Pdb]], config: Conf
         if pod.local_storage and config.skip_nodes_with_local_storage:
             volumes = ", ".join(pod.local_storage)
             reasons.append(Blocker("pod", f"{where}: local storage (volume {volumes})"))
-        if pod.namespace == SYSTEM_NAMESPACE and not pdbs and config.skip_nodes_with_system_pods:
+        if pod.namespace == SYSTEM_NAMESPACE and not covering and config.skip_nodes_with_system_pods:
             reasons.append(Blocker("pod", f"{where}: kube-system pod without a PodDisruptionBudget"))
-    if len(pdbs) > 1:
-        names = ", ".join(pdb.name for pdb in pdbs)
-        text = f"{where}: covered by {len(pdbs)} PodDisruptionBudgets ({names}); the Eviction API refuses it"
+    if len(covering) > 1:
+        names = ", ".join(pdb.name for pdb in covering)
+        text = f"{where}: covered by {len(covering)} PodDisruptionBudgets ({names}); the Eviction API refuses it"
         reasons.append(Blocker("pod", text))
-    for pdb in pdbs:
+    for pdb in covering:
         if pdb.disruptions_allowed <= 0:
             reasons.append(Blocker("pdb", f"{where}: PodDisruptionBudget {pdb.name} allows no disruption now"))
     return reasons

@@ -81,7 +81,7 @@ def node_blockers(
                 )
             )
     for pod in state.pods:
-        found.extend(pod_blockers(pod, view.pdbs_by_namespace, config))
+        found.extend(pod_blockers(pod, view.pdbs, config))
     found.extend(_pool_size_blockers(state, view, pool))
     return found
 
@@ -101,8 +101,7 @@ def _why_not_underutilized(state: NodeState, pool: PoolConfig) -> str:
 def _pool_size_blockers(state: NodeState, view: ClusterView, pool: PoolConfig) -> list[Blocker]:
     found = []
     members = view.nodes_by_pool[state.pool]
-    schedulable = sum(1 for member in members if member.schedulable)
-    remaining = schedulable - (1 if state.schedulable else 0)
+    remaining = view.schedulable_in_pool[state.pool] - (1 if state.schedulable else 0)
     if remaining < pool.min_nodes:
         found.append(
             Blocker(
@@ -130,7 +129,7 @@ def _pool_size_blockers(state: NodeState, view: ClusterView, pool: PoolConfig) -
                     )
                 )
             zone = state.node.zone
-            in_zone = sum(1 for member in members if member.node.zone == zone)
+            in_zone = view.nodes_in_pool_zone[(state.pool, zone)]
             if autoscaling.min_node_count and in_zone - 1 < autoscaling.min_node_count:
                 found.append(
                     Blocker(

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from compactor.config import Config
 from compactor.core.model import Node, Pdb, Pod, Resources, Snapshot
+from compactor.core.selectors import selector_matches
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,15 +16,11 @@ class NodeState:
     pool: str | None
     pods: tuple[Pod, ...]  # non-terminal pods bound to the node
     requested: Resources  # their summed requests
+    movable_pods: tuple[Pod, ...]  # the pods a drain must evict: all but DaemonSet and mirror pods
 
     @property
     def name(self) -> str:
         return self.node.name
-
-    @property
-    def movable_pods(self) -> tuple[Pod, ...]:
-        """The pods a drain must evict: all but DaemonSet and mirror pods."""
-        return tuple(pod for pod in self.pods if not pod.stays_on_node)
 
     @property
     def cpu_ratio(self) -> float | None:
@@ -65,15 +62,59 @@ class ClusterView:
                 pool=node.labels.get(config.pool_label),
                 pods=pods,
                 requested=_sum_requests(pods),
+                movable_pods=tuple(pod for pod in pods if not pod.stays_on_node),
             )
 
-        self.pdbs_by_namespace: dict[str, list[Pdb]] = defaultdict(list)
-        for pdb in snapshot.pdbs:
-            self.pdbs_by_namespace[pdb.namespace].append(pdb)
-
         self.nodes_by_pool: dict[str | None, list[NodeState]] = defaultdict(list)
+        # Counted once here: per node they would make candidate discovery quadratic in pool size.
+        self.schedulable_in_pool: Counter[str | None] = Counter()
+        self.nodes_in_pool_zone: Counter[tuple[str | None, str | None]] = Counter()
         for state in self.nodes.values():
             self.nodes_by_pool[state.pool].append(state)
+            self.nodes_in_pool_zone[(state.pool, state.node.zone)] += 1
+            if state.schedulable:
+                self.schedulable_in_pool[state.pool] += 1
+        self.pdbs = PdbIndex(snapshot.pdbs)
+
+
+class PdbIndex:
+    """Which PodDisruptionBudgets cover a pod, without matching every PDB of its namespace.
+
+    A PDB whose selector has matchLabels is filed under one of its label pairs; a pod
+    can only be covered by PDBs filed under a pair it carries. PDBs selecting by
+    expressions only (or everything) are always checked.
+    """
+
+    def __init__(self, pdbs: tuple[Pdb, ...]) -> None:
+        # namespace -> label key -> label value -> PDBs filed under that pair. PDBs of a
+        # namespace mostly select on one key ("app"), so a pod needs one or two lookups.
+        self._by_label: dict[str, dict[str, dict[str, list[Pdb]]]] = {}
+        self._always: dict[str, list[Pdb]] = {}
+        for pdb in pdbs:
+            if pdb.selector is None:
+                continue  # selects no pod
+            if pdb.selector.match_labels:
+                key, value = pdb.selector.match_labels[0]
+                by_key = self._by_label.setdefault(pdb.namespace, {})
+                by_key.setdefault(key, {}).setdefault(value, []).append(pdb)
+            else:
+                self._always.setdefault(pdb.namespace, []).append(pdb)
+
+    def covering(self, pod: Pod) -> list[Pdb]:
+        always = self._always.get(pod.namespace)
+        by_key = self._by_label.get(pod.namespace)
+        if always is None and by_key is None:
+            return []
+        labels = pod.labels
+        found = [pdb for pdb in always if selector_matches(pdb.selector, labels)] if always else []
+        if by_key:
+            for key, by_value in by_key.items():
+                value = labels.get(key)
+                if value is not None:
+                    for pdb in by_value.get(value, ()):
+                        if selector_matches(pdb.selector, labels):
+                            found.append(pdb)
+        return found
 
 
 def _sum_requests(pods: tuple[Pod, ...]) -> Resources:

@@ -182,6 +182,12 @@ class Pod:
     spread_constraints: tuple[SpreadConstraint, ...] = ()
     unschedulable: bool = False  # PodScheduled=False, reason Unschedulable
     terminating: bool = False  # metadata.deletionTimestamp is set
+    # Pods a drain leaves in place: DaemonSet, mirror (static) and finished pods. Derived, read often.
+    stays_on_node: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        stays = self.controller_kind == "DaemonSet" or self.is_mirror or self.phase in ("Succeeded", "Failed")
+        object.__setattr__(self, "stays_on_node", stays)
 
     @property
     def key(self) -> str:
@@ -195,10 +201,6 @@ class Pod:
     def is_terminal(self) -> bool:
         return self.phase in ("Succeeded", "Failed")
 
-    @property
-    def stays_on_node(self) -> bool:
-        """Pods a drain leaves in place: DaemonSet, mirror (static) and finished pods."""
-        return self.is_daemonset or self.is_mirror or self.is_terminal
 
 
 @dataclass(frozen=True, slots=True)

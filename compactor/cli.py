@@ -7,6 +7,7 @@ configuration (one message per problem on stderr), 1 for a failed run.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -70,6 +71,7 @@ def _plan(args: argparse.Namespace) -> int:
     now = parse_now(args.now)
     config = config_source.load(os.environ, config_file=args.config, required=False)
     cluster = snapshot.read_file(args.snapshot)
+    gc.freeze()  # the snapshot lives until exit: keep the collector from rescanning it while planning
     result = planner.plan(cluster, config, now=now)
     if args.json:
         sys.stdout.buffer.write(report.to_json(result) + b"\n")

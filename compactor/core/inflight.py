@@ -34,8 +34,7 @@ def evictable(state: NodeState, view: ClusterView) -> list[Pod]:
     return [
         pod
         for pod in state.movable_pods
-        if not pod.terminating
-        and all(b.kind in API_ENFORCED for b in pod_blockers(pod, view.pdbs, view.config))
+        if not pod.terminating and all(b.kind in API_ENFORCED for b in pod_blockers(pod, view.pdbs, view.config))
     ]
 
 

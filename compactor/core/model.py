@@ -44,6 +44,10 @@ class Resources:
     extended: tuple[tuple[str, int], ...] = ()
 
     def __add__(self, other: Resources) -> Resources:
+        if other is ZERO:
+            return self
+        if self is ZERO:
+            return other
         return Resources(
             self.cpu_millis + other.cpu_millis,
             self.memory_bytes + other.memory_bytes,
@@ -200,7 +204,6 @@ class Pod:
     @property
     def is_terminal(self) -> bool:
         return self.phase in ("Succeeded", "Failed")
-
 
 
 @dataclass(frozen=True, slots=True)

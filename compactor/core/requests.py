@@ -24,6 +24,9 @@ def pod_requests(
     app = ZERO
     for requests in containers:
         app = app + requests
+    init_containers = list(init_containers)
+    if not init_containers:
+        return app + overhead
     sidecars = ZERO
     init_peak = ZERO
     for requests, is_sidecar in init_containers:

@@ -32,8 +32,9 @@ def config_file(tmp_path: Path, content: object) -> str:
 def test_a_dry_run_prints_the_report_and_writes_nothing(
     api: FakeApiServer, kubeconfig: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = cli.main(["run", "--kubeconfig", kubeconfig, "--config", config_file(tmp_path, CONFIG), "--dry-run",
-                     "--json"])
+    code = cli.main(
+        ["run", "--kubeconfig", kubeconfig, "--config", config_file(tmp_path, CONFIG), "--dry-run", "--json"]
+    )
     out = capsys.readouterr().out
     assert code == 0
     report = json.loads(out)
@@ -82,8 +83,11 @@ def test_a_held_lease_exits_1_and_writes_nothing(
     ("args", "message"),
     [
         pytest.param(["run", "--gke", "my-cluster"], "not of the form projects/", id="bad-gke-name"),
-        pytest.param(["run", "--gke", "projects/p/locations/l/clusters/c", "--kubeconfig", "k"], "not allowed with",
-                     id="two-clusters"),
+        pytest.param(
+            ["run", "--gke", "projects/p/locations/l/clusters/c", "--kubeconfig", "k"],
+            "not allowed with",
+            id="two-clusters",
+        ),
     ],
 )
 def test_bad_cluster_arguments_exit_2(

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import json
 from typing import Any
 
+import ijson
 import orjson
 import pytest
 
@@ -218,3 +220,74 @@ def test_the_example_snapshot_reads_without_problems() -> None:
     assert len(result.nodes) == 14
     assert any(pod.is_mirror for pod in result.pods)
     assert len(result.pdbs) == 5
+
+
+# -- the fast path for pretty-printed files agrees with the streaming parser ------------------
+
+LAYOUTS = [
+    pytest.param(lambda doc: json.dumps(doc).encode(), id="compact"),
+    pytest.param(lambda doc: json.dumps(doc, indent=4).encode(), id="kubectl-4-spaces"),
+    pytest.param(lambda doc: json.dumps(doc, indent=2).encode(), id="2-spaces"),
+    pytest.param(lambda doc: json.dumps(doc, indent=4).replace("\n", "\r\n").encode(), id="crlf"),
+    pytest.param(lambda doc: json.dumps(doc, indent="\t").encode(), id="tabs"),
+    pytest.param(lambda doc: json.dumps(doc, indent=4, ensure_ascii=False).encode(), id="utf8"),
+]
+
+
+def example_document() -> dict[str, Any]:
+    with open("examples/offpeak-snapshot.json", "rb") as stream:
+        document: dict[str, Any] = orjson.loads(stream.read())
+    # Strings that look like structure must not fool the fast path.
+    document["items"][0]["metadata"]["annotations"]["tricky"] = '\n        },\n        {"x": "]'
+    return document
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_every_layout_reads_the_same_cluster(layout: Any) -> None:
+    document = example_document()
+    expected = snapshot.SnapshotBuilder()
+    expected.add_mixed(document["items"])
+    result = snapshot.read_stream(io.BytesIO(layout(document)))
+    assert result == expected.build()
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        pytest.param(lambda text: text.replace('"kind": "Node"', '"kind": Node', 1), "not valid JSON", id="bad-item"),
+        pytest.param(lambda text: text.rstrip()[:-1], "not valid JSON", id="truncated-end"),
+        pytest.param(lambda text: text[: len(text) // 2], "not valid JSON", id="cut-in-the-middle"),
+        pytest.param(
+            lambda text: text.replace('"kind": "List"', '"kind": List'), "not valid JSON", id="bad-outside-the-items"
+        ),
+    ],
+)
+def test_a_damaged_pretty_printed_file_is_refused_like_any_other(damage: Any, message: str) -> None:
+    text = damage(json.dumps(example_document(), indent=4))
+    with pytest.raises(SnapshotError) as caught:
+        snapshot.read_stream(io.BytesIO(text.encode()))
+    assert message in " ".join(caught.value.problems)
+
+
+def test_large_files_are_read_across_buffer_boundaries(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(snapshot, "_CHUNK", 64)  # every item spans several reads
+    document = example_document()
+    expected = snapshot.SnapshotBuilder()
+    expected.add_mixed(document["items"])
+    assert snapshot.read_stream(io.BytesIO(json.dumps(document, indent=4).encode())) == expected.build()
+
+
+@pytest.mark.parametrize(("indent", "fast"), [(4, True), (2, True), (None, False)], ids=["4", "2", "compact"])
+def test_pretty_printed_files_take_the_fast_path(
+    monkeypatch: pytest.MonkeyPatch, indent: int | None, fast: bool
+) -> None:
+    def unavailable(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the streaming parser was used")
+
+    monkeypatch.setattr(ijson, "items", unavailable)
+    content = json.dumps(example_document(), indent=indent).encode()
+    if fast:
+        assert len(snapshot.read_stream(io.BytesIO(content)).nodes) == 14
+    else:
+        with pytest.raises(AssertionError, match="streaming parser"):
+            snapshot.read_stream(io.BytesIO(content))

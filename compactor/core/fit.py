@@ -65,11 +65,17 @@ class Simulation:
     def run(self, pods: Iterable[Pod]) -> FitResult:
         placements: dict[str, str] = {}
         for pod in sorted(pods, key=lambda p: (-p.requests.cpu_millis, -p.requests.memory_bytes, p.key)):
-            target = next((t for t in self.targets if self.why_not(pod, t) is None), None)
-            if target is None:
-                return FitResult(False, placements, self._explain(pod))
-            self.place(pod, target)
-            placements[pod.key] = target.name
+            # One pass: the reasons gathered on the way explain a pod that fits nowhere.
+            refusals: Counter[str] = Counter()
+            for target in self.targets:
+                why = self.why_not(pod, target)
+                if why is None:
+                    self.place(pod, target)
+                    placements[pod.key] = target.name
+                    break
+                refusals[why] += 1
+            else:
+                return FitResult(False, placements, self._explain(pod, refusals))
         return FitResult(True, placements)
 
     # -- bookkeeping --------------------------------------------------------------------------
@@ -244,8 +250,7 @@ class Simulation:
 
     # -- explanation --------------------------------------------------------------------------
 
-    def _explain(self, pod: Pod) -> str:
-        reasons: Counter[str] = Counter(self.why_not(pod, target) or "?" for target in self.targets)
+    def _explain(self, pod: Pod, reasons: Counter[str]) -> str:
         requests = pod.requests
         asked = f"cpu {requests.cpu_millis}m, memory {_mebibytes(requests.memory_bytes)}"
         if not self.targets:

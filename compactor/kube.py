@@ -246,16 +246,13 @@ class Cluster:
             renew_time=now,
             lease_transitions=(spec.lease_transitions or 0) + 1,
         )
-        try:
-            self.coordination.replace_namespaced_lease(LEASE_NAME, namespace, lease, _request_timeout=REQUEST_TIMEOUT)
-        except client.ApiException as error:
-            if error.status == 409:
-                raise LeaseHeldError(
-                    f"another run took Lease {namespace}/{LEASE_NAME} at the same moment; this run did nothing"
-                ) from error
-            raise access_error(f"take Lease {namespace}/{LEASE_NAME}", error) from error
-        except urllib3.exceptions.HTTPError as error:
-            raise access_error(f"take Lease {namespace}/{LEASE_NAME}", error) from error
+        _write_lease(
+            "take",
+            namespace,
+            lambda: self.coordination.replace_namespaced_lease(
+                LEASE_NAME, namespace, lease, _request_timeout=REQUEST_TIMEOUT
+            ),
+        )
 
     def _create_lease(self, namespace: str, holder: str, duration_seconds: int, now: datetime) -> None:
         lease = client.V1Lease(
@@ -268,16 +265,11 @@ class Cluster:
                 lease_transitions=0,
             ),
         )
-        try:
-            self.coordination.create_namespaced_lease(namespace, lease, _request_timeout=REQUEST_TIMEOUT)
-        except client.ApiException as error:
-            if error.status == 409:
-                raise LeaseHeldError(
-                    f"another run created Lease {namespace}/{LEASE_NAME} at the same moment; this run did nothing"
-                ) from error
-            raise access_error(f"create Lease {namespace}/{LEASE_NAME}", error) from error
-        except urllib3.exceptions.HTTPError as error:
-            raise access_error(f"create Lease {namespace}/{LEASE_NAME}", error) from error
+        _write_lease(
+            "create",
+            namespace,
+            lambda: self.coordination.create_namespaced_lease(namespace, lease, _request_timeout=REQUEST_TIMEOUT),
+        )
 
     def release_lease(self, namespace: str, holder: str) -> None:
         """Give the Lease back so the next run need not wait for it to expire; failures only cost that wait."""
@@ -290,6 +282,20 @@ class Cluster:
             self.coordination.replace_namespaced_lease(LEASE_NAME, namespace, lease, _request_timeout=REQUEST_TIMEOUT)
         except (client.ApiException, urllib3.exceptions.HTTPError) as error:
             log.warning("could not release Lease %s/%s: %s", namespace, LEASE_NAME, _describe(error))
+
+
+def _write_lease(verb: str, namespace: str, write: Callable[[], Any]) -> None:
+    """A Lease write; a conflict means another run won the race for it."""
+    try:
+        write()
+    except client.ApiException as error:
+        if error.status == 409:
+            raise LeaseHeldError(
+                f"another run got Lease {namespace}/{LEASE_NAME} at the same moment; this run did nothing"
+            ) from error
+        raise access_error(f"{verb} Lease {namespace}/{LEASE_NAME}", error) from error
+    except urllib3.exceptions.HTTPError as error:
+        raise access_error(f"{verb} Lease {namespace}/{LEASE_NAME}", error) from error
 
 
 def new_run_id() -> str:

@@ -55,6 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _read_firestore(document: str, database: str | None) -> str:
+    from compactor import firestore  # only when the configuration lives there
+
+    return firestore.read_config_document(document, database)
+
+
 def parse_now(text: str | None) -> datetime:
     if text is None:
         return datetime.now(UTC)
@@ -69,7 +75,7 @@ def parse_now(text: str | None) -> datetime:
 
 def _plan(args: argparse.Namespace) -> int:
     now = parse_now(args.now)
-    config = config_source.load(os.environ, config_file=args.config, required=False)
+    config = config_source.load(os.environ, config_file=args.config, required=False, read_firestore=_read_firestore)
     cluster = snapshot.read_file(args.snapshot)
     gc.freeze()  # the snapshot lives until exit: keep the collector from rescanning it while planning
     result = planner.plan(cluster, config, now=now)

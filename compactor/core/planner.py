@@ -54,7 +54,8 @@ def plan(snapshot: Snapshot, config: Config, *, now: datetime) -> Plan:
     underutilized: dict[str, bool] = {}
     mark_changes: dict[str, marks.MarkChange] = {}
     for state in states:
-        pool = config.enabled_pool(state.pool)
+        # Underutilization is reported for every configured pool; marks and drains need it enabled.
+        pool = config.pool(state.pool)
         underutilized[state.name] = marks.is_underutilized(state, pool)
         mark_changes[state.name] = marks.mark_change(state, pool, underutilized[state.name], now)
 

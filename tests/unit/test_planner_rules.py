@@ -614,3 +614,13 @@ def test_explains_why_no_node_was_chosen() -> None:
     assert plan.decision.reason == (
         "no node can be drained (2 node(s): 1 in a pool that is not enabled, 1 not marked long enough)"
     )
+
+
+def test_a_disabled_pool_reports_underutilization_but_is_never_marked_or_counted() -> None:
+    config = make_config(pools={POOL: {"enabled": False}})
+    plan = run_plan([make_node("n1", marked_since=None), make_node("n2", marked_since=None)], config=config)
+    assert node_report(plan, "n1").underutilized
+    assert plan.marks_add == ()
+    (pool,) = plan.pools
+    assert not pool.enabled and pool.underutilized == 2
+    assert plan.decision.action == "none"

@@ -349,7 +349,8 @@ def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: 
         labels=_string_map(meta, "labels", "metadata"),
         controller_kind=controller_kind,
         controller_name=controller_name,
-        is_mirror=MIRROR_POD in annotations,
+        # A static pod's mirror carries the annotation and is owned by its Node.
+        is_mirror=MIRROR_POD in annotations or controller_kind == "Node",
         safe_to_evict=safe_to_evict,
         do_not_disrupt=annotations.get(DO_NOT_DISRUPT, "").strip().lower() == "true",
         deletion_cost=deletion_cost,

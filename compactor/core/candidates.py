@@ -14,7 +14,7 @@ from compactor.config import PoolConfig
 from compactor.core.blockers import Blocker, pod_blockers
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.marks import opted_out
-from compactor.core.model import CA_SCALE_DOWN_DISABLED, DRAIN_FAILED_AT, DRAIN_STARTED_AT
+from compactor.core.model import CA_SCALE_DOWN_DISABLED, DO_NOT_DISRUPT, DRAIN_FAILED_AT, DRAIN_STARTED_AT
 from compactor.core.timing import human, parse_stamp, seconds_between
 
 
@@ -41,6 +41,10 @@ def node_blockers(
         found.append(Blocker("opt-out", "annotated node-compactor.dev/disabled=true"))
     if node.annotations.get(CA_SCALE_DOWN_DISABLED, "").strip().lower() == "true":
         found.append(Blocker("opt-out", f"annotated {CA_SCALE_DOWN_DISABLED}=true"))
+    if node.annotations.get(DO_NOT_DISRUPT, "").strip().lower() == "true":
+        found.append(Blocker("opt-out", f"annotated {DO_NOT_DISRUPT}=true"))
+    if node.being_deleted_by_autoscaler:
+        found.append(Blocker("being-deleted", "the Cluster Autoscaler is already removing this node"))
     if not underutilized:
         found.append(Blocker("not-underutilized", _why_not_underutilized(state, pool)))
     elif marked_since is None or seconds_between(marked_since, now) < pool.needed_marked_seconds:

@@ -34,8 +34,9 @@ class NodeState:
 
     @property
     def schedulable(self) -> bool:
-        """A node new pods may land on: Ready and not cordoned."""
-        return self.node.ready and not self.node.unschedulable
+        """A node new pods may land on: Ready, not cordoned, and not being removed by the autoscaler."""
+        node = self.node
+        return node.ready and not node.unschedulable and not node.being_deleted_by_autoscaler
 
 
 class ClusterView:

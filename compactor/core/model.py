@@ -31,6 +31,7 @@ SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 MIRROR_POD = "kubernetes.io/config.mirror"
+CA_DELETING_TAINT = "ToBeDeletedByClusterAutoscaler"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 
@@ -217,6 +218,10 @@ class Node:
     unschedulable: bool = False
     ready: bool = True
     created: datetime | None = None
+
+    @property
+    def being_deleted_by_autoscaler(self) -> bool:
+        return any(taint.key == CA_DELETING_TAINT for taint in self.taints)
 
     @property
     def zone(self) -> str | None:

@@ -28,6 +28,7 @@ MAX_SIMULATIONS = 25
 BLOCKER_SUMMARY = {
     "pool": "in a pool that is not enabled",
     "opt-out": "opted out",
+    "being-deleted": "already being removed by the Cluster Autoscaler",
     "not-underutilized": "not underutilized",
     "marked-recently": "not marked long enough",
     "not-ready": "not Ready",

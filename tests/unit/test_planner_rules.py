@@ -624,3 +624,25 @@ def test_a_disabled_pool_reports_underutilization_but_is_never_marked_or_counted
     (pool,) = plan.pools
     assert not pool.enabled and pool.underutilized == 2
     assert plan.decision.action == "none"
+
+
+def test_a_node_the_autoscaler_is_removing_is_neither_candidate_nor_target() -> None:
+    deleting = taint("ToBeDeletedByClusterAutoscaler", "1700000000", "NoSchedule")
+    from tests.builders import toleration
+
+    everything = (toleration(operator="Exists"),)
+    nodes = [make_node("n1", taints=[deleting]), make_node("n2"), make_node("n3", marked_since=None)]
+    pods = [make_pod("a", node="n1"), make_pod("b", node="n2", tolerations=everything), busy("c", "n3", cpu="3950m")]
+    plan = run_plan(nodes, pods)
+    assert "already removing this node" in blockers_of(plan, "n1")
+    # n2's pod tolerates every taint, yet n1 is no place for it: it is about to go.
+    assert plan.decision.action == "none"
+    assert "the other nodes have 50m" in blockers_of(plan, "n2")  # n3's 50m only: n1's room does not count
+
+
+def test_karpenters_do_not_disrupt_on_a_node_is_an_opt_out() -> None:
+    plan = run_plan(
+        base_nodes(annotations={"karpenter.sh/do-not-disrupt": "true"}), [make_pod("web", node="n1"), *base_pods()]
+    )
+    assert plan.decision.action == "none"
+    assert "karpenter.sh/do-not-disrupt=true" in blockers_of(plan, "n1")

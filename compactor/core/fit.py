@@ -1,10 +1,13 @@
 """Scheduling simulation: do a node's pods fit on the rest of the cluster? (DESIGN rule 6)
 
-Places the pods largest first, each on the first target that passes every
-predicate, accumulating what the placements use, like the scheduler would
-see them arrive one after another. Targets are tried least allocated first,
-the default scheduler's preference, so most pods land on the first target
-tried and a simulation costs about one predicate check per pod.
+Places the pods largest first, in the order the executor evicts them (and so
+the order in which their replacements reach the scheduler), each on the
+target that is least allocated at that moment among those passing every
+predicate, accumulating what the placements use. That is what the default
+scheduler (NodeResourcesFit, LeastAllocated) does with them; placing them
+any other way could prove a fit the scheduler then does not find, when
+small pods take the room kept for a large one. Targets wait in a heap keyed
+by their load, so most pods cost one predicate check and a heap update.
 
 Predicates: cpu, memory, extended resources and pod count against
 allocatable; NoSchedule/NoExecute taints tolerated; nodeSelector and
@@ -15,6 +18,7 @@ with a PersistentVolumeClaim stays in its zone.
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +48,11 @@ class _Usage:
     placed: list[Pod] = field(default_factory=list)
 
 
+def placement_order(pods: Iterable[Pod]) -> list[Pod]:
+    """Largest first (cpu, then memory), ties by name: the simulation's order and the eviction order."""
+    return sorted(pods, key=lambda p: (-p.requests.cpu_millis, -p.requests.memory_bytes, p.key))
+
+
 def targets_for(view: ClusterView) -> list[NodeState]:
     """Nodes pods may move to, least allocated first (ties by name for stable plans)."""
     targets = [state for state in view.nodes.values() if state.schedulable]
@@ -64,19 +73,41 @@ class Simulation:
 
     def run(self, pods: Iterable[Pod]) -> FitResult:
         placements: dict[str, str] = {}
-        for pod in sorted(pods, key=lambda p: (-p.requests.cpu_millis, -p.requests.memory_bytes, p.key)):
+        # (load, name, index): the least allocated target on top.
+        heap = [(self._load(target), target.name, index) for index, target in enumerate(self.targets)]
+        heapq.heapify(heap)
+        for pod in placement_order(pods):
             # One pass: the reasons gathered on the way explain a pod that fits nowhere.
             refusals: Counter[str] = Counter()
-            for target in self.targets:
+            refused: list[tuple[float, str, int]] = []
+            while heap:
+                entry = heapq.heappop(heap)
+                target = self.targets[entry[2]]
                 why = self.why_not(pod, target)
                 if why is None:
                     self.place(pod, target)
                     placements[pod.key] = target.name
+                    heapq.heappush(heap, (self._load(target), target.name, entry[2]))
                     break
                 refusals[why] += 1
-            else:
+                refused.append(entry)
+            for entry in refused:
+                heapq.heappush(heap, entry)
+            if pod.key not in placements:
                 return FitResult(False, placements, self._explain(pod, refusals))
         return FitResult(True, placements)
+
+    def _load(self, target: NodeState) -> float:
+        """How allocated a target is now, the mean of its cpu and memory shares (LeastAllocated's measure)."""
+        allocatable = target.node.allocatable
+        usage = self.usage.get(target.name)
+        if usage is None:
+            cpu, memory = target.requested.cpu_millis, target.requested.memory_bytes
+        else:
+            cpu, memory = usage.cpu, usage.memory
+        cpu_share = cpu / allocatable.cpu_millis if allocatable.cpu_millis > 0 else 1.0
+        memory_share = memory / allocatable.memory_bytes if allocatable.memory_bytes > 0 else 1.0
+        return (cpu_share + memory_share) / 2
 
     # -- bookkeeping --------------------------------------------------------------------------
 

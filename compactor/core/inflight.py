@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from compactor.core import fit
 from compactor.core.blockers import API_ENFORCED, pod_blockers
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.marks import opted_out
@@ -25,8 +26,8 @@ class InFlight:
 
 
 def eviction_order(pods: list[Pod]) -> tuple[str, ...]:
-    """Cheapest to lose first: lower priority, then lower pod-deletion-cost."""
-    return tuple(pod.key for pod in sorted(pods, key=lambda p: (p.priority, p.deletion_cost, p.key)))
+    """The fit simulation's order (largest first), so the replacements reach the scheduler as the proof placed them."""
+    return tuple(pod.key for pod in fit.placement_order(pods))
 
 
 def evictable(state: NodeState, view: ClusterView) -> list[Pod]:

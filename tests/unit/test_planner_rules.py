@@ -646,3 +646,20 @@ def test_karpenters_do_not_disrupt_on_a_node_is_an_opt_out() -> None:
     )
     assert plan.decision.action == "none"
     assert "karpenter.sh/do-not-disrupt=true" in blockers_of(plan, "n1")
+
+
+def test_pods_are_evicted_largest_first_and_each_proven_on_the_least_allocated_node() -> None:
+    # n2 has 1000m free, n3 and n4 600m each. Had the small pods gone first to the least allocated
+    # node (as the scheduler would place them), the big one would have found no place.
+    nodes = [make_node("n1"), *(make_node(n, marked_since=None) for n in ("n2", "n3", "n4"))]
+    keepers = [busy("k2", "n2", cpu="3"), busy("k3", "n3", cpu="3400m"), busy("k4", "n4", cpu="3400m")]
+    movers = [
+        make_pod("z-big", node="n1", cpu="1"),
+        *(make_pod(f"a-small-{i}", node="n1", cpu="300m") for i in range(4)),
+    ]
+    plan = run_plan(nodes, [*movers, *keepers])
+    assert plan.decision.action == "drain"
+    assert plan.decision.evictions[0] == "default/z-big"
+    placements = dict(plan.decision.placements)
+    assert placements["default/z-big"] == "n2"
+    assert sorted(placements[f"default/a-small-{i}"] for i in range(4)) == ["n3", "n3", "n4", "n4"]

@@ -48,9 +48,14 @@ class _Usage:
     placed: list[Pod] = field(default_factory=list)
 
 
-def placement_order(pods: Iterable[Pod]) -> list[Pod]:
-    """Largest first (cpu, then memory), ties by name: the simulation's order and the eviction order."""
+def largest_first(pods: Iterable[Pod]) -> list[Pod]:
+    """DESIGN rule 6's order: largest first (cpu, then memory), ties by name."""
     return sorted(pods, key=lambda p: (-p.requests.cpu_millis, -p.requests.memory_bytes, p.key))
+
+
+def eviction_order(pods: Iterable[Pod]) -> list[Pod]:
+    """The order the executor evicts in: cheapest to lose first (priority, pod-deletion-cost), then name."""
+    return sorted(pods, key=lambda p: (p.priority, p.deletion_cost, p.key))
 
 
 def targets_for(view: ClusterView) -> list[NodeState]:
@@ -72,11 +77,12 @@ class Simulation:
         self._spread_counts: dict[tuple[str, SpreadConstraint], Counter[str]] = {}
 
     def run(self, pods: Iterable[Pod]) -> FitResult:
+        """Place `pods` in the order given; a new Simulation for every order tried."""
         placements: dict[str, str] = {}
         # (load, name, index): the least allocated target on top.
         heap = [(self._load(target), target.name, index) for index, target in enumerate(self.targets)]
         heapq.heapify(heap)
-        for pod in placement_order(pods):
+        for pod in pods:
             # One pass: the reasons gathered on the way explain a pod that fits nowhere.
             refusals: Counter[str] = Counter()
             refused: list[tuple[float, str, int]] = []

@@ -26,8 +26,8 @@ class InFlight:
 
 
 def eviction_order(pods: list[Pod]) -> tuple[str, ...]:
-    """The fit simulation's order (largest first), so the replacements reach the scheduler as the proof placed them."""
-    return tuple(pod.key for pod in fit.placement_order(pods))
+    """Cheapest to lose first; the fit proof checks this order too (`fit.eviction_order`)."""
+    return tuple(pod.key for pod in fit.eviction_order(pods))
 
 
 def evictable(state: NodeState, view: ClusterView) -> list[Pod]:

@@ -158,9 +158,16 @@ def _choose(view: ClusterView, eligible: list[NodeState], blockers: dict[str, li
             )
             continue
         simulations += 1
-        result = fit.Simulation(view, state, targets).run(movable)
+        # Proven twice: largest first (rule 6), and in the order the evictions hand the pods to
+        # the scheduler, which places each on the least allocated node as it comes.
+        result = fit.Simulation(view, state, targets).run(fit.largest_first(movable))
         if not result.fits:
             blockers[state.name].append(Blocker("no-fit", result.failure or "its pods fit nowhere else"))
+            continue
+        in_eviction_order = fit.Simulation(view, state, targets).run(fit.eviction_order(movable))
+        if not in_eviction_order.fits:
+            failure = in_eviction_order.failure or "its pods fit nowhere else"
+            blockers[state.name].append(Blocker("no-fit", f"{failure}, when they arrive in eviction order"))
             continue
         cpu = "n/a" if state.cpu_ratio is None else f"{state.cpu_ratio * 100:.0f}%"
         memory = "n/a" if state.memory_ratio is None else f"{state.memory_ratio * 100:.0f}%"

@@ -648,9 +648,10 @@ def test_karpenters_do_not_disrupt_on_a_node_is_an_opt_out() -> None:
     assert "karpenter.sh/do-not-disrupt=true" in blockers_of(plan, "n1")
 
 
-def test_pods_are_evicted_largest_first_and_each_proven_on_the_least_allocated_node() -> None:
-    # n2 has 1000m free, n3 and n4 600m each. Had the small pods gone first to the least allocated
-    # node (as the scheduler would place them), the big one would have found no place.
+def test_a_drain_is_proven_in_eviction_order_too_as_the_scheduler_will_see_the_pods() -> None:
+    # n2 has 1000m free, n3 and n4 600m each. Largest first, the big pod takes n2 and the small ones
+    # n3 and n4. But the executor evicts the small pods first (cheapest to lose), and the scheduler
+    # puts each on the least allocated node as it comes: they fill n2 and the big pod finds no place.
     nodes = [make_node("n1"), *(make_node(n, marked_since=None) for n in ("n2", "n3", "n4"))]
     keepers = [busy("k2", "n2", cpu="3"), busy("k3", "n3", cpu="3400m"), busy("k4", "n4", cpu="3400m")]
     movers = [
@@ -658,8 +659,16 @@ def test_pods_are_evicted_largest_first_and_each_proven_on_the_least_allocated_n
         *(make_pod(f"a-small-{i}", node="n1", cpu="300m") for i in range(4)),
     ]
     plan = run_plan(nodes, [*movers, *keepers])
-    assert plan.decision.action == "drain"
-    assert plan.decision.evictions[0] == "default/z-big"
-    placements = dict(plan.decision.placements)
-    assert placements["default/z-big"] == "n2"
-    assert sorted(placements[f"default/a-small-{i}"] for i in range(4)) == ["n3", "n3", "n4", "n4"]
+    assert plan.decision.action == "none"
+    assert "pod default/z-big" in blockers_of(plan, "n1")
+    assert "when they arrive in eviction order" in blockers_of(plan, "n1")
+
+
+def test_the_proof_places_each_pod_on_the_least_allocated_node() -> None:
+    nodes = [make_node("n1"), *(make_node(n, marked_since=None) for n in ("n2", "n3", "n4"))]
+    keepers = [busy("k2", "n2", cpu="2"), busy("k3", "n3", cpu="2500m"), busy("k4", "n4", cpu="3")]
+    movers = [make_pod(f"w{i}", node="n1", cpu="500m") for i in range(3)]
+    plan = run_plan(nodes, [*movers, *keepers])
+    # Each pod goes to the node with the most room at that moment: n2 (50%), then n3 and n2 again.
+    assert sorted(dict(plan.decision.placements).values()) == ["n2", "n2", "n3"]
+    assert plan.decision.evictions == ("default/w0", "default/w1", "default/w2")

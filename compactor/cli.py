@@ -1,4 +1,4 @@
-"""`python -m compactor`: plan from a saved snapshot, or run against a live cluster.
+"""`python -m compactor`: plan from a saved snapshot, run against a live cluster, or simulate a day.
 
 Exit 0 when the run completed (whether or not it acted), 2 for bad input or
 configuration (one message per problem on stderr), 1 for a failed run.
@@ -52,6 +52,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", metavar="FILE", help="configuration JSON (after Firestore and COMPACTOR_CONFIG)")
     run.add_argument("--dry-run", action="store_true", help="plan and report, write nothing")
     run.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
+
+    simulate = commands.add_parser(
+        "simulate", help="compare the Cluster Autoscaler alone, estafette's algorithm and node-compactor over a day"
+    )
+    start = simulate.add_mutually_exclusive_group(required=True)
+    start.add_argument("--scenario", metavar="FILE", help="a scenario file (see examples/scenarios/)")
+    start.add_argument(
+        "--snapshot",
+        metavar="FILE",
+        help="start from what `kubectl get nodes,pods,poddisruptionbudgets -A -o json` prints",
+    )
+    simulate.add_argument("--config", metavar="FILE", help="node-compactor configuration (default: the scenario's)")
+    simulate.add_argument("--hours", type=float, metavar="N", help="hours to simulate (default: the scenario's, or 24)")
+    simulate.add_argument("--plot", metavar="PNG", help="also draw the node count over time (needs matplotlib)")
+    simulate.add_argument("--json", action="store_true", help="print the JSON results instead of the table")
     return parser
 
 
@@ -104,6 +119,36 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _simulate(args: argparse.Namespace) -> int:
+    # Imported here: the simulator is no part of the function, and `plan`/`run` must not pay for it.
+    from compactor.simulation import kubectl, plot, progress, runner, scenario
+    from compactor.simulation import report as simulation_report
+
+    if args.hours is not None and not 0 < args.hours <= 24 * 14:
+        raise BadInputError(f"--hours: {args.hours:g} is not between 0 and 336")
+    if args.plot:
+        plot.require()
+    config = config_source.load({}, config_file=args.config) if args.config else None
+    if args.scenario:
+        setup = scenario.load(args.scenario, config=config)
+        if args.hours is not None:
+            setup = scenario.with_hours(setup, args.hours)
+    else:
+        setup = kubectl.load(args.snapshot, config=config, hours=args.hours or 24.0)
+    bar = progress.Bar(sys.stderr)
+    try:
+        results = runner.run(setup, progress=bar.update)
+    finally:
+        bar.close()
+    if args.plot:
+        plot.write(results, args.plot)
+    if args.json:
+        sys.stdout.buffer.write(simulation_report.to_json(results) + b"\n")
+    else:
+        sys.stdout.write(simulation_report.to_table(results))
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -111,6 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _plan(args)
         if args.command == "run":
             return _run(args)
+        if args.command == "simulate":
+            return _simulate(args)
         raise BadInputError(f"unknown command {args.command}")
     except CompactorError as error:
         for problem in error.problems:

@@ -1,0 +1,353 @@
+"""The Cluster Autoscaler as GKE runs it, reduced to the rules that decide the node count.
+
+Scale-up: pods marked Unschedulable that neither the nodes there nor the
+VMs being provisioned will hold are bin-packed (largest first) onto new nodes of each pool, with the
+scheduler's predicates (`fit.why_not`) against a template node that carries
+the pool's DaemonSet pods; the option that wastes least cpu and memory wins
+(least-waste expander), within the pool's maximum, zones kept balanced and
+volumes kept in their zone. New VMs are billed at once and join as Ready
+nodes after `provisioning_seconds`.
+
+Scale-down: a node is unneeded when it has only DaemonSet and static pods,
+or when its requests are below the utilization threshold (50%, the larger of
+cpu and memory, DaemonSet pods included) and every other pod may be evicted
+(the drainability rules of `compactor.core.blockers`, PDBs included) and
+fits on the other nodes (`fit.Simulation`). A node unneeded for
+`unneeded_seconds` is removed, one at a time, never while a scale-up is
+under way nor within `delay_after_add_seconds` of one: it is tainted
+ToBeDeletedByClusterAutoscaler, its pods are evicted (PDBs respected, retried
+each step), the VM is deleted once they are gone, and the removal is given
+up after `max_pod_eviction_seconds`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from compactor import config as config_module
+from compactor import snapshot as parsing
+from compactor.core import fit
+from compactor.core.blockers import pod_blockers
+from compactor.core.cluster import ClusterView, NodeState
+from compactor.core.model import CA_SCALE_DOWN_DISABLED, HOSTNAME_LABEL, ZERO, Pod, Resources
+from compactor.simulation import objects
+from compactor.simulation.controllers import Controllers
+from compactor.simulation.metrics import CLUSTER_AUTOSCALER
+from compactor.simulation.model import PoolSpec, Setup
+from compactor.simulation.scheduler import NOWHERE, node_state, prepared
+from compactor.simulation.world import World
+
+TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
+BOOTSTRAP_AGE = timedelta(days=1)
+
+
+@dataclass
+class Upcoming:
+    """A VM being provisioned: billed, not yet a Node."""
+
+    name: str
+    pool: str
+    zone: str
+    ready_at: datetime
+
+
+@dataclass
+class _Removal:
+    node: str
+    started: datetime
+
+
+@dataclass
+class _Option:
+    pool: PoolSpec
+    zones: list[str]
+    helped: list[str]
+    waste: float
+
+
+@dataclass
+class Autoscaler:
+    world: World
+    setup: Setup
+    controllers: Controllers
+    upcoming: list[Upcoming] = field(default_factory=list)
+    unneeded_since: dict[str, datetime] = field(default_factory=dict)
+    last_scale_up: datetime | None = None
+    removal: _Removal | None = None
+
+    def __post_init__(self) -> None:
+        self.pools = {pool.name: pool for pool in self.setup.pools}
+        self.settings = self.setup.autoscaler
+        # The Cluster Autoscaler's own drainability rules: those of GKE (system pods and local storage block).
+        self.rules = config_module.validate({"poolLabel": self.world.pool_label}, source="cluster-autoscaler")
+        self._serial = itertools.count()
+        self._templates: dict[tuple[str, str], NodeState] = {}
+
+    # -- nodes ----------------------------------------------------------------------------------
+
+    def billed_nodes(self) -> int:
+        return len(self.world.nodes) + len(self.upcoming)
+
+    def billed_by_pool(self) -> Counter[str]:
+        counts: Counter[str] = Counter(self.world.node_pool(name) or "" for name in self.world.nodes)
+        counts.update(up.pool for up in self.upcoming)
+        return counts
+
+    def new_node_name(self, pool: str) -> str:
+        serial = next(self._serial)
+        return f"gke-sim-{pool}-{objects.short_hash(pool, str(serial), length=4)}-{serial:04d}"
+
+    def add_node(self, pool: PoolSpec, zone: str, name: str, created: datetime) -> None:
+        node = objects.node_object(
+            name,
+            pool=pool.name,
+            pool_label=self.world.pool_label,
+            zone=zone,
+            machine_type=pool.machine_type,
+            allocatable=pool.allocatable,
+            labels=pool.labels,
+            taints=list(pool.taints),
+            created=created,
+        )
+        self.world.add_node(node)
+        self.controllers.add_daemon_pods(name, created)
+
+    def provision(self, now: datetime) -> None:
+        """VMs whose time has come register as Ready nodes."""
+        due = [up for up in self.upcoming if up.ready_at <= now]
+        for up in due:
+            self.add_node(self.pools[up.pool], up.zone, up.name, up.ready_at)
+            self.world.recorder.nodes_added += 1
+        self.upcoming = [up for up in self.upcoming if up.ready_at > now]
+
+    def _zones_in_use(self, pool: PoolSpec) -> Counter[str]:
+        counts: Counter[str] = Counter({zone: 0 for zone in pool.zones})
+        for name in self.world.nodes:
+            record = self.world.node_record(name)
+            if record is not None and record.labels.get(self.world.pool_label) == pool.name and record.zone:
+                counts[record.zone] += 1
+        counts.update(up.zone for up in self.upcoming if up.pool == pool.name)
+        return counts
+
+    def _template(self, pool: PoolSpec, zone: str, name: str) -> NodeState:
+        """A node this pool would add in this zone, with its DaemonSet pods already on it."""
+        base = self._templates.get((pool.name, zone))
+        if base is None:
+            template_name = f"template-{pool.name}-{zone}"
+            node = objects.node_object(
+                template_name,
+                pool=pool.name,
+                pool_label=self.world.pool_label,
+                zone=zone,
+                machine_type=pool.machine_type,
+                allocatable=pool.allocatable,
+                labels=pool.labels,
+                taints=list(pool.taints),
+                created=self.world.now,
+            )
+            pods = []
+            for daemon in self.controllers.daemon_templates(pool.name):
+                pod = objects.stamp_pod(
+                    daemon.template,
+                    name=f"{daemon.name}-template",
+                    owner_kind="Node" if daemon.mirror else "DaemonSet",
+                    owner_name=daemon.name,
+                    created=self.world.now,
+                    node_name=template_name,
+                )
+                pods.append(parsing.parse_pod(pod))
+            base = node_state(parsing.parse_node(node), tuple(pods), self.rules)
+            self._templates[(pool.name, zone)] = base
+        node_record = dataclasses.replace(base.node, name=name, labels={**base.node.labels, HOSTNAME_LABEL: name})
+        pods_here = tuple(dataclasses.replace(pod, node_name=name) for pod in base.pods)
+        return node_state(node_record, pods_here, self.rules)
+
+    # -- scale-up -------------------------------------------------------------------------------
+
+    def scale_up(self, now: datetime, *, instant: bool = False) -> bool:
+        """Add nodes for pods nothing else will hold; True when it did. `instant` skips provisioning time."""
+        waiting = [key for key in self.world.pending() if self.world.pod_record(key).unschedulable]
+        if not waiting:
+            return False
+        view = ClusterView(self.world.snapshot(now), self.rules)
+        # Pods the scheduler will place on nodes that are there or on their way need no new node.
+        existing = sorted((state for state in view.nodes.values() if state.schedulable), key=lambda s: s.name)
+        arriving = [self._template(self.pools[up.pool], up.zone, up.name) for up in self.upcoming]
+        simulation = fit.Simulation(view, NOWHERE, [*existing, *arriving])
+        left = []
+        for key in waiting:
+            pod = prepared(self.world, key, simulation)
+            target = next((t for t in simulation.targets if simulation.why_not(pod, t) is None), None)
+            if target is None:
+                left.append(key)
+            else:
+                simulation.place(pod, target)
+        if not left:
+            return False
+        options = [option for pool in self.setup.pools if (option := self._binpack(pool, left, view)) is not None]
+        if not options:
+            self.world.recorder.unplaceable.update(left)
+            return False
+        best = min(options, key=lambda o: (o.waste / max(1, len(o.zones)), -len(o.helped), o.pool.name))
+        for zone in best.zones:
+            name = self.new_node_name(best.pool.name)
+            if instant:
+                self.add_node(best.pool, zone, name, now - BOOTSTRAP_AGE)
+            else:
+                ready_at = now + timedelta(seconds=self.settings.provisioning_seconds)
+                self.upcoming.append(Upcoming(name, best.pool.name, zone, ready_at))
+        self.last_scale_up = now
+        return True
+
+    def _binpack(self, pool: PoolSpec, keys: list[str], view: ClusterView) -> _Option | None:
+        billed = self.billed_by_pool()[pool.name]
+        room = pool.max_nodes - billed
+        if room <= 0:
+            return None
+        zones = self._zones_in_use(pool)
+        allocatable = parsing.parse_node(
+            {"metadata": {"name": "x"}, "status": {"allocatable": dict(pool.allocatable)}}
+        ).allocatable
+        simulation = fit.Simulation(view, NOWHERE, [])
+        templates: list[NodeState] = []
+        used: dict[str, list[int]] = {}
+        helped = []
+
+        def size(key: str) -> float:
+            requests = self.world.pod_record(key).requests
+            return requests.cpu_millis / max(1, allocatable.cpu_millis) + requests.memory_bytes / max(
+                1, allocatable.memory_bytes
+            )
+
+        for key in sorted(keys, key=lambda k: (-size(k), self.world.sequence(k))):
+            pod = prepared(self.world, key, simulation)
+            target = next((t for t in simulation.targets if simulation.why_not(pod, t) is None), None)
+            if target is None:
+                if len(templates) >= room:
+                    continue
+                pinned = self.world.volume_zone(key)
+                if pinned is not None and pinned not in pool.zones:
+                    continue
+                zone = pinned or min(pool.zones, key=lambda z: (zones[z], z))
+                fresh = self._template(pool, zone, f"new-{pool.name}-{len(templates)}")
+                if simulation.why_not(pod, fresh) is not None:
+                    continue  # this pool's nodes can never hold it
+                simulation.targets.append(fresh)
+                templates.append(fresh)
+                used[fresh.name] = [fresh.requested.cpu_millis, fresh.requested.memory_bytes]
+                zones[zone] += 1
+                target = fresh
+            simulation.place(pod, target)
+            if target.name in used:
+                used[target.name][0] += pod.requests.cpu_millis
+                used[target.name][1] += pod.requests.memory_bytes
+            helped.append(key)
+        if not templates:
+            return None
+        waste = sum(
+            (1 - cpu / max(1, allocatable.cpu_millis) + 1 - memory / max(1, allocatable.memory_bytes)) / 2
+            for cpu, memory in used.values()
+        )
+        return _Option(pool, [t.node.zone or pool.zones[0] for t in templates], helped, waste)
+
+    # -- scale-down -----------------------------------------------------------------------------
+
+    def step(self, now: datetime) -> None:
+        """One loop: provisioning, scale-up, then unneeded nodes and at most one removal."""
+        self.provision(now)
+        scaled = self.scale_up(now)
+        if self.removal is not None:
+            self._continue_removal(now)
+            return
+        self._update_unneeded(now)
+        if scaled or self.upcoming:
+            return
+        delay = timedelta(seconds=self.settings.delay_after_add_seconds)
+        if self.last_scale_up is not None and now - self.last_scale_up < delay:
+            return
+        unneeded_for = timedelta(seconds=self.settings.unneeded_seconds)
+        ripe = [name for name, since in self.unneeded_since.items() if now - since >= unneeded_for]
+        if ripe:
+            self._start_removal(min(ripe, key=lambda name: (self.unneeded_since[name], name)), now)
+
+    def _update_unneeded(self, now: datetime) -> None:
+        view = ClusterView(self.world.snapshot(now), self.rules)
+        targets = fit.targets_for(view)
+        free_cpu = sum(max(0, t.node.allocatable.cpu_millis - t.requested.cpu_millis) for t in targets)
+        free_memory = sum(max(0, t.node.allocatable.memory_bytes - t.requested.memory_bytes) for t in targets)
+        sizes: Counter[str | None] = Counter(state.pool for state in view.nodes.values())
+        found = []
+        for state in sorted(view.nodes.values(), key=lambda s: s.name):
+            pool = self.pools.get(state.pool or "")
+            if pool is None or sizes[state.pool] <= pool.min_nodes or not state.node.ready:
+                continue
+            if state.node.annotations.get(CA_SCALE_DOWN_DISABLED, "").strip().lower() == "true":
+                continue
+            movable = state.movable_pods
+            if movable:
+                if max(state.cpu_ratio or 0.0, state.memory_ratio or 0.0) >= self.settings.utilization_threshold:
+                    continue
+                if any(pod_blockers(pod, view.pdbs, self.rules) for pod in movable):
+                    continue
+                own = state.schedulable
+                spare_cpu = free_cpu - (state.node.allocatable.cpu_millis - state.requested.cpu_millis if own else 0)
+                spare_memory = free_memory - (
+                    state.node.allocatable.memory_bytes - state.requested.memory_bytes if own else 0
+                )
+                needed = _sum(movable)
+                if needed.cpu_millis > spare_cpu or needed.memory_bytes > spare_memory:
+                    continue
+                if not fit.Simulation(view, state, targets).run(fit.largest_first(movable)).fits:
+                    continue
+            found.append(state.name)
+        self.unneeded_since = {name: self.unneeded_since.get(name, now) for name in found}
+
+    def _start_removal(self, name: str, now: datetime) -> None:
+        self.unneeded_since.pop(name, None)
+        movable = [key for key in self.world.pods_on(name) if not self.world.pod_record(key).stays_on_node]
+        if not movable:
+            self._delete(name, now)
+            return
+        node = self.world.nodes[name]
+        mark = {"key": TO_BE_DELETED, "value": str(int(now.timestamp())), "effect": "NoSchedule"}
+        taints = [*(node["spec"].get("taints") or []), mark]
+        self.world.patch_node(name, {"spec": {"taints": taints}})
+        self.removal = _Removal(name, now)
+        self._continue_removal(now)
+
+    def _continue_removal(self, now: datetime) -> None:
+        removal = self.removal
+        assert removal is not None
+        name = removal.node
+        if name not in self.world.nodes:
+            self.removal = None
+            return
+        for key in self.world.pods_on(name):
+            if not self.world.pod_record(key).stays_on_node:
+                self.world.evict(key, actor=CLUSTER_AUTOSCALER, at=now)
+        if not any(not self.world.pod_record(key).stays_on_node for key in self.world.pods_on(name)):
+            self._delete(name, now)
+            self.removal = None
+            return
+        if (now - removal.started).total_seconds() >= self.settings.max_pod_eviction_seconds:
+            node = self.world.nodes[name]
+            taints = [t for t in node["spec"].get("taints") or [] if t.get("key") != TO_BE_DELETED]
+            self.world.patch_node(name, {"spec": {"taints": taints or None}})
+            self.removal = None
+
+    def _delete(self, name: str, now: datetime) -> None:
+        self.world.delete_node(name, actor=CLUSTER_AUTOSCALER, at=now)
+        self.world.recorder.nodes_removed += 1
+        self.unneeded_since.pop(name, None)
+
+
+def _sum(pods: Iterable[Pod]) -> Resources:
+    total = ZERO
+    for pod in pods:
+        total = total + pod.requests
+    return total

@@ -1,0 +1,220 @@
+"""The controllers that keep pods running: ReplicaSets, StatefulSets, Jobs started by CronJobs, DaemonSets.
+
+Each reconcile brings every workload to the replicas its daily curve asks
+for at that moment and recreates the pods that were evicted or deleted, the
+way kube-controller-manager does within milliseconds. A ReplicaSet scaling
+down removes pods in its own order (unscheduled, not ready, lower
+pod-deletion-cost, doubled up on a node, newest first); a StatefulSet keeps
+its ordinals and PersistentVolumeClaims and scales down from the highest.
+A Job pod that is disrupted starts its work over.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+
+from compactor import snapshot as parsing
+from compactor.core.model import ZERO, Resources
+from compactor.simulation import objects
+from compactor.simulation.model import CronJobSpec, DaemonSetSpec, Setup, WorkloadSpec
+from compactor.simulation.world import OwnerKey, World
+
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+@dataclass
+class _Job:
+    cron: CronJobSpec
+    name: str
+    succeeded: int = 0
+
+    @property
+    def key(self) -> OwnerKey:
+        return (self.cron.namespace, "Job", self.name)
+
+
+class Controllers:
+    def __init__(self, world: World, setup: Setup) -> None:
+        self.world = world
+        self.workloads = setup.workloads
+        self.cronjobs = setup.cronjobs
+        self.daemonsets = setup.daemonsets
+        self._names = random.Random(f"{setup.seed}:names")
+        self._durations = random.Random(f"{setup.seed}:jobs")
+        self.jobs: dict[OwnerKey, _Job] = {}
+        self._by_key = {spec.key: spec for spec in self.workloads}
+        self._daemon_requests: dict[str | None, Resources] = {}
+        self._last_slot: dict[str, int] = {}
+
+    def reconcile(self, desired_at: datetime, at: datetime) -> None:
+        """Replica counts as the curves give them at `desired_at`; new pods are created at `at`."""
+        for job_key in self.world.finish_jobs(at):
+            job = self.jobs.get(job_key)
+            if job is not None:
+                job.succeeded += 1
+        for cron in self.cronjobs:
+            self._start_jobs(cron, desired_at, at)
+        # Each controller reacts to its own pods' deletion: replacements come in the order pods went.
+        disrupted, self.world.disrupted = self.world.disrupted, []
+        for owner in disrupted:
+            spec = self._by_key.get(owner)
+            if spec is not None and not spec.ordinal:
+                self._replica_set(spec, desired_at, at, at_most=1)
+        for spec in self.workloads:
+            if spec.ordinal:
+                self._stateful_set(spec, desired_at, at)
+            else:
+                self._replica_set(spec, desired_at, at)
+        for job_key, job in list(self.jobs.items()):
+            self._run_job(job, at)
+            if job.succeeded >= job.cron.parallelism:
+                del self.jobs[job_key]
+        for owner in list(self.world.owed):
+            self.world.owed[owner].clear()  # nothing left to replace (the owner scaled down meanwhile)
+
+    # -- ReplicaSets ------------------------------------------------------------------------------
+
+    def _replica_set(self, spec: WorkloadSpec, desired_at: datetime, at: datetime, at_most: int | None = None) -> None:
+        desired = spec.replicas.at(desired_at)
+        self.world.set_scale(spec.key, desired)
+        keys = self.world.owned(spec.key)
+        if len(keys) < desired:
+            for _ in range(min(desired - len(keys), at_most if at_most is not None else desired)):
+                name = self._fresh_name(spec.namespace, spec.owner_name)
+                self._create(spec, name, at)
+        elif len(keys) > desired and at_most is None:
+            for key in self._scale_down_order(keys, at)[: len(keys) - desired]:
+                self.world.scale_down(key, at)
+
+    def _scale_down_order(self, keys: list[str], at: datetime) -> list[str]:
+        per_node: Counter[str | None] = Counter(self.world.pod_record(key).node_name for key in keys)
+
+        def rank(key: str) -> tuple[bool, bool, int, int, int]:
+            record = self.world.pod_record(key)
+            bound = record.node_name is not None
+            doubled = -per_node[record.node_name] if bound else 0
+            return (bound, self.world.is_ready(key, at), record.deletion_cost, doubled, -self.world.sequence(key))
+
+        return sorted(keys, key=rank)
+
+    # -- StatefulSets -------------------------------------------------------------------------------
+
+    def _stateful_set(self, spec: WorkloadSpec, desired_at: datetime, at: datetime) -> None:
+        desired = spec.replicas.at(desired_at)
+        self.world.set_scale(spec.key, desired)
+        by_ordinal = {int(key.rsplit("-", 1)[1]): key for key in self.world.owned(spec.key)}
+        for ordinal in range(desired):
+            if ordinal not in by_ordinal:
+                self._create(spec, f"{spec.owner_name}-{ordinal}", at)
+        for ordinal in sorted(by_ordinal, reverse=True):
+            if ordinal >= desired:
+                self.world.scale_down(by_ordinal[ordinal], at)
+
+    def _create(self, spec: WorkloadSpec, name: str, at: datetime) -> None:
+        extra = {"statefulset.kubernetes.io/pod-name": name} if spec.ordinal else None
+        pod = objects.stamp_pod(
+            spec.template,
+            name=name,
+            owner_kind=spec.owner_kind,
+            owner_name=spec.owner_name,
+            created=at,
+            extra_labels=extra,
+        )
+        if spec.claims:
+            volumes = [v for v in pod["spec"].get("volumes") or [] if v.get("name") not in spec.claims]
+            for claim in spec.claims:
+                volumes.append({"name": claim, "persistentVolumeClaim": {"claimName": f"{claim}-{name}"}})
+            pod["spec"]["volumes"] = volumes
+        self.world.add_pod(pod, startup_seconds=spec.startup_seconds, pool_hint=spec.pool)
+
+    # -- CronJobs and Jobs ----------------------------------------------------------------------------
+
+    def _start_jobs(self, cron: CronJobSpec, desired_at: datetime, at: datetime) -> None:
+        minutes = int(desired_at.timestamp() // 60)
+        slot = minutes // cron.every_minutes
+        if self._last_slot.get(cron.name) == slot or not cron.active_at(desired_at):
+            return
+        self._last_slot[cron.name] = slot
+        name = f"{cron.name}-{slot * cron.every_minutes}"
+        job = _Job(cron, name)
+        if job.key not in self.jobs:
+            self.jobs[job.key] = job
+
+    def _run_job(self, job: _Job, at: datetime) -> None:
+        cron = job.cron
+        active = len(self.world.owned(job.key))
+        wanted = cron.parallelism - job.succeeded - active
+        for _ in range(max(0, wanted)):
+            name = self._fresh_name(cron.namespace, job.name)
+            pod = objects.stamp_pod(
+                cron.template,
+                name=name,
+                owner_kind="Job",
+                owner_name=job.name,
+                created=at,
+                extra_labels={"job-name": job.name},
+            )
+            low, high = cron.duration_minutes
+            runtime = self._durations.randint(low, high) * 60
+            self.world.add_pod(pod, startup_seconds=0, runtime_seconds=runtime, pool_hint=cron.pool)
+
+    # -- DaemonSets and static pods -------------------------------------------------------------------
+
+    def add_daemon_pods(self, node_name: str, at: datetime) -> None:
+        """What every node runs from the moment it joins: DaemonSet and static (mirror) pods."""
+        pool = self.world.node_pool(node_name)
+        for daemon in self.daemonsets:
+            if not _runs_in(daemon, pool):
+                continue
+            if daemon.mirror:
+                pod = objects.stamp_pod(
+                    daemon.template,
+                    name=f"{daemon.name}-{node_name}",
+                    owner_kind="Node",
+                    owner_name=node_name,
+                    created=at,
+                    node_name=node_name,
+                )
+            else:
+                pod = objects.stamp_pod(
+                    daemon.template,
+                    name=f"{daemon.name}-{objects.short_hash(daemon.name, node_name, length=5)}",
+                    owner_kind="DaemonSet",
+                    owner_name=daemon.name,
+                    created=at,
+                    node_name=node_name,
+                )
+            self.world.add_pod(pod, startup_seconds=0)
+
+    def daemon_templates(self, pool: str | None) -> list[DaemonSetSpec]:
+        return [daemon for daemon in self.daemonsets if _runs_in(daemon, pool)]
+
+    def daemon_requests(self, pool: str | None) -> Resources:
+        """What the DaemonSet and static pods of every node of the pool request together."""
+        cached = self._daemon_requests.get(pool)
+        if cached is not None:
+            return cached
+        total = ZERO
+        for daemon in self.daemon_templates(pool):
+            pod = objects.stamp_pod(
+                daemon.template, name=daemon.name, owner_kind=None, owner_name=None, created=self.world.now
+            )
+            total = total + parsing.parse_pod(pod).requests
+        self._daemon_requests[pool] = total
+        return total
+
+    # -- names ------------------------------------------------------------------------------------------
+
+    def _fresh_name(self, namespace: str, prefix: str) -> str:
+        while True:
+            suffix = "".join(self._names.choice(NAME_ALPHABET) for _ in range(5))
+            name = f"{prefix}-{suffix}"
+            if f"{namespace}/{name}" not in self.world.pods:
+                return name
+
+
+def _runs_in(daemon: DaemonSetSpec, pool: str | None) -> bool:
+    return daemon.pools is None or (pool is not None and pool in daemon.pools)

@@ -1,0 +1,153 @@
+"""What a simulation starts from: pools, workloads and their replica curves, autoscaler settings.
+
+Plain frozen data, built from a scenario file (`scenario`) or a kubectl
+snapshot (`kubectl`). Pod templates and PodDisruptionBudgets are Kubernetes
+JSON, so everything downstream reads objects the way the live code does.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from compactor.config import Config
+
+JsonObject = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Curve:
+    """Replicas over the day: points (hour of day, replicas), linear between them, repeating every 24 h."""
+
+    points: tuple[tuple[float, float], ...]
+
+    @staticmethod
+    def constant(replicas: int) -> Curve:
+        return Curve(((0.0, float(replicas)),))
+
+    def at(self, moment: datetime) -> int:
+        hour = moment.hour + moment.minute / 60 + moment.second / 3600
+        return int(self.value(hour) + 0.5)
+
+    def value(self, hour: float) -> float:
+        points = self.points
+        if len(points) == 1:
+            return points[0][1]
+        hours = [point[0] for point in points]
+        index = bisect.bisect_right(hours, hour)
+        before = points[index - 1] if index > 0 else (points[-1][0] - 24, points[-1][1])
+        after = points[index] if index < len(points) else (points[0][0] + 24, points[0][1])
+        span = after[0] - before[0]
+        if span <= 0:
+            return after[1]
+        return before[1] + (after[1] - before[1]) * (hour - before[0]) / span
+
+    def extremes(self) -> tuple[int, int]:
+        values = [int(value + 0.5) for _, value in self.points]
+        return min(values), max(values)
+
+
+@dataclass(frozen=True)
+class PoolSpec:
+    name: str
+    machine_type: str
+    allocatable: Mapping[str, str]
+    zones: tuple[str, ...]
+    min_nodes: int
+    max_nodes: int
+    initial_nodes: int | None = None  # None: as many as the starting workload needs
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[JsonObject, ...] = ()
+
+
+@dataclass(frozen=True)
+class DaemonSetSpec:
+    """A pod on every node of the named pools (all pools when None); `mirror` for static pods."""
+
+    namespace: str
+    name: str
+    template: JsonObject
+    pools: tuple[str, ...] | None = None
+    mirror: bool = False
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """A Deployment's ReplicaSet (or any owner that recreates its pods), or a StatefulSet (`ordinal`)."""
+
+    namespace: str
+    owner_kind: str
+    owner_name: str
+    template: JsonObject
+    replicas: Curve
+    pool: str | None = None  # where its pods go, for the lower bound of pending pods
+    startup_seconds: int = 30
+    ordinal: bool = False  # StatefulSet: pods <name>-0, -1, ...; scale down from the highest
+    claims: tuple[str, ...] = ()  # StatefulSet volumeClaimTemplates: one PersistentVolumeClaim per pod
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.namespace, self.owner_kind, self.owner_name)
+
+
+@dataclass(frozen=True)
+class CronJobSpec:
+    """Starts a Job every `every_minutes` (within `active_hours`); each pod runs for a drawn duration."""
+
+    namespace: str
+    name: str
+    template: JsonObject
+    every_minutes: int
+    parallelism: int
+    duration_minutes: tuple[int, int]
+    active_hours: tuple[tuple[float, float], ...] | None = None
+    pool: str | None = None
+
+    def active_at(self, moment: datetime) -> bool:
+        if self.active_hours is None:
+            return True
+        hour = moment.hour + moment.minute / 60
+        for start, end in self.active_hours:
+            if (start <= hour < end) if start <= end else (hour >= start or hour < end):
+                return True
+        return False
+
+
+@dataclass(frozen=True)
+class AutoscalerSettings:
+    """The Cluster Autoscaler's flags as GKE sets them (GKE exposes none of them)."""
+
+    utilization_threshold: float = 0.5
+    unneeded_seconds: int = 600
+    delay_after_add_seconds: int = 600
+    provisioning_seconds: int = 120
+    max_pod_eviction_seconds: int = 120
+
+
+@dataclass(frozen=True)
+class Setup:
+    name: str
+    description: str
+    seed: int
+    start: datetime  # when the measured period begins
+    hours: float
+    warmup_hours: float  # simulated with the Cluster Autoscaler alone before `start`, shared by all strategies
+    step_seconds: int
+    night_plateau: tuple[float, float] | None  # hours of the day
+    pools: tuple[PoolSpec, ...]
+    daemonsets: tuple[DaemonSetSpec, ...]
+    workloads: tuple[WorkloadSpec, ...]
+    cronjobs: tuple[CronJobSpec, ...]
+    pdbs: tuple[JsonObject, ...]
+    autoscaler: AutoscalerSettings
+    config: Config  # node-compactor's configuration; estafette reads the same pool settings
+    initial_nodes: tuple[JsonObject, ...] = ()  # a kubectl snapshot's objects, when starting from one
+    initial_pods: tuple[JsonObject, ...] = ()
+    run_budget_seconds: float = 240.0  # a node-compactor run's time budget (COMPACTOR_RUN_BUDGET_SECONDS)
+    source: str = ""
+
+    def pool(self, name: str) -> PoolSpec | None:
+        return next((pool for pool in self.pools if pool.name == name), None)

@@ -1,0 +1,237 @@
+"""A simulation's results for people (a table) and programs (JSON).
+
+Every figure is per strategy over the measured period: node-hours (nodes
+plus VMs being provisioned, what is billed), the change against the Cluster
+Autoscaler alone, the node count, the gap to the lower bound at the night
+plateau, pods evicted or deleted (by anyone) and per node removed, pod-minutes
+spent pending, PodDisruptionBudget violations, and displaced pods whose
+replacement found no node (each also by the actor that caused it).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import orjson
+
+from compactor.simulation.runner import Results, StrategyResult
+
+LOWER_BOUND = "lower-bound"
+
+
+def summarize(results: Results) -> dict[str, Any]:
+    setup = results.setup
+    step_hours = setup.step_seconds / 3600
+    baseline = next((s for s in results.strategies if s.name == "ca-alone"), None)
+    base_hours = sum(baseline.series.nodes) * step_hours if baseline is not None else None
+    window = plateau_window(results)
+    strategies = [_strategy(s, results, step_hours, base_hours, window) for s in results.strategies]
+    bound_hours = sum(results.lower_bound) * step_hours
+    lower = {
+        "name": LOWER_BOUND,
+        "nodeHours": round(bound_hours, 1),
+        "vsCaAlone": _change(bound_hours, base_hours),
+        "nodes": _nodes(results.lower_bound),
+        "byPool": {pool: _nodes(series) for pool, series in sorted(results.lower_bound_by_pool.items())},
+        "series": {"nodes": results.lower_bound},
+    }
+    return {
+        "scenario": {
+            "name": setup.name,
+            "description": setup.description,
+            "source": setup.source,
+            "start": setup.start.isoformat().replace("+00:00", "Z"),
+            "hours": setup.hours,
+            "warmupHours": setup.warmup_hours,
+            "stepSeconds": setup.step_seconds,
+            "seed": setup.seed,
+            "nightPlateau": list(setup.night_plateau) if setup.night_plateau else None,
+            "pools": [
+                {"name": p.name, "machineType": p.machine_type, "minNodes": p.min_nodes, "maxNodes": p.max_nodes}
+                for p in setup.pools
+            ],
+            "startNodes": results.start_nodes,
+        },
+        "minutes": results.strategies[0].series.minutes if results.strategies else [],
+        "strategies": [*strategies, lower],
+        "seconds": round(results.seconds, 1),
+    }
+
+
+def plateau_window(results: Results) -> tuple[int, int] | None:
+    """Steps [first, last] of the first night plateau in the measured period."""
+    plateau = results.setup.night_plateau
+    if plateau is None or not results.strategies:
+        return None
+    begin, end = plateau
+    steps = [
+        index
+        for index, minutes in enumerate(results.strategies[0].series.minutes)
+        if _in_hours(results.setup.start + timedelta(minutes=minutes), begin, end)
+    ]
+    if not steps:
+        return None
+    first = steps[0]
+    last = first
+    while last + 1 in steps:
+        last += 1
+    return first, last
+
+
+def _in_hours(moment: datetime, begin: float, end: float) -> bool:
+    hour = moment.hour + moment.minute / 60
+    return begin <= hour < end if begin <= end else hour >= begin or hour < end
+
+
+def _strategy(
+    result: StrategyResult,
+    results: Results,
+    step_hours: float,
+    base_hours: float | None,
+    window: tuple[int, int] | None,
+) -> dict[str, Any]:
+    recorder = result.recorder
+    node_hours = sum(result.series.nodes) * step_hours
+    disruptions = recorder.disruptions()
+    actors = sorted(set(recorder.evicted) | set(recorder.deleted))
+    return {
+        "name": result.name,
+        "nodeHours": round(node_hours, 1),
+        "vsCaAlone": _change(node_hours, base_hours),
+        "nodes": _nodes(result.series.nodes),
+        "nightPlateau": _plateau(result.series.nodes, results.lower_bound, window),
+        "nodesAdded": recorder.nodes_added,
+        "nodesRemoved": recorder.nodes_removed,
+        "evictions": disruptions,
+        "evictionsByActor": {
+            actor: {"evicted": recorder.evicted[actor], "deleted": recorder.deleted[actor]} for actor in actors
+        },
+        "evictionsPerNodeRemoved": round(disruptions / recorder.nodes_removed, 1) if recorder.nodes_removed else None,
+        "pendingPodMinutes": round(recorder.pending_pod_seconds / 60),
+        "pdbViolations": sum(recorder.pdb_violations.values()),
+        "pdbViolationsByActor": dict(sorted(recorder.pdb_violations.items())),
+        "noPlace": sum(recorder.no_place.values()),
+        "noPlaceByActor": dict(sorted(recorder.no_place.items())),
+        "unplaceablePods": len(recorder.unplaceable),
+        "lostJobMinutes": round(recorder.lost_job_seconds / 60),
+        "runs": result.summary,
+        "failures": result.failures[:20],
+        "seconds": round(result.seconds, 1),
+        "series": {"nodes": result.series.nodes, "pending": result.series.pending},
+    }
+
+
+def _change(value: float, base: float | None) -> float | None:
+    if base is None or base <= 0:
+        return None
+    return round((value - base) / base, 4)
+
+
+def _nodes(series: list[int]) -> dict[str, Any]:
+    if not series:
+        return {"start": None, "min": None, "max": None, "mean": None, "end": None}
+    return {
+        "start": series[0],
+        "min": min(series),
+        "max": max(series),
+        "mean": round(sum(series) / len(series), 1),
+        "end": series[-1],
+    }
+
+
+def _plateau(nodes: list[int], bound: list[int], window: tuple[int, int] | None) -> dict[str, Any] | None:
+    if window is None or not bound:
+        return None
+    first, last = window
+    span = range(first, last + 1)
+    mean_nodes = sum(nodes[i] for i in span) / len(span)
+    mean_bound = sum(bound[i] for i in span) / len(span)
+    gap = nodes[last] - bound[last]
+    return {
+        "meanNodes": round(mean_nodes, 1),
+        "meanLowerBound": round(mean_bound, 1),
+        "meanGapPercent": round(100 * (mean_nodes - mean_bound) / mean_bound, 1) if mean_bound else None,
+        "endNodes": nodes[last],
+        "endLowerBound": bound[last],
+        "endGapNodes": gap,
+        "endGapPercent": round(100 * gap / bound[last], 1) if bound[last] else None,
+    }
+
+
+def to_json(results: Results) -> bytes:
+    return orjson.dumps(summarize(results), option=orjson.OPT_INDENT_2)
+
+
+def to_table(results: Results) -> str:
+    data = summarize(results)
+    scenario = data["scenario"]
+    lines = [
+        f"{scenario['name']}: {_hours(scenario['hours'])} from {scenario['start']} in {scenario['stepSeconds']} s steps"
+        + (
+            f", after a {_hours(scenario['warmupHours'])} warm-up with the Cluster Autoscaler alone"
+            if scenario["warmupHours"]
+            else ""
+        ),
+        "",
+    ]
+    header = [
+        "STRATEGY",
+        "NODE-HOURS",
+        "VS CA ALONE",
+        "NODES MIN-MAX",
+        "NIGHT GAP",
+        "REMOVED",
+        "EVICTIONS",
+        "PER NODE",
+        "PENDING POD-MIN",
+        "PDB VIOLATIONS",
+        "NO PLACE",
+    ]
+    rows = [header]
+    for item in data["strategies"]:
+        bound = item["name"] == LOWER_BOUND
+        plateau = item.get("nightPlateau")
+        rows.append(
+            [
+                item["name"],
+                f"{item['nodeHours']:.1f}",
+                "-" if item["vsCaAlone"] is None or item["name"] == "ca-alone" else f"{item['vsCaAlone'] * 100:+.1f}%",
+                f"{item['nodes']['min']}-{item['nodes']['max']}",
+                "-" if not plateau else f"{plateau['endGapNodes']:+d} ({plateau['endGapPercent']:.0f}%)",
+                "-" if bound else str(item["nodesRemoved"]),
+                "-" if bound else str(item["evictions"]),
+                "-" if bound or item["evictionsPerNodeRemoved"] is None else f"{item['evictionsPerNodeRemoved']:.1f}",
+                "-" if bound else str(item["pendingPodMinutes"]),
+                "-" if bound else str(item["pdbViolations"]),
+                "-" if bound else str(item["noPlace"]),
+            ]
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    for row in rows:
+        cells = [cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row)]
+        lines.append("  ".join(cells).rstrip())
+    lines.append("")
+    if scenario["nightPlateau"]:
+        begin, end = scenario["nightPlateau"]
+        lines.append(
+            "NIGHT GAP: nodes minus the lower bound at the end of the night plateau "
+            f"({_clock(begin)}-{_clock(end)} UTC)."
+        )
+    lines.append(
+        "EVICTIONS: pods evicted or deleted by any actor; PER NODE: per node removed; NO PLACE: displaced pods "
+        "whose replacement found no node."
+    )
+    for item in data["strategies"]:
+        if item.get("failures"):
+            lines.append(f"{item['name']}: {len(item['failures'])} failed run(s), first: {item['failures'][0]}")
+    lines.append(f"Simulated in {data['seconds']:.1f} s.")
+    return "\n".join(lines) + "\n"
+
+
+def _hours(value: float) -> str:
+    return f"{value:g} h"
+
+
+def _clock(hour: float) -> str:
+    return f"{int(hour):02d}:{round((hour % 1) * 60):02d}"

@@ -1,0 +1,200 @@
+"""The time loop: one starting cluster, each strategy on its own copy of it, metrics at every step.
+
+The starting cluster is built once: pools at their initial size (or a
+kubectl snapshot's objects), the workload created and scheduled, nodes added
+until every pod runs, then `warmup_hours` with the Cluster Autoscaler alone,
+so every strategy starts from the state a day of GKE leaves behind. Each
+strategy then runs on a deep copy of it for `hours` in steps of
+`step_seconds`. A step: provisioned VMs join, controllers and the scheduler
+settle, the strategy acts (node-compactor every 5 minutes), the cluster
+settles, the Cluster Autoscaler takes its turn, the cluster settles again,
+and the step is measured.
+
+The lower bound is measured on the Cluster Autoscaler's run (the workload is
+the same in every run): per pool, the fewest nodes of the pool's machine
+type whose allocatable, less the DaemonSet pods every node carries, holds
+the requests of all pods that are not DaemonSet pods, cpu and memory each.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from compactor import snapshot as parsing
+from compactor.core.model import Resources
+from compactor.simulation.autoscaler import BOOTSTRAP_AGE, Autoscaler
+from compactor.simulation.controllers import Controllers
+from compactor.simulation.metrics import Recorder, Series
+from compactor.simulation.model import Setup
+from compactor.simulation.scheduler import Scheduler
+from compactor.simulation.strategies import ClusterAutoscalerAlone, Estafette, NodeCompactor, Strategy
+from compactor.simulation.world import World
+
+STRATEGIES = ("ca-alone", "estafette", "node-compactor")
+BOOTSTRAP_ROUNDS = 50
+
+Progress = Callable[[str, float], None]
+
+
+@dataclass
+class Cluster:
+    world: World
+    controllers: Controllers
+    scheduler: Scheduler
+    autoscaler: Autoscaler
+
+    def settle(self, desired_at: datetime, at: datetime) -> None:
+        self.controllers.reconcile(desired_at, at)
+        self.scheduler.schedule(at)
+
+    def step(self, strategy: Strategy, now: datetime) -> None:
+        self.world.now = now
+        self.autoscaler.provision(now)
+        self.settle(now, now)
+        strategy.act(now)
+        self.settle(now, now)
+        self.autoscaler.step(now)
+        self.settle(now, now)
+
+
+@dataclass
+class StrategyResult:
+    name: str
+    recorder: Recorder
+    series: Series
+    summary: dict[str, int]
+    failures: list[str]
+    seconds: float
+
+
+@dataclass
+class Results:
+    setup: Setup
+    strategies: list[StrategyResult]
+    lower_bound: list[int]
+    lower_bound_by_pool: dict[str, list[int]]
+    seconds: float = 0.0
+    start_nodes: int = 0
+
+
+def build(setup: Setup) -> Cluster:
+    """The starting cluster, before the warm-up."""
+    begin = setup.start - timedelta(hours=setup.warmup_hours)
+    world = World(start=begin, pool_label=setup.config.pool_label, pools=setup.pools)
+    controllers = Controllers(world, setup)
+    scheduler = Scheduler(world, setup.config, setup.seed)
+    autoscaler = Autoscaler(world, setup, controllers)
+    cluster = Cluster(world, controllers, scheduler, autoscaler)
+    for pdb in setup.pdbs:
+        world.add_pdb(pdb)
+    for node in setup.initial_nodes:
+        world.add_node(node)
+    for pod in setup.initial_pods:
+        world.add_pod(pod, ready=True)
+    for pool in setup.pools:
+        for index in range(pool.initial_nodes or 0):
+            zone = pool.zones[index % len(pool.zones)]
+            autoscaler.add_node(pool, zone, autoscaler.new_node_name(pool.name), begin - BOOTSTRAP_AGE)
+    for _ in range(BOOTSTRAP_ROUNDS):
+        cluster.settle(begin, begin)
+        if not autoscaler.scale_up(begin, instant=True):
+            break
+    cluster.settle(begin, begin)
+    return cluster
+
+
+def run(setup: Setup, *, progress: Progress | None = None, strategies: tuple[str, ...] = STRATEGIES) -> Results:
+    started = time.monotonic()
+    base = build(setup)
+    warmup_steps = int(setup.warmup_hours * 3600 // setup.step_seconds)
+    begin = setup.start - timedelta(hours=setup.warmup_hours)
+    alone = ClusterAutoscalerAlone()
+    for index in range(warmup_steps):
+        base.step(alone, begin + timedelta(seconds=index * setup.step_seconds))
+        if progress is not None and index % 30 == 0:
+            progress("warm-up", index / max(1, warmup_steps))
+    results = Results(setup, [], [], {}, start_nodes=base.autoscaler.billed_nodes())
+    for name in strategies:
+        cluster = copy.deepcopy(base)
+        cluster.world.recorder = Recorder()
+        results.strategies.append(_measure(setup, cluster, name, results, progress))
+    results.seconds = time.monotonic() - started
+    return results
+
+
+def _strategy(name: str, setup: Setup, cluster: Cluster) -> Strategy:
+    if name == "ca-alone":
+        return ClusterAutoscalerAlone()
+    if name == "estafette":
+        return Estafette(cluster.world, setup.config, setup.seed)
+    if name == "node-compactor":
+        return NodeCompactor(cluster.world, setup.config, cluster.settle, setup.run_budget_seconds)
+    raise ValueError(f"unknown strategy {name}")
+
+
+def _measure(setup: Setup, cluster: Cluster, name: str, results: Results, progress: Progress | None) -> StrategyResult:
+    started = time.monotonic()
+    strategy = _strategy(name, setup, cluster)
+    steps = int(setup.hours * 3600 // setup.step_seconds)
+    series = Series()
+    world = cluster.world
+    bound_wanted = not results.lower_bound
+    for index in range(steps):
+        now = setup.start + timedelta(seconds=index * setup.step_seconds)
+        cluster.step(strategy, now)
+        pending = len(world.pending())
+        world.recorder.pending_pod_seconds += pending * setup.step_seconds
+        series.minutes.append(index * setup.step_seconds / 60)
+        series.nodes.append(cluster.autoscaler.billed_nodes())
+        series.pending.append(pending)
+        for pool, count in cluster.autoscaler.billed_by_pool().items():
+            series.nodes_by_pool.setdefault(pool, [0] * index).append(count)
+        for pool_series in series.nodes_by_pool.values():
+            if len(pool_series) < index + 1:
+                pool_series.append(0)
+        if bound_wanted:
+            by_pool = lower_bound(setup, cluster)
+            for pool, count in by_pool.items():
+                results.lower_bound_by_pool.setdefault(pool, []).append(count)
+            results.lower_bound.append(sum(by_pool.values()))
+        if progress is not None and index % 20 == 0:
+            progress(name, index / max(1, steps))
+    if progress is not None:
+        progress(name, 1.0)
+    series.lower_bound = results.lower_bound
+    elapsed = time.monotonic() - started
+    return StrategyResult(name, world.recorder, series, strategy.summary(), list(strategy.failures), elapsed)
+
+
+def lower_bound(setup: Setup, cluster: Cluster) -> dict[str, int]:
+    world = cluster.world
+    wanted: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    first_pool = setup.pools[0].name if setup.pools else ""
+    for key, pod in world.pod_records():
+        if pod.stays_on_node or pod.is_terminal:
+            continue
+        home = world.node_pool(pod.node_name) if pod.node_name is not None else world.pool_hint.get(key)
+        totals = wanted[home or first_pool]
+        totals[0] += pod.requests.cpu_millis
+        totals[1] += pod.requests.memory_bytes
+    bounds = {}
+    for pool in setup.pools:
+        cpu, memory = wanted.get(pool.name, [0, 0])
+        allocatable = _allocatable(pool.allocatable)
+        daemons = cluster.controllers.daemon_requests(pool.name)
+        room_cpu = allocatable.cpu_millis - daemons.cpu_millis
+        room_memory = allocatable.memory_bytes - daemons.memory_bytes
+        by_cpu = math.ceil(cpu / room_cpu) if room_cpu > 0 else 0
+        by_memory = math.ceil(memory / room_memory) if room_memory > 0 else 0
+        bounds[pool.name] = max(by_cpu, by_memory, pool.min_nodes)
+    return bounds
+
+
+def _allocatable(amounts: Mapping[str, str]) -> Resources:
+    return parsing.parse_node({"metadata": {"name": "pool"}, "status": {"allocatable": dict(amounts)}}).allocatable

@@ -1,0 +1,107 @@
+"""kube-scheduler as GKE runs it by default: the planner's predicates, then least-allocated scoring.
+
+Pending pods are taken in queue order (priority, then age). A node is
+feasible when `compactor.core.fit`'s `why_not` finds nothing against it (the
+very predicates the planner proves a drain with: resources, pod count,
+taints, node selectors and affinity, host ports, pod (anti-)affinity,
+topology spread, volume zone). Among feasible nodes the one with the most
+free cpu and memory after placement wins (NodeResourcesFit LeastAllocated,
+integer scores as the scheduler computes them); ties are broken at random,
+from the run's seed. A pod that fits nowhere is marked Unschedulable, which
+is what the Cluster Autoscaler and the planner read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from datetime import datetime
+
+from compactor.config import Config
+from compactor.core import fit
+from compactor.core.cluster import ClusterView, NodeState
+from compactor.core.model import ZERO, Node, Pod, Snapshot
+from compactor.simulation.world import World
+
+_NO_POOLS = Config.model_validate({})
+
+
+def node_state(node: Node, pods: tuple[Pod, ...] = (), config: Config = _NO_POOLS) -> NodeState:
+    """A NodeState for a node outside any snapshot, built the way the planner builds its own."""
+    return ClusterView(Snapshot(nodes=(node,), pods=pods), config).nodes[node.name]
+
+
+# The source of a scheduling simulation when pods come from nowhere: a node that does not exist.
+NOWHERE = node_state(Node(name="", allocatable=ZERO, allocatable_pods=0))
+
+
+def prepared(world: World, key: str, simulation: fit.Simulation) -> Pod:
+    """The pod as the predicates must see it: bound volumes pin it to their zone, unbound ones do not."""
+    pod = world.pod_record(key)
+    if not pod.pvc_names:
+        return pod
+    zone = world.volume_zone(key)
+    if zone is None:
+        # WaitForFirstConsumer: the claim is bound in whatever zone the pod lands in.
+        return dataclasses.replace(pod, pvc_names=())
+    simulation.source_zone = zone
+    return pod
+
+
+class Scheduler:
+    def __init__(self, world: World, config: Config, seed: int) -> None:
+        self.world = world
+        self.config = config
+        self._ties = random.Random(f"{seed}:scheduler")
+
+    def schedule(self, at: datetime) -> int:
+        """Place what can be placed; returns how many pods were bound."""
+        pending = self.world.pending()
+        if not pending:
+            return 0
+        view = ClusterView(self.world.snapshot(at), self.config)
+        targets = sorted((state for state in view.nodes.values() if state.schedulable), key=lambda s: s.name)
+        simulation = fit.Simulation(view, NOWHERE, targets)
+        used = {t.name: [t.requested.cpu_millis, t.requested.memory_bytes] for t in targets}
+        bound = 0
+        recorder = self.world.recorder
+        for key in pending:
+            pod = prepared(self.world, key, simulation)
+            best: NodeState | None = None
+            best_score = -1
+            ties = 0
+            for target in simulation.targets:
+                if simulation.why_not(pod, target) is not None:
+                    continue
+                score = _least_allocated(target, used[target.name], pod)
+                if score > best_score:
+                    best, best_score, ties = target, score, 1
+                elif score == best_score:
+                    ties += 1
+                    if self._ties.randrange(ties) == 0:
+                        best = target
+            if best is None:
+                first_attempt = self.world.mark_unschedulable(key)
+                actor = self.world.displaced_by.get(key)
+                if first_attempt and actor is not None:
+                    recorder.no_place[actor] += 1
+                continue
+            simulation.place(pod, best)
+            used[best.name][0] += pod.requests.cpu_millis
+            used[best.name][1] += pod.requests.memory_bytes
+            self.world.bind(key, best.name, at)
+            bound += 1
+        return bound
+
+
+def _least_allocated(target: NodeState, used: list[int], pod: Pod) -> int:
+    allocatable = target.node.allocatable
+    cpu = _free_share(allocatable.cpu_millis, used[0] + pod.requests.cpu_millis)
+    memory = _free_share(allocatable.memory_bytes, used[1] + pod.requests.memory_bytes)
+    return (cpu + memory) // 2
+
+
+def _free_share(capacity: int, requested: int) -> int:
+    if capacity <= 0 or requested > capacity:
+        return 0
+    return (capacity - requested) * 100 // capacity

@@ -1,0 +1,206 @@
+"""What acts on the cluster besides the Cluster Autoscaler: nothing, estafette's algorithm, or node-compactor.
+
+- `ClusterAutoscalerAlone`: GKE as it is.
+- `Estafette`: estafette-k8s-node-compactor's loop as published (main.go and
+  its README): every 5 minutes (±25% jitter), per enabled pool, mark nodes
+  whose cpu request ratio is under the limit; when the pool's underutilized
+  nodes (not in progress, older than the minimum age) number at least
+  `required x (in progress + 1)`, pick the lowest-cpu node marked for the
+  needed time with no pod that prevents removal (safe-to-evict false; local
+  storage or no replicating owner outside kube-system), cordon it with its
+  state annotation and DELETE its pods outside kube-system that no
+  DaemonSet owns. No fit check, no PodDisruptionBudget. It reads the
+  matching fields of node-compactor's configuration (the format it shares).
+- `NodeCompactor`: the real planner and the live executor every 5 minutes,
+  through `port.SimulatedCluster`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from compactor import executor as live
+from compactor.config import Config
+from compactor.core import planner
+from compactor.core.cluster import ClusterView, NodeState
+from compactor.core.timing import format_stamp
+from compactor.errors import RunFailedError
+from compactor.simulation.port import SimulatedCluster
+from compactor.simulation.world import World
+
+ESTAFETTE_STATE = "estafette.io/node-compactor-state"
+REPLICATING_OWNERS = frozenset({"ReplicationController", "Job", "ReplicaSet", "StatefulSet"})
+SYSTEM_NAMESPACE = "kube-system"
+RUN_INTERVAL = timedelta(minutes=5)
+
+
+class Strategy(Protocol):
+    name: str
+    failures: list[str]  # problems of runs that failed
+
+    def act(self, now: datetime) -> None: ...
+
+    def summary(self) -> dict[str, int]: ...
+
+
+class ClusterAutoscalerAlone:
+    name = "ca-alone"
+
+    def __init__(self) -> None:
+        self.failures: list[str] = []
+
+    def act(self, now: datetime) -> None:
+        return None
+
+    def summary(self) -> dict[str, int]:
+        return {}
+
+
+@dataclass
+class Estafette:
+    world: World
+    config: Config
+    seed: int
+    name: str = "estafette"
+    marks: dict[str, datetime] = field(default_factory=dict)
+    next_run: datetime | None = None
+    nodes_picked: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._jitter = random.Random(f"{self.seed}:estafette")
+
+    def act(self, now: datetime) -> None:
+        if self.next_run is not None and now < self.next_run:
+            return
+        seconds = RUN_INTERVAL.total_seconds()
+        self.next_run = now + timedelta(seconds=seconds * 0.75 + self._jitter.random() * seconds * 0.5)
+        view = ClusterView(self.world.snapshot(now), self.config)
+        for pool_name in sorted(name for name in view.nodes_by_pool if name is not None):
+            self._pool(view, pool_name, now)
+
+    def _pool(self, view: ClusterView, pool_name: str, now: datetime) -> None:
+        pool = self.config.enabled_pool(pool_name)
+        if pool is None or pool.cpu_limit is None:
+            return
+        states = sorted(view.nodes_by_pool[pool_name], key=lambda s: s.name)
+        in_progress = [s for s in states if ESTAFETTE_STATE in s.node.annotations]
+        under = []
+        for state in states:
+            ratio = state.cpu_ratio if state.cpu_ratio is not None else 1.0
+            progressing = ESTAFETTE_STATE in state.node.annotations
+            if ratio < pool.cpu_limit and not progressing:
+                self.marks.setdefault(state.name, now)
+                created = state.node.created
+                if created is not None and (now - created).total_seconds() > pool.minimum_node_age_seconds:
+                    under.append(state)
+            else:
+                self.marks.pop(state.name, None)
+        if len(under) < pool.required_underutilized * (len(in_progress) + 1):
+            return
+        candidates = [
+            s
+            for s in under
+            if (now - self.marks[s.name]).total_seconds() >= pool.needed_marked_seconds and not _prevents_removal(s)
+        ]
+        if not candidates:
+            return
+        pick = min(candidates, key=lambda s: (s.cpu_ratio or 0.0, s.name))
+        state_value = json.dumps({"scaleDownInProgress": True, "lastUpdated": format_stamp(now)})
+        patch = {"spec": {"unschedulable": True}, "metadata": {"annotations": {ESTAFETTE_STATE: state_value}}}
+        self.world.patch_node(pick.name, patch)
+        self.nodes_picked += 1
+        self.marks.pop(pick.name, None)
+        for pod in pick.pods:
+            if pod.controller_kind == "DaemonSet" or pod.namespace == SYSTEM_NAMESPACE:
+                continue
+            self.world.delete_pod(pod.key, actor=self.name, at=now)
+
+    def summary(self) -> dict[str, int]:
+        return {"nodesCordoned": self.nodes_picked}
+
+
+def _prevents_removal(state: NodeState) -> bool:
+    """estafette's hasPodWhichPreventsNodeRemoval."""
+    for pod in state.pods:
+        if pod.safe_to_evict is False:
+            return True
+        daemon = pod.controller_kind == "DaemonSet"
+        if pod.namespace != SYSTEM_NAMESPACE and not daemon:
+            if pod.local_storage and pod.safe_to_evict is not True:
+                return True
+            if pod.controller_kind not in REPLICATING_OWNERS:
+                return True
+    return False
+
+
+@dataclass
+class NodeCompactor:
+    world: World
+    config: Config
+    settle: Callable[[datetime, datetime], None]  # (step time, moment): the cluster goes on during a run
+    budget_seconds: float
+    name: str = "node-compactor"
+    next_run: datetime | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+
+    def act(self, now: datetime) -> None:
+        if self.next_run is not None and now < self.next_run:
+            return
+        self.next_run = now + RUN_INTERVAL
+        snapshot = self.world.snapshot(now)
+        plan = planner.plan(snapshot, self.config, now=now)
+        port = SimulatedCluster(
+            self.world,
+            actor=self.name,
+            run_start=now,
+            settle=lambda moment: self.settle(now, moment),
+            budget_seconds=self.budget_seconds,
+        )
+        port.expect_evictions(plan.decision.evictions)
+        run = live.Executor(
+            port,
+            self.config,
+            clock=lambda: now,
+            budget=live.Budget(deadline=self.budget_seconds, monotonic=port.monotonic, sleep=port.sleep),
+            dry_run=self.config.dry_run,
+        )
+        self._count("runs")
+        try:
+            with _quiet(live.log):
+                outcome = run.execute(plan, snapshot)
+        except RunFailedError as error:
+            self._count("failedRuns")
+            self.failures.extend(error.problems)
+            return
+        port.check_consumed()
+        self._count("drainsStarted", outcome.drain_started)
+        self._count("drainsCompleted", outcome.drain_completed)
+        self._count("rollbacks", outcome.rolled_back)
+        self._count("staleDecisions", outcome.stale is not None)
+
+    def _count(self, what: str, happened: bool = True) -> None:
+        if happened:
+            self.counts[what] = self.counts.get(what, 0) + 1
+
+    def summary(self) -> dict[str, int]:
+        return dict(self.counts)
+
+
+@contextlib.contextmanager
+def _quiet(logger: logging.Logger) -> Iterator[None]:
+    """The executor logs for operators; a simulation of hundreds of runs must not print them."""
+    was = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = was

@@ -1,0 +1,416 @@
+"""The simulated cluster: Node, Pod and PodDisruptionBudget objects as Kubernetes JSON, and the API's rules.
+
+Objects are stored as the API server would return them, with a
+resourceVersion counter, and each also as the planner's parsed record
+(`compactor.snapshot`), kept in step so a snapshot costs no parsing. Objects
+are replaced on every change, never mutated in place, so a dict handed out
+stays valid. The API's rules live here: a merge patch with a resourceVersion
+precondition, and the Eviction API, which refuses what a
+PodDisruptionBudget does not allow (the disruption controller's arithmetic:
+expected pods from the owners' scale, minAvailable and maxUnavailable as
+numbers or percentages rounded up, unhealthy pods evictable while the budget
+holds). A direct DELETE is never refused; one a budget did not allow counts
+as a violation.
+
+Not thread-safe: `port.SimulatedCluster` serializes the executor's calls.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from compactor import snapshot as parsing
+from compactor.core.model import Node, Pdb, Pod, PoolAutoscaling, Snapshot
+from compactor.core.selectors import selector_matches
+from compactor.kube import ConflictError, EvictionResult, NotFoundError
+from compactor.simulation.metrics import Recorder
+from compactor.simulation.model import JsonObject, PoolSpec
+
+OwnerKey = tuple[str, str, str]  # namespace, kind, name
+READY_LONG_AGO = timedelta(hours=1)
+
+
+def pod_key(obj: Mapping[str, Any]) -> str:
+    metadata = obj["metadata"]
+    return f"{metadata.get('namespace', 'default')}/{metadata['name']}"
+
+
+def owner_of(obj: Mapping[str, Any]) -> OwnerKey | None:
+    metadata = obj["metadata"]
+    for owner in metadata.get("ownerReferences") or ():
+        if owner.get("controller") is True:
+            return (metadata.get("namespace", "default"), owner["kind"], owner["name"])
+    return None
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch; returns a new object and leaves both arguments alone."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+class World:
+    def __init__(self, *, start: datetime, pool_label: str, pools: Sequence[PoolSpec]) -> None:
+        self.now = start
+        self.pool_label = pool_label
+        self.pool_autoscaling = {
+            pool.name: PoolAutoscaling(enabled=True, min_node_count=0, total_min_node_count=pool.min_nodes)
+            for pool in pools
+        }
+        self.recorder = Recorder()
+        self._resource_version = 0
+        self.nodes: dict[str, JsonObject] = {}
+        self._node_records: dict[str, Node] = {}
+        self.pods: dict[str, JsonObject] = {}
+        self._pod_records: dict[str, Pod] = {}
+        self._on_node: dict[str, dict[str, None]] = defaultdict(dict)
+        self._pending: dict[str, None] = {}
+        self._by_owner: dict[OwnerKey, dict[str, None]] = defaultdict(dict)
+        self._owner: dict[str, OwnerKey] = {}
+        self._seq: dict[str, int] = {}
+        self._next_seq = 0
+        self.bound_at: dict[str, datetime] = {}
+        self.ready_at: dict[str, datetime] = {}
+        self.startup: dict[str, int] = {}
+        self.finish_at: dict[str, datetime] = {}  # Job pods, once running
+        self.runtime: dict[str, float] = {}  # Job pods: seconds of work each must do
+        self.displaced_by: dict[str, str] = {}  # replacement pod -> the actor that disrupted its predecessor
+        self._tried: set[str] = set()  # displaced pods that already had a scheduling attempt
+        self.owed: dict[OwnerKey, list[str]] = defaultdict(list)  # owner -> actors of its disrupted pods
+        self.disrupted: list[OwnerKey] = []  # owners of disrupted pods, in the order it happened
+        self.pool_hint: dict[str, str] = {}
+        self.pvc_zone: dict[tuple[str, str], str] = {}
+        self.scales: dict[OwnerKey, int] = {}
+        self.pdbs: dict[str, JsonObject] = {}
+        self._pdb_records: dict[str, Pdb] = {}
+        self._pdb_members: dict[str, dict[str, None]] = {}
+        self.events: list[tuple[datetime, str, str, str]] = []
+
+    # -- bookkeeping --------------------------------------------------------------------------
+
+    def _bump(self) -> str:
+        self._resource_version += 1
+        return str(self._resource_version)
+
+    # -- nodes ----------------------------------------------------------------------------------
+
+    def add_node(self, obj: JsonObject) -> None:
+        name = obj["metadata"]["name"]
+        stored = {**obj, "metadata": {**obj["metadata"], "resourceVersion": self._bump()}}
+        self.nodes[name] = stored
+        self._node_records[name] = parsing.parse_node(stored)
+
+    def node_record(self, name: str) -> Node | None:
+        return self._node_records.get(name)
+
+    def node_pool(self, name: str) -> str | None:
+        record = self._node_records.get(name)
+        return record.labels.get(self.pool_label) if record is not None else None
+
+    def patch_node(self, name: str, patch: Mapping[str, Any]) -> JsonObject:
+        """A JSON merge patch; `metadata.resourceVersion` in it is a precondition, as on the API server."""
+        current = self.nodes.get(name)
+        if current is None:
+            raise NotFoundError(f"node {name} no longer exists")
+        wanted = (patch.get("metadata") or {}).get("resourceVersion")
+        if wanted is not None and wanted != current["metadata"]["resourceVersion"]:
+            raise ConflictError(f"node {name} changed since it was read")
+        updated: JsonObject = merge_patch(current, patch)
+        updated["metadata"]["resourceVersion"] = self._bump()
+        self.nodes[name] = updated
+        self._node_records[name] = parsing.parse_node(updated)
+        return updated
+
+    def delete_node(self, name: str, *, actor: str, at: datetime) -> None:
+        for key in list(self._on_node.get(name, ())):
+            record = self._pod_records[key]
+            self._remove_pod(key, actor=actor, at=at, disrupted=not record.stays_on_node)
+        self._on_node.pop(name, None)
+        self.nodes.pop(name, None)
+        self._node_records.pop(name, None)
+
+    # -- pods -----------------------------------------------------------------------------------
+
+    def add_pod(
+        self,
+        obj: JsonObject,
+        *,
+        startup_seconds: int = 30,
+        runtime_seconds: float | None = None,
+        pool_hint: str | None = None,
+        ready: bool = False,
+    ) -> str:
+        key = pod_key(obj)
+        if key in self.pods:
+            raise ValueError(f"pod {key} exists")
+        record = parsing.parse_pod(obj)
+        self.pods[key] = obj
+        self._pod_records[key] = record
+        self._seq[key] = self._next_seq
+        self._next_seq += 1
+        self.startup[key] = startup_seconds
+        if runtime_seconds is not None:
+            self.runtime[key] = runtime_seconds
+        if pool_hint is not None:
+            self.pool_hint[key] = pool_hint
+        owner = owner_of(obj)
+        if owner is not None:
+            self._owner[key] = owner
+            self._by_owner[owner][key] = None
+            owed = self.owed.get(owner)
+            if owed:
+                self.displaced_by[key] = owed.pop(0)
+        for pdb_key, pdb in self._pdb_records.items():
+            if pdb.namespace == record.namespace and selector_matches(pdb.selector, record.labels):
+                self._pdb_members[pdb_key][key] = None
+        if record.node_name is None:
+            self._pending[key] = None
+        else:
+            self._on_node[record.node_name][key] = None
+            node = self._node_records.get(record.node_name)
+            if node is not None and node.zone is not None:
+                for claim in record.pvc_names:
+                    self.pvc_zone.setdefault((record.namespace, claim), node.zone)
+            self.bound_at[key] = self.now - READY_LONG_AGO if ready else self.now
+            self.ready_at[key] = self.now - READY_LONG_AGO if ready else self.now + timedelta(seconds=startup_seconds)
+        return key
+
+    def pod_record(self, key: str) -> Pod:
+        return self._pod_records[key]
+
+    def pod_records(self) -> Iterable[tuple[str, Pod]]:
+        return self._pod_records.items()
+
+    def pod_owner(self, key: str) -> OwnerKey | None:
+        return self._owner.get(key)
+
+    def pods_on(self, node_name: str) -> list[str]:
+        return list(self._on_node.get(node_name, ()))
+
+    def owned(self, owner: OwnerKey) -> list[str]:
+        return list(self._by_owner.get(owner, ()))
+
+    def pending(self) -> list[str]:
+        """Unbound pods in the scheduling queue's order: higher priority first, then oldest first."""
+        return sorted(self._pending, key=lambda key: (-self._pod_records[key].priority, self._seq[key]))
+
+    def sequence(self, key: str) -> int:
+        return self._seq[key]
+
+    def is_ready(self, key: str, at: datetime) -> bool:
+        ready = self.ready_at.get(key)
+        return ready is not None and ready <= at
+
+    def bind(self, key: str, node_name: str, at: datetime) -> None:
+        obj = self.pods[key]
+        status = {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}]}
+        self.pods[key] = {**obj, "spec": {**obj["spec"], "nodeName": node_name}, "status": status}
+        record = self._pod_records[key]
+        self._pod_records[key] = dataclasses.replace(record, node_name=node_name, phase="Running", unschedulable=False)
+        self._pending.pop(key, None)
+        self._on_node[node_name][key] = None
+        self.bound_at[key] = at
+        self.ready_at[key] = at + timedelta(seconds=self.startup.get(key, 0))
+        if key in self.runtime:
+            self.finish_at[key] = at + timedelta(seconds=self.runtime[key])
+        self.displaced_by.pop(key, None)
+        node = self._node_records.get(node_name)
+        zone = node.zone if node is not None else None
+        if zone is not None:
+            for claim in record.pvc_names:
+                self.pvc_zone.setdefault((record.namespace, claim), zone)
+
+    def mark_unschedulable(self, key: str) -> bool:
+        """PodScheduled=False, reason Unschedulable. True on the pod's first failed attempt."""
+        record = self._pod_records[key]
+        if not record.unschedulable:
+            obj = self.pods[key]
+            condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+            self.pods[key] = {**obj, "status": {"phase": "Pending", "conditions": [condition]}}
+            self._pod_records[key] = dataclasses.replace(record, unschedulable=True)
+        first = key not in self._tried
+        self._tried.add(key)
+        return first
+
+    def volume_zone(self, key: str) -> str | None:
+        """The zone a pod's PersistentVolumeClaims are bound to; None while unbound."""
+        record = self._pod_records[key]
+        for claim in record.pvc_names:
+            zone = self.pvc_zone.get((record.namespace, claim))
+            if zone is not None:
+                return zone
+        return None
+
+    def evict(self, key: str, *, actor: str, at: datetime) -> EvictionResult:
+        """The Eviction API (policy/v1): refuses (429) what a PodDisruptionBudget does not allow."""
+        if key not in self.pods:
+            return EvictionResult("gone", f"pods {key!r} not found")
+        covering = self.covering_pdbs(key)
+        if len(covering) > 1:
+            return EvictionResult("retry", "this pod has more than one PodDisruptionBudget (HTTP 500)")
+        for pdb_key in covering:
+            if not self._eviction_allowed(pdb_key, key, at):
+                return EvictionResult(
+                    "blocked", f"Cannot evict pod as it would violate the pod's disruption budget {pdb_key}."
+                )
+        self._remove_pod(key, actor=actor, at=at, disrupted=True)
+        self.recorder.evicted[actor] += 1
+        return EvictionResult("evicted")
+
+    def delete_pod(self, key: str, *, actor: str, at: datetime) -> None:
+        """A direct DELETE: never refused; a disruption the pod's budget did not allow is a violation."""
+        if key not in self.pods:
+            return
+        if any(self.is_ready(key, at) and self.disruptions_allowed(pdb, at) <= 0 for pdb in self.covering_pdbs(key)):
+            self.recorder.pdb_violations[actor] += 1
+        self._remove_pod(key, actor=actor, at=at, disrupted=True)
+        self.recorder.deleted[actor] += 1
+
+    def scale_down(self, key: str, at: datetime) -> None:
+        """A controller removes a pod it no longer wants: not a disruption."""
+        self._remove_pod(key, actor="", at=at, disrupted=False)
+
+    def finish_jobs(self, at: datetime) -> list[OwnerKey]:
+        """Remove Job pods whose work is done by `at` (phase Succeeded); returns their Jobs, one per pod."""
+        done = sorted((key for key, end in self.finish_at.items() if end <= at), key=lambda key: self._seq[key])
+        jobs = []
+        for key in done:
+            owner = self._owner.get(key)
+            if owner is not None:
+                jobs.append(owner)
+            self._remove_pod(key, actor="", at=at, disrupted=False)
+        return jobs
+
+    def _remove_pod(self, key: str, *, actor: str, at: datetime, disrupted: bool) -> None:
+        record = self._pod_records.pop(key)
+        del self.pods[key]
+        if record.node_name is not None:
+            self._on_node[record.node_name].pop(key, None)
+        self._pending.pop(key, None)
+        owner = self._owner.pop(key, None)
+        if owner is not None:
+            self._by_owner[owner].pop(key, None)
+            if disrupted:
+                self.owed[owner].append(actor)
+                self.disrupted.append(owner)
+        if disrupted and key in self.finish_at:
+            self.recorder.lost_job_seconds += (at - self.bound_at[key]).total_seconds()
+        for members in self._pdb_members.values():
+            members.pop(key, None)
+        self.bound_at.pop(key, None)
+        self.ready_at.pop(key, None)
+        self.finish_at.pop(key, None)
+        self.startup.pop(key, None)
+        self.runtime.pop(key, None)
+        self.displaced_by.pop(key, None)
+        self._seq.pop(key, None)
+        self.pool_hint.pop(key, None)
+        self._tried.discard(key)
+
+    # -- PodDisruptionBudgets ---------------------------------------------------------------------
+
+    def add_pdb(self, obj: JsonObject) -> None:
+        metadata = obj["metadata"]
+        key = f"{metadata.get('namespace', 'default')}/{metadata['name']}"
+        record = parsing.parse_pdb(obj)
+        self.pdbs[key] = obj
+        self._pdb_records[key] = record
+        self._pdb_members[key] = {
+            pod: None
+            for pod, pod_record in self._pod_records.items()
+            if pod_record.namespace == record.namespace and selector_matches(record.selector, pod_record.labels)
+        }
+
+    def covering_pdbs(self, key: str) -> list[str]:
+        return [pdb_key for pdb_key, members in self._pdb_members.items() if key in members]
+
+    def set_scale(self, owner: OwnerKey, replicas: int) -> None:
+        self.scales[owner] = replicas
+
+    def _budget(self, pdb_key: str, at: datetime) -> tuple[int, int, int] | None:
+        """(currentHealthy, desiredHealthy, expectedPods), or None for a budget with no spec to compute."""
+        members = self._pdb_members[pdb_key]
+        healthy = sum(1 for key in members if self.is_ready(key, at))
+        owners: dict[OwnerKey | None, int] = defaultdict(int)
+        for key in members:
+            owners[self._owner.get(key)] += 1
+        expected = sum(count if owner is None else self.scales.get(owner, count) for owner, count in owners.items())
+        spec = self.pdbs[pdb_key].get("spec") or {}
+        if spec.get("minAvailable") is not None:
+            desired = _scaled(spec["minAvailable"], expected)
+        elif spec.get("maxUnavailable") is not None:
+            desired = max(0, expected - _scaled(spec["maxUnavailable"], expected))
+        else:
+            return None
+        return healthy, desired, expected
+
+    def disruptions_allowed(self, pdb_key: str, at: datetime) -> int:
+        budget = self._budget(pdb_key, at)
+        if budget is None:
+            return self._pdb_records[pdb_key].disruptions_allowed
+        healthy, desired, _ = budget
+        return max(0, healthy - desired)
+
+    def _eviction_allowed(self, pdb_key: str, key: str, at: datetime) -> bool:
+        budget = self._budget(pdb_key, at)
+        if budget is None:
+            return self._pdb_records[pdb_key].disruptions_allowed > 0
+        healthy, desired, _ = budget
+        if not self.is_ready(key, at):
+            return healthy >= desired  # unhealthyPodEvictionPolicy IfHealthyBudget
+        return healthy - desired > 0
+
+    def pdb_objects(self, at: datetime) -> list[JsonObject]:
+        result = []
+        for key, obj in self.pdbs.items():
+            budget = self._budget(key, at)
+            if budget is None:
+                result.append(obj)
+                continue
+            healthy, desired, expected = budget
+            status = {
+                "currentHealthy": healthy,
+                "desiredHealthy": desired,
+                "expectedPods": expected,
+                "disruptionsAllowed": max(0, healthy - desired),
+            }
+            result.append({**obj, "status": status})
+        return result
+
+    # -- what the planner and the scheduler read ------------------------------------------------
+
+    def snapshot(self, at: datetime) -> Snapshot:
+        pdbs = tuple(
+            dataclasses.replace(record, disruptions_allowed=self.disruptions_allowed(key, at))
+            for key, record in self._pdb_records.items()
+        )
+        return Snapshot(
+            nodes=tuple(self._node_records.values()),
+            pods=tuple(self._pod_records.values()),
+            pdbs=pdbs,
+            pool_autoscaling=self.pool_autoscaling,
+        )
+
+    def event(self, at: datetime, node: str, reason: str, message: str) -> None:
+        self.events.append((at, node, reason, message))
+        self.recorder.events[reason] += 1
+
+
+def _scaled(value: int | str, expected: int) -> int:
+    """An IntOrString of a PDB: a number, or a percentage of the expected pods rounded up."""
+    if isinstance(value, str) and value.endswith("%"):
+        return math.ceil(int(value[:-1]) * expected / 100)
+    return int(value)

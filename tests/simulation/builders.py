@@ -1,0 +1,145 @@
+"""Small builders for simulator tests: a world with nodes and pods, a scenario as a dict, a cluster from it."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from compactor.config import DEFAULT_POOL_LABEL
+from compactor.simulation import objects, runner, scenario
+from compactor.simulation.model import PoolSpec, Setup
+from compactor.simulation.world import World
+
+START = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+LONG_AGO = START - timedelta(days=2)
+POOL = "default-pool"
+SMALL = {"cpu": "4", "memory": "16Gi", "pods": "110"}
+
+
+def pool_spec(name: str = POOL, *, zones: tuple[str, ...] = ("zone-a",), min_nodes: int = 1) -> PoolSpec:
+    return PoolSpec(name, "e2-standard-4", dict(SMALL), zones, min_nodes, 20)
+
+
+def world(*pools: PoolSpec) -> World:
+    return World(start=START, pool_label=DEFAULT_POOL_LABEL, pools=pools or (pool_spec(),))
+
+
+def add_node(
+    target: World,
+    name: str,
+    *,
+    pool: str = POOL,
+    zone: str = "zone-a",
+    allocatable: Mapping[str, str] = SMALL,
+    taints: list[dict[str, str]] | None = None,
+    created: datetime = LONG_AGO,
+) -> None:
+    target.add_node(
+        objects.node_object(
+            name,
+            pool=pool,
+            pool_label=DEFAULT_POOL_LABEL,
+            zone=zone,
+            machine_type="e2-standard-4",
+            allocatable=allocatable,
+            labels={},
+            taints=list(taints or []),
+            created=created,
+        )
+    )
+
+
+def add_pod(
+    target: World,
+    name: str,
+    *,
+    node: str | None = None,
+    cpu: str = "500m",
+    memory: str = "512Mi",
+    app: str | None = None,
+    owner: tuple[str, str] | None = ("ReplicaSet", "rs"),
+    namespace: str = "default",
+    ready: bool = True,
+    **template: Any,
+) -> str:
+    pod = objects.stamp_pod(
+        objects.pod_template(
+            namespace=namespace, labels={"app": app or name}, requests={"cpu": cpu, "memory": memory}, **template
+        ),
+        name=name,
+        owner_kind=owner[0] if owner else None,
+        owner_name=owner[1] if owner else None,
+        created=target.now,
+        node_name=node,
+    )
+    return target.add_pod(pod, ready=ready)
+
+
+def add_pdb(target: World, app: str, **budget: int | str) -> str:
+    """`budget` in the API's spelling: minAvailable=2, maxUnavailable="25%"."""
+    pdb = objects.pdb_object(
+        "default",
+        app,
+        {"app": app},
+        min_available=budget.get("minAvailable"),
+        max_unavailable=budget.get("maxUnavailable"),
+    )
+    target.add_pdb(pdb)
+    return f"default/{app}"
+
+
+SCENARIO: dict[str, Any] = {
+    "name": "test",
+    "seed": 3,
+    "start": "2026-11-20T17:00:00Z",
+    "hours": 2,
+    "warmupHours": 0,
+    "stepSeconds": 60,
+    "profiles": {"evening": [[17, 1.0], [18, 0.7], [19, 0.45], [20, 0.4], [24, 0.4]]},
+    "pools": [{"name": POOL, "machineType": "e2-standard-4", "zones": ["zone-a", "zone-b"], "minNodes": 1}],
+    "daemonSets": [{"name": "agent", "requests": {"cpu": "100m", "memory": "200Mi"}}],
+    "deployments": [
+        {
+            "name": "web",
+            "pool": POOL,
+            "requests": {"cpu": "300m", "memory": "512Mi"},
+            "replicas": {"profile": "evening", "peak": 80},
+            "pdb": {"maxUnavailable": 1},
+        },
+        {
+            "name": "api",
+            "pool": POOL,
+            "requests": {"cpu": "500m", "memory": "1Gi"},
+            "replicas": {"profile": "evening", "peak": 40},
+            "pdb": {"minAvailable": "75%"},
+        },
+    ],
+    "compactor": {
+        "nodePools": {
+            POOL: {
+                "enabled": True,
+                "scaleDownCPURequestRatioLimit": 0.75,
+                "minimumNodeAgeSeconds": 600,
+                "neededMarkedTimeSeconds": 120,
+            }
+        }
+    },
+}
+
+
+def scenario_data(**changes: Any) -> dict[str, Any]:
+    data = copy.deepcopy(SCENARIO)
+    data.update(changes)
+    return data
+
+
+def setup_from(data: Mapping[str, Any]) -> Setup:
+    import orjson
+
+    return scenario.parse(orjson.dumps(dict(data)), source="test.json")
+
+
+def cluster_from(data: Mapping[str, Any]) -> runner.Cluster:
+    return runner.build(setup_from(data))

@@ -1,0 +1,123 @@
+"""The Cluster Autoscaler model: scale-up for pending pods, scale-down of unneeded nodes, its delays."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+
+from compactor.simulation.runner import Cluster
+from tests.simulation.builders import POOL, add_pdb, add_pod, cluster_from, scenario_data
+
+BEGIN = datetime.fromisoformat("2026-11-20T17:00:00+00:00")
+
+
+def idle_cluster(nodes: int = 3, **pool: object) -> Cluster:
+    """`nodes` empty nodes of one pool, no workload; the tests add what they need."""
+    pools = [{"name": POOL, "machineType": "e2-standard-4", "zones": ["zone-a"], "initialNodes": nodes, **pool}]
+    return cluster_from(scenario_data(pools=pools, deployments=[], daemonSets=[]))
+
+
+def names(cluster: Cluster) -> list[str]:
+    return sorted(cluster.world.nodes)
+
+
+def fill(cluster: Cluster, node: str, cpu: str) -> None:
+    add_pod(cluster.world, f"fill-{node}", node=node, cpu=cpu, owner=("ReplicaSet", f"fill-{node}"))
+
+
+def minutes(cluster: Cluster, start: int, stop: int) -> None:
+    for minute in range(start, stop):
+        cluster.autoscaler.step(BEGIN + timedelta(minutes=minute))
+
+
+def test_an_empty_cordoned_node_is_removed_after_ten_minutes_unneeded() -> None:
+    cluster = idle_cluster(3)
+    first, second, third = names(cluster)
+    fill(cluster, first, "3")
+    fill(cluster, second, "3")
+    cluster.world.patch_node(third, {"spec": {"unschedulable": True}})
+    minutes(cluster, 0, 10)
+    assert third in cluster.world.nodes, "unneeded for 9 minutes only"
+    minutes(cluster, 10, 11)
+    assert names(cluster) == [first, second]
+    assert cluster.world.recorder.nodes_removed == 1
+
+
+@pytest.mark.parametrize(
+    ("cpu", "removed"),
+    [
+        pytest.param("1500m", True, id="below-half-and-fits-elsewhere"),
+        pytest.param("2500m", False, id="above-half"),
+    ],
+)
+def test_a_node_is_removed_only_below_half_its_allocatable(cpu: str, removed: bool) -> None:
+    cluster = idle_cluster(2)
+    light, other = names(cluster)
+    fill(cluster, light, cpu)
+    fill(cluster, other, "1")
+    minutes(cluster, 0, 12)
+    assert (light not in cluster.world.nodes) is removed or (other not in cluster.world.nodes)
+    if removed:
+        assert cluster.world.recorder.evicted["cluster-autoscaler"] >= 1
+
+
+def test_a_pdb_at_zero_keeps_the_node() -> None:
+    cluster = idle_cluster(2)
+    light, other = names(cluster)
+    add_pod(cluster.world, "guarded", node=light, cpu="500m", app="guarded")
+    fill(cluster, other, "3")
+    cluster.world.set_scale(("default", "ReplicaSet", "rs"), 1)
+    add_pdb(cluster.world, "guarded", minAvailable=1)
+    minutes(cluster, 0, 20)
+    assert light in cluster.world.nodes
+    assert cluster.world.recorder.disruptions() == 0
+
+
+def test_pending_pods_bring_a_node_after_provisioning() -> None:
+    cluster = idle_cluster(1)
+    (only,) = names(cluster)
+    fill(cluster, only, "3500m")
+    key = add_pod(cluster.world, "newcomer", cpu="2")
+    cluster.scheduler.schedule(BEGIN)
+    assert cluster.world.pod_record(key).unschedulable
+    cluster.autoscaler.step(BEGIN)
+    assert len(cluster.autoscaler.upcoming) == 1
+    assert cluster.autoscaler.billed_nodes() == 2
+    minutes(cluster, 1, 3)
+    assert len(cluster.world.nodes) == 2
+    cluster.scheduler.schedule(BEGIN + timedelta(minutes=2))
+    assert cluster.world.pod_record(key).node_name not in (None, only)
+
+
+def test_no_node_is_removed_within_ten_minutes_of_a_scale_up() -> None:
+    cluster = idle_cluster(2)
+    busy, empty = names(cluster)
+    fill(cluster, busy, "3500m")
+    cluster.world.patch_node(empty, {"spec": {"unschedulable": True}})
+    minutes(cluster, -5, 0)  # unneeded from minute -5: ripe at minute 5
+    add_pod(cluster.world, "newcomer", cpu="2", owner=("ReplicaSet", "newcomer"))
+    cluster.scheduler.schedule(BEGIN)
+    for minute in range(10):  # the scale-up at minute 0 holds every removal until minute 10
+        cluster.autoscaler.step(BEGIN + timedelta(minutes=minute))
+        cluster.scheduler.schedule(BEGIN + timedelta(minutes=minute))
+    assert cluster.autoscaler.last_scale_up == BEGIN
+    assert empty in cluster.world.nodes
+    minutes(cluster, 10, 11)
+    assert empty not in cluster.world.nodes
+
+
+def test_nodes_go_one_at_a_time() -> None:
+    cluster = idle_cluster(4)
+    keep = names(cluster)[0]
+    fill(cluster, keep, "3")
+    minutes(cluster, 0, 11)
+    assert len(cluster.world.nodes) == 3
+    minutes(cluster, 11, 12)
+    assert len(cluster.world.nodes) == 2
+
+
+def test_a_pool_never_goes_below_its_minimum() -> None:
+    cluster = idle_cluster(3, minNodes=2)
+    minutes(cluster, 0, 30)
+    assert len(cluster.world.nodes) == 2

@@ -1,0 +1,133 @@
+"""`python -m compactor simulate`: the table, the JSON, the plot, the progress bar and every bad-input path."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from compactor import cli
+from tests.simulation.builders import scenario_data
+
+SNAPSHOT = "examples/offpeak-snapshot.json"
+
+
+def scenario_file(tmp_path: Path, **changes: Any) -> str:
+    path = tmp_path / "scenario.json"
+    path.write_bytes(orjson.dumps(scenario_data(**changes)))
+    return str(path)
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = cli.main(["simulate", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_the_json_has_every_strategy_and_figure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "--scenario", scenario_file(tmp_path), "--hours", "1", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert [s["name"] for s in data["strategies"]] == ["ca-alone", "estafette", "node-compactor", "lower-bound"]
+    fields = {"nodeHours", "vsCaAlone", "nodes", "evictions", "evictionsPerNodeRemoved", "pendingPodMinutes"}
+    fields |= {"pdbViolations", "noPlace", "nodesRemoved", "series"}
+    assert all(fields <= s.keys() for s in data["strategies"][:3])
+    assert len(data["strategies"][0]["series"]["nodes"]) == len(data["minutes"]) == 60
+    assert "node-compactor: done" in err, "progress goes to stderr"
+
+
+def test_the_table_and_the_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    png = tmp_path / "nodes.png"
+    code, out, err = run(capsys, "--scenario", scenario_file(tmp_path), "--hours", "1", "--plot", str(png))
+    assert code == 0, err
+    lines = out.splitlines()
+    header = next(line for line in lines if line.startswith("STRATEGY"))
+    assert header.split()[:3] == ["STRATEGY", "NODE-HOURS", "VS"]
+    assert [line.split()[0] for line in lines if line.split() and line.split()[0] in cli_names()] == cli_names()
+    assert png.read_bytes().startswith(b"\x89PNG")
+
+
+def cli_names() -> list[str]:
+    return ["ca-alone", "estafette", "node-compactor", "lower-bound"]
+
+
+def test_a_kubectl_snapshot_is_a_starting_point(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "--snapshot", SNAPSHOT, "--hours", "0.5", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["scenario"]["startNodes"] == 14
+    assert {pool["name"] for pool in data["scenario"]["pools"]} == {"default-pool", "gpu-pool"}
+
+
+@pytest.mark.parametrize(
+    ("changes", "messages"),
+    [
+        pytest.param(
+            {"pools": [{"name": "default-pool", "machineTyp": "e2-standard-4", "zones": ["a"]}]},
+            ["pools.0.machineType: Field required", "pools.0.machineTyp: unknown key (check its spelling)"],
+            id="misspelt-key",
+        ),
+        pytest.param(
+            {
+                "deployments": [
+                    {"name": "web", "pool": "nope", "requests": {"cpu": "lots", "memory": "1Gi"}, "replicas": 1}
+                ]
+            },
+            ["deployments.0.requests: cpu: 'lots' is not a Kubernetes quantity"],
+            id="bad-quantity",
+        ),
+        pytest.param(
+            {
+                "deployments": [
+                    {"name": "web", "pool": "nope", "requests": {"cpu": "1", "memory": "1Gi"}, "replicas": 1}
+                ]
+            },
+            ["deployments.0.pool: no pool named 'nope'"],
+            id="unknown-pool",
+        ),
+        pytest.param(
+            {"compactor": {"nodePools": {"default-pool": {"enabled": True}}}},
+            ["scaleDownCPURequestRatioLimit is required when the pool is enabled"],
+            id="bad-compactor-config",
+        ),
+        pytest.param({"hours": -1}, ["hours: Input should be greater than 0"], id="negative-hours"),
+    ],
+)
+def test_a_bad_scenario_exits_2_with_one_message_per_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], changes: dict[str, Any], messages: list[str]
+) -> None:
+    code, out, err = run(capsys, "--scenario", scenario_file(tmp_path, **changes))
+    assert code == 2
+    assert out == ""
+    for message in messages:
+        assert message in err
+    assert all(line.startswith("error: ") for line in err.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["--scenario", "a.json", "--snapshot", SNAPSHOT], "not allowed with argument", id="both-starts"),
+        pytest.param([], "one of the arguments --scenario --snapshot is required", id="no-start"),
+        pytest.param(["--snapshot", SNAPSHOT, "--hours", "0"], "--hours: 0 is not between 0 and 336", id="no-hours"),
+        pytest.param(["--scenario", "missing.json"], "cannot read scenario missing.json", id="missing-file"),
+    ],
+)
+def test_bad_arguments_exit_2(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
+    code, _, err = run(capsys, *args)
+    assert code == 2
+    assert message in err
+
+
+def test_a_plot_without_matplotlib_fails_before_simulating(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    code, _, err = run(capsys, "--scenario", scenario_file(tmp_path), "--plot", str(tmp_path / "p.png"))
+    assert code == 2
+    assert "requirements-simulate.txt" in err
+    assert "done" not in err

@@ -1,0 +1,107 @@
+"""Controllers: daily replica curves, replacements for evicted pods, ReplicaSet and StatefulSet scaling, Jobs."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime, timedelta
+
+import pytest
+
+from compactor.simulation.model import Curve
+from tests.simulation.builders import POOL, add_pod, cluster_from, scenario_data
+
+EVENING = datetime.fromisoformat("2026-11-20T17:00:00+00:00")
+
+
+@pytest.mark.parametrize(
+    ("hour", "replicas"),
+    [
+        pytest.param(6, 10, id="on-a-point"),
+        pytest.param(9, 20, id="between-points"),
+        pytest.param(23, 10, id="wraps-around-midnight"),
+        pytest.param(2, 10, id="before-the-first-point"),
+    ],
+)
+def test_a_curve_is_linear_between_points_and_repeats_daily(hour: int, replicas: int) -> None:
+    curve = Curve(((6.0, 10.0), (12.0, 30.0), (20.0, 10.0)))
+    assert curve.at(EVENING.replace(hour=hour)) == replicas
+
+
+def test_evicted_pods_are_recreated_and_remember_who_displaced_them() -> None:
+    cluster = cluster_from(scenario_data())
+    world = cluster.world
+    web = [key for key in world.pods if key.startswith("default/web-")]
+    later = EVENING + timedelta(minutes=1)  # the pods have become Ready
+    assert world.evict(web[0], actor="node-compactor", at=later).status == "evicted"
+    cluster.controllers.reconcile(EVENING, later)
+    replacements = [key for key, actor in world.displaced_by.items() if actor == "node-compactor"]
+    assert len(replacements) == 1
+    assert len([key for key in world.pods if key.startswith("default/web-")]) == len(web)
+
+
+def test_a_replica_set_scales_down_unscheduled_pods_first() -> None:
+    cluster = cluster_from(scenario_data())
+    world = cluster.world
+    owner = next(key for key in world.scales if key[2].startswith("web-"))
+    bound = sorted(world.owned(owner))
+    extra = add_pod(world, "web-extra", app="web", owner=(owner[1], owner[2]))
+    cluster.controllers.reconcile(EVENING, EVENING)
+    assert extra not in world.pods
+    assert sorted(world.owned(owner)) == bound
+
+
+def test_a_replica_set_scales_down_from_the_node_with_most_of_its_pods() -> None:
+    cluster = cluster_from(scenario_data())
+    world = cluster.world
+    owner = next(key for key in world.scales if key[2].startswith("web-"))
+    per_node = Counter(world.pod_record(key).node_name for key in world.owned(owner))
+    crowded, most = per_node.most_common(1)[0]
+    cluster.controllers.reconcile(EVENING + timedelta(minutes=20), EVENING)  # the curve asks for 4 fewer
+    after = Counter(world.pod_record(key).node_name for key in world.owned(owner))
+    assert after[crowded] < most
+
+
+def test_a_stateful_set_keeps_its_names_and_its_volume_zone() -> None:
+    data = scenario_data(
+        deployments=[],
+        statefulSets=[
+            {"name": "db", "pool": POOL, "requests": {"cpu": "1", "memory": "2Gi"}, "replicas": 2, "antiAffinity": True}
+        ],
+    )
+    cluster = cluster_from(data)
+    world = cluster.world
+    assert sorted(world.owned(("default", "StatefulSet", "db"))) == ["default/db-0", "default/db-1"]
+    zone = world.volume_zone("default/db-1")
+    assert zone is not None
+    world.evict("default/db-1", actor="test", at=EVENING)
+    cluster.settle(EVENING, EVENING)
+    assert "default/db-1" in world.pods
+    node = world.node_record(world.pod_record("default/db-1").node_name or "")
+    assert node is not None and node.zone == zone
+
+
+def test_a_job_pod_runs_to_completion_and_an_evicted_one_starts_over() -> None:
+    data = scenario_data(
+        deployments=[],
+        cronJobs=[
+            {
+                "name": "etl",
+                "pool": POOL,
+                "requests": {"cpu": "500m", "memory": "512Mi"},
+                "everyMinutes": 60,
+                "parallelism": 2,
+                "durationMinutes": [10, 10],
+            }
+        ],
+    )
+    cluster = cluster_from(data)
+    world = cluster.world
+    jobs = [key for key in world.pods if key.startswith("default/etl-")]
+    assert len(jobs) == 2
+    world.evict(jobs[0], actor="test", at=EVENING + timedelta(minutes=5))
+    assert world.recorder.lost_job_seconds == 300
+    cluster.settle(EVENING, EVENING + timedelta(minutes=5))
+    cluster.settle(EVENING, EVENING + timedelta(minutes=10))
+    assert len([k for k in world.pods if k.startswith("default/etl-")]) == 1, "the untouched pod finished"
+    cluster.settle(EVENING, EVENING + timedelta(minutes=16))
+    assert not [k for k in world.pods if k.startswith("default/etl-")], "the restarted pod finished 10 minutes later"

@@ -1,0 +1,81 @@
+"""The scheduler: the planner's predicates, least-allocated scoring, and never more than a node holds."""
+
+from __future__ import annotations
+
+import random
+
+from compactor.config import Config
+from compactor.simulation.scheduler import Scheduler
+from compactor.simulation.world import World
+from tests.simulation.builders import START, add_node, add_pod, world
+
+CONFIG = Config.model_validate({})
+
+
+def used(cluster: World, node: str) -> tuple[int, int, int]:
+    records = [cluster.pod_record(key) for key in cluster.pods_on(node)]
+    return (
+        sum(r.requests.cpu_millis for r in records),
+        sum(r.requests.memory_bytes for r in records),
+        len(records),
+    )
+
+
+def test_the_scheduler_never_overcommits_a_node() -> None:
+    cluster = world()
+    sizes = random.Random(5)
+    for index in range(4):
+        add_node(cluster, f"n{index}", allocatable={"cpu": "4", "memory": "8Gi", "pods": "12"})
+    for index in range(80):
+        add_pod(cluster, f"p{index}", cpu=f"{sizes.randint(1, 12) * 100}m", memory=f"{sizes.randint(1, 16) * 128}Mi")
+    Scheduler(cluster, CONFIG, seed=1).schedule(START)
+    for index in range(4):
+        cpu, memory, count = used(cluster, f"n{index}")
+        assert cpu <= 4000
+        assert memory <= 8 * 2**30
+        assert count <= 12
+    assert cluster.pending(), "some pods must be left over for the test to mean anything"
+    assert all(cluster.pod_record(key).unschedulable for key in cluster.pending())
+
+
+def test_a_pod_goes_to_the_least_allocated_node() -> None:
+    cluster = world()
+    add_node(cluster, "busy")
+    add_node(cluster, "quiet")
+    add_pod(cluster, "resident", node="busy", cpu="2")
+    key = add_pod(cluster, "new", cpu="500m")
+    Scheduler(cluster, CONFIG, seed=1).schedule(START)
+    assert cluster.pod_record(key).node_name == "quiet"
+
+
+def test_the_scheduler_honours_taints_like_the_planner() -> None:
+    cluster = world()
+    add_node(cluster, "gpu", taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])
+    key = add_pod(cluster, "web")
+    Scheduler(cluster, CONFIG, seed=1).schedule(START)
+    assert cluster.pod_record(key).node_name is None
+    assert cluster.pod_record(key).unschedulable
+
+
+def test_a_pod_with_a_bound_volume_stays_in_its_zone() -> None:
+    cluster = world()
+    add_node(cluster, "a1", zone="zone-a")
+    add_node(cluster, "b1", zone="zone-b")
+    add_pod(cluster, "filler", node="b1", cpu="3")  # zone-b is fuller, so only the volume can send the pod there
+    volumes = [{"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}}]
+    cluster.pvc_zone[("default", "data-db-0")] = "zone-b"
+    key = add_pod(cluster, "db-0", volumes=volumes)
+    Scheduler(cluster, CONFIG, seed=1).schedule(START)
+    assert cluster.pod_record(key).node_name == "b1"
+
+
+def test_placement_is_the_same_for_the_same_seed() -> None:
+    def placements(seed: int) -> list[str | None]:
+        cluster = world()
+        for index in range(6):
+            add_node(cluster, f"n{index}")
+        keys = [add_pod(cluster, f"p{index}", cpu="250m") for index in range(30)]
+        Scheduler(cluster, CONFIG, seed=seed).schedule(START)
+        return [cluster.pod_record(key).node_name for key in keys]
+
+    assert placements(7) == placements(7)

@@ -1,0 +1,108 @@
+"""The simulated API: merge patches with a resourceVersion precondition, and the Eviction API's budget rules."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from compactor.kube import ConflictError, NotFoundError
+from tests.simulation.builders import START, add_node, add_pdb, add_pod, world
+
+
+def test_a_merge_patch_sets_and_removes_fields_and_bumps_the_resource_version() -> None:
+    cluster = world()
+    add_node(cluster, "n1")
+    before = cluster.nodes["n1"]["metadata"]["resourceVersion"]
+    cluster.patch_node("n1", {"metadata": {"annotations": {"a": "1", "b": "2"}}})
+    patched = cluster.patch_node("n1", {"metadata": {"annotations": {"a": None}}, "spec": {"unschedulable": True}})
+    assert patched["metadata"]["annotations"] == {"b": "2"}
+    assert patched["metadata"]["resourceVersion"] != before
+    record = cluster.node_record("n1")
+    assert record is not None and record.unschedulable
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "error"),
+    [
+        pytest.param("n1", "0", ConflictError, id="stale-resource-version"),
+        pytest.param("gone", None, NotFoundError, id="missing-node"),
+    ],
+)
+def test_a_patch_that_cannot_apply_raises_what_the_live_adapter_raises(
+    name: str, version: str | None, error: type[Exception]
+) -> None:
+    cluster = world()
+    add_node(cluster, "n1")
+    patch: dict[str, object] = {"spec": {"unschedulable": True}}
+    if version is not None:
+        patch["metadata"] = {"resourceVersion": version}
+    with pytest.raises(error):
+        cluster.patch_node(name, patch)
+
+
+def test_a_pdb_at_zero_stops_an_eviction() -> None:
+    cluster = world()
+    add_node(cluster, "n1")
+    add_pod(cluster, "web-1", node="n1", app="web")
+    add_pod(cluster, "web-2", node="n1", app="web")
+    cluster.set_scale(("default", "ReplicaSet", "rs"), 2)
+    add_pdb(cluster, "web", minAvailable=2)
+    result = cluster.evict("default/web-1", actor="test", at=START)
+    assert result.status == "blocked"
+    assert "default/web-1" in cluster.pods
+    assert cluster.recorder.disruptions() == 0
+
+
+@pytest.mark.parametrize(
+    ("budget", "allowed"),
+    [
+        pytest.param({"maxUnavailable": 1}, 1, id="max-unavailable-number"),
+        pytest.param({"maxUnavailable": "30%"}, 2, id="max-unavailable-percent-rounds-up"),
+        pytest.param({"minAvailable": "50%"}, 2, id="min-available-percent-rounds-up"),
+        pytest.param({"minAvailable": 5}, 0, id="min-available-all"),
+    ],
+)
+def test_disruptions_allowed_follow_the_disruption_controller(budget: dict[str, int | str], allowed: int) -> None:
+    cluster = world()
+    add_node(cluster, "n1")
+    for index in range(5):
+        add_pod(cluster, f"web-{index}", node="n1", app="web")
+    cluster.set_scale(("default", "ReplicaSet", "rs"), 5)
+    key = add_pdb(cluster, "web", **budget)
+    assert cluster.disruptions_allowed(key, START) == allowed
+
+
+def test_a_pod_that_is_not_ready_yet_does_not_count_as_healthy() -> None:
+    cluster = world()
+    add_node(cluster, "n1")
+    add_pod(cluster, "web-1", node="n1", app="web")
+    add_pod(cluster, "web-2", node="n1", app="web", ready=False)  # started just now: Ready after its startup time
+    cluster.set_scale(("default", "ReplicaSet", "rs"), 2)
+    key = add_pdb(cluster, "web", maxUnavailable=1)
+    assert cluster.disruptions_allowed(key, START) == 0
+    assert cluster.disruptions_allowed(key, START + timedelta(minutes=1)) == 1
+
+
+def test_an_evicted_pod_is_owed_to_its_owner_and_booked_to_the_actor() -> None:
+    cluster = world()
+    add_node(cluster, "n1")
+    add_pod(cluster, "web-1", node="n1", app="web")
+    assert cluster.evict("default/web-1", actor="node-compactor", at=START).status == "evicted"
+    assert cluster.evict("default/web-1", actor="node-compactor", at=START).status == "gone"
+    assert cluster.recorder.evicted["node-compactor"] == 1
+    assert cluster.owed[("default", "ReplicaSet", "rs")] == ["node-compactor"]
+
+
+def test_a_direct_delete_past_the_budget_is_a_violation_the_first_within_it_is_not() -> None:
+    cluster = world()
+    add_node(cluster, "n1")
+    for index in range(3):
+        add_pod(cluster, f"web-{index}", node="n1", app="web")
+    cluster.set_scale(("default", "ReplicaSet", "rs"), 3)
+    add_pdb(cluster, "web", maxUnavailable=1)
+    cluster.delete_pod("default/web-0", actor="estafette", at=START)
+    assert cluster.recorder.pdb_violations["estafette"] == 0
+    cluster.delete_pod("default/web-1", actor="estafette", at=START)
+    assert cluster.recorder.pdb_violations["estafette"] == 1
+    assert cluster.recorder.deleted["estafette"] == 2

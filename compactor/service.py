@@ -8,6 +8,7 @@ the whole run so two runs never act at once.
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -191,6 +192,8 @@ def _run(
             )
         try:
             snapshot = cluster.read_snapshot(connection.pool_autoscaling)
+            # The snapshot is read-only from here on: keep the collector from rescanning it while planning.
+            gc.freeze()
             plan = planner.plan(snapshot, config, now=clock())
             executor = Executor(
                 cluster, config, clock=clock, budget=budget, dry_run=dry_run, first_backoff=first_backoff
@@ -201,6 +204,7 @@ def _run(
                 error.report = report.to_dict(plan, outcome=executor.outcome.to_dict())
                 raise
         finally:
+            gc.unfreeze()  # a warm function instance must not keep this run's objects out of collection
             if not dry_run:
                 cluster.release_lease(namespace, holder)
     finally:

@@ -14,12 +14,9 @@ from __future__ import annotations
 
 import argparse
 import gc
-import signal
 import sys
-import threading
 import time
 from pathlib import Path
-from types import FrameType
 
 import orjson
 
@@ -65,15 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{api.url} stored={stored} load_seconds={time.perf_counter() - started:.1f}", file=sys.stderr, flush=True)
     print(api.url, flush=True)
 
-    stopping = threading.Event()
-
-    def stop(_signal: int, _frame: FrameType | None) -> None:
-        stopping.set()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    stopping.wait()
-    api.stop()
+    api.serve_until_signalled()
     return 0
 
 

@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from compactor import config as config_module
 from compactor import snapshot as parsing
@@ -103,7 +104,11 @@ class Autoscaler:
         return f"gke-sim-{pool}-{objects.short_hash(pool, str(serial), length=4)}-{serial:04d}"
 
     def add_node(self, pool: PoolSpec, zone: str, name: str, created: datetime) -> None:
-        node = objects.node_object(
+        self.world.add_node(self._node_object(pool, zone, name, created))
+        self.controllers.add_daemon_pods(name, created)
+
+    def _node_object(self, pool: PoolSpec, zone: str, name: str, created: datetime) -> dict[str, Any]:
+        return objects.node_object(
             name,
             pool=pool.name,
             pool_label=self.world.pool_label,
@@ -114,8 +119,6 @@ class Autoscaler:
             taints=list(pool.taints),
             created=created,
         )
-        self.world.add_node(node)
-        self.controllers.add_daemon_pods(name, created)
 
     def provision(self, now: datetime) -> None:
         """VMs whose time has come register as Ready nodes."""
@@ -139,17 +142,7 @@ class Autoscaler:
         base = self._templates.get((pool.name, zone))
         if base is None:
             template_name = f"template-{pool.name}-{zone}"
-            node = objects.node_object(
-                template_name,
-                pool=pool.name,
-                pool_label=self.world.pool_label,
-                zone=zone,
-                machine_type=pool.machine_type,
-                allocatable=pool.allocatable,
-                labels=pool.labels,
-                taints=list(pool.taints),
-                created=self.world.now,
-            )
+            node = self._node_object(pool, zone, template_name, self.world.now)
             pods = []
             for daemon in self.controllers.daemon_templates(pool.name):
                 pod = objects.stamp_pod(

@@ -10,9 +10,6 @@ Listens on 127.0.0.1 only.
 from __future__ import annotations
 
 import argparse
-import signal
-import threading
-from types import FrameType
 
 from tests.fakeapi import builders
 from tests.fakeapi.server import FakeApiServer
@@ -42,15 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         api.write_kubeconfig(arguments.kubeconfig)
     print(api.url, flush=True)
 
-    stopping = threading.Event()
-
-    def stop(_signal: int, _frame: FrameType | None) -> None:
-        stopping.set()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    stopping.wait()
-    api.stop()
+    api.serve_until_signalled()
     return 0
 
 

@@ -16,6 +16,7 @@ import gc
 import logging
 import os
 import re
+import signal
 import socket
 import threading
 import time
@@ -23,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import TracebackType
+from types import FrameType, TracebackType
 from typing import Any, NamedTuple
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -144,6 +145,18 @@ class FakeApiServer:
         )
         self._thread.start()
         return self
+
+    def serve_until_signalled(self) -> None:
+        """Serve until SIGTERM or SIGINT, then stop (for the command-line launchers)."""
+        stopping = threading.Event()
+
+        def stop(_signal: int, _frame: FrameType | None) -> None:
+            stopping.set()
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        stopping.wait()
+        self.stop()
 
     def stop(self) -> None:
         self._cluster.timers.stop()

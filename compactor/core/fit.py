@@ -59,10 +59,8 @@ def eviction_order(pods: Iterable[Pod]) -> list[Pod]:
 
 
 def targets_for(view: ClusterView) -> list[NodeState]:
-    """Nodes pods may move to, least allocated first (ties by name for stable plans)."""
-    targets = [state for state in view.nodes.values() if state.schedulable]
-    targets.sort(key=lambda state: (max(state.cpu_ratio or 1.0, state.memory_ratio or 1.0), state.name))
-    return targets
+    """Nodes pods may move to; a Simulation orders them by load itself."""
+    return [state for state in view.nodes.values() if state.schedulable]
 
 
 class Simulation:

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
-from typing import Literal
 
 EMPTY: Mapping[str, str] = MappingProxyType({})
 
@@ -158,9 +157,6 @@ class HostPort:
         return self.host_ip in wildcard or other.host_ip in wildcard or self.host_ip == other.host_ip
 
 
-Phase = Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]
-
-
 @dataclass(frozen=True, slots=True)
 class Pod:
     namespace: str
@@ -197,10 +193,6 @@ class Pod:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
-
-    @property
-    def is_daemonset(self) -> bool:
-        return self.controller_kind == "DaemonSet"
 
     @property
     def is_terminal(self) -> bool:

@@ -17,7 +17,7 @@ import orjson
 
 from compactor import config as config_source
 from compactor import report, snapshot
-from compactor.core import planner
+from compactor.core import planner, timing
 from compactor.errors import EXIT_FAILED, EXIT_OK, BadInputError, CompactorError, exit_code
 
 
@@ -80,12 +80,11 @@ def parse_now(text: str | None) -> datetime:
     if text is None:
         return datetime.now(UTC)
     try:
-        moment = datetime.fromisoformat(text.strip().replace("z", "Z"))
+        return timing.parse_rfc3339(text)
+    except timing.NoTimeZoneError:
+        raise BadInputError(f"--now: {text!r} has no time zone (add Z for UTC)") from None
     except ValueError:
         raise BadInputError(f"--now: {text!r} is not an RFC 3339 time (e.g. 2026-11-21T10:00:00Z)") from None
-    if moment.tzinfo is None:
-        raise BadInputError(f"--now: {text!r} has no time zone (add Z for UTC)")
-    return moment.astimezone(UTC)
 
 
 def _plan(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from compactor.core.plan import Plan
 from compactor.core.timing import format_stamp, human, seconds_between
+from compactor.core.wording import percent
 
 
 class _Model(BaseModel):
@@ -132,10 +133,6 @@ def to_json(plan: Plan, *, outcome: dict[str, Any] | None = None) -> bytes:
 # -- the table -----------------------------------------------------------------------------
 
 
-def _percent(ratio: float | None) -> str:
-    return "-" if ratio is None else f"{ratio * 100:.0f}%"
-
-
 def _marked_for(marked_since: datetime | None, now: datetime) -> str:
     return "-" if marked_since is None else human(seconds_between(marked_since, now))
 
@@ -171,8 +168,8 @@ def to_table(plan: Plan) -> str:
             [
                 node.name,
                 node.pool or "-",
-                _percent(node.cpu_ratio),
-                _percent(node.memory_ratio),
+                percent(node.cpu_ratio, missing="-"),
+                percent(node.memory_ratio, missing="-"),
                 _marked_for(node.marked_since, plan.now),
                 "yes" if node.candidate else "no",
                 node.blockers[0] if node.blockers else "-",

@@ -18,7 +18,6 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, BinaryIO
 
 import ijson
@@ -26,6 +25,7 @@ import orjson
 
 from compactor import quantity
 from compactor.core import requests as pod_requests
+from compactor.core import timing
 from compactor.core.model import (
     DELETION_COST,
     DO_NOT_DISRUPT,
@@ -121,14 +121,6 @@ def _kind_of(value: object) -> str:
     if value is None:
         return "null"
     return f"{type(value).__name__} {value!r}"
-
-
-def parse_time(text: str) -> datetime:
-    """RFC 3339 to an aware UTC datetime; raises ValueError."""
-    parsed = datetime.fromisoformat(text.replace("z", "Z"))
-    if parsed.tzinfo is None:
-        raise ValueError(f"{text!r} has no time zone")
-    return parsed.astimezone(UTC)
 
 
 # A cluster repeats a few hundred request maps and toleration lists across 150,000 pods:
@@ -240,7 +232,7 @@ def _node(obj: Mapping[str, Any], meta: Mapping[str, Any], name: str) -> Node:
             ready = _str(condition, "status", f"status.conditions[{index}]") == "True"
     created_text = _str(meta, "creationTimestamp", "metadata")
     try:
-        created = parse_time(created_text) if created_text else None
+        created = timing.parse_rfc3339(created_text) if created_text else None
     except ValueError:
         raise _FieldError("metadata.creationTimestamp", f"{created_text!r} is not an RFC 3339 time") from None
     unschedulable = spec.get("unschedulable", False)

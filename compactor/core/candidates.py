@@ -16,10 +16,7 @@ from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.marks import opted_out
 from compactor.core.model import CA_SCALE_DOWN_DISABLED, DO_NOT_DISRUPT, DRAIN_FAILED_AT, DRAIN_STARTED_AT
 from compactor.core.timing import human, parse_stamp, seconds_between
-
-
-def _percent(ratio: float | None) -> str:
-    return "n/a" if ratio is None else f"{ratio * 100:.0f}%"
+from compactor.core.wording import percent
 
 
 def node_blockers(
@@ -96,9 +93,9 @@ def _why_not_underutilized(state: NodeState, pool: PoolConfig) -> str:
         return "node reports no allocatable cpu"
     assert pool.cpu_limit is not None  # enabled pools always have one
     if cpu >= pool.cpu_limit:
-        return f"not underutilized: cpu {_percent(cpu)} >= limit {_percent(pool.cpu_limit)}"
+        return f"not underutilized: cpu {percent(cpu)} >= limit {percent(pool.cpu_limit)}"
     if pool.memory_limit is not None:
-        return f"not underutilized: memory {_percent(memory)} >= limit {_percent(pool.memory_limit)}"
+        return f"not underutilized: memory {percent(memory)} >= limit {percent(pool.memory_limit)}"
     return "not underutilized"
 
 

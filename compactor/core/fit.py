@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.model import Pod, PodAffinityTerm, SpreadConstraint
 from compactor.core.selectors import node_affinity_matches, selector_matches
+from compactor.core.wording import mebibytes
 
 SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")
 
@@ -287,7 +288,7 @@ class Simulation:
 
     def _explain(self, pod: Pod, reasons: Counter[str]) -> str:
         requests = pod.requests
-        asked = f"cpu {requests.cpu_millis}m, memory {_mebibytes(requests.memory_bytes)}"
+        asked = f"cpu {requests.cpu_millis}m, memory {mebibytes(requests.memory_bytes)}"
         if not self.targets:
             return f"pod {pod.key} ({asked}) has no other Ready, schedulable node to go to"
         detail = ", ".join(f"{reason} on {count}" for reason, count in reasons.most_common())
@@ -298,7 +299,3 @@ def _term_matches(term: PodAffinityTerm, pod: Pod) -> bool:
     if not term.all_namespaces and pod.namespace not in term.namespaces:
         return False
     return selector_matches(term.selector, pod.labels)
-
-
-def _mebibytes(amount: int) -> str:
-    return f"{amount / 2**20:.0f}Mi"

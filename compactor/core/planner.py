@@ -18,6 +18,7 @@ from compactor.core.blockers import Blocker
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.model import Snapshot
 from compactor.core.plan import Decision, NodeReport, Plan, PoolReport
+from compactor.core.wording import mebibytes, percent
 
 # Fit simulations per run. Each costs about one predicate check per pod when
 # pods fit; one that fails scans every target for a pod. The bound keeps a
@@ -152,8 +153,8 @@ def _choose(view: ClusterView, eligible: list[NodeState], blockers: dict[str, li
             blockers[state.name].append(
                 Blocker(
                     "no-fit",
-                    f"its pods need cpu {need_cpu}m and memory {need_memory / 2**20:.0f}Mi; the other nodes have "
-                    f"{free_cpu - own_free_cpu}m and {(free_memory - own_free_memory) / 2**20:.0f}Mi free in all",
+                    f"its pods need cpu {need_cpu}m and memory {mebibytes(need_memory)}; the other nodes have "
+                    f"{free_cpu - own_free_cpu}m and {mebibytes(free_memory - own_free_memory)} free in all",
                 )
             )
             continue
@@ -169,14 +170,13 @@ def _choose(view: ClusterView, eligible: list[NodeState], blockers: dict[str, li
             failure = in_eviction_order.failure or "its pods fit nowhere else"
             blockers[state.name].append(Blocker("no-fit", f"{failure}, when they arrive in eviction order"))
             continue
-        cpu = "n/a" if state.cpu_ratio is None else f"{state.cpu_ratio * 100:.0f}%"
-        memory = "n/a" if state.memory_ratio is None else f"{state.memory_ratio * 100:.0f}%"
         pods = inflight.evictable(state, view)
         chosen = Decision(
             "drain",
             state.name,
             state.pool,
-            f"{state.name} is the cheapest node to remove in pool {state.pool} (cpu {cpu}, memory {memory}): "
+            f"{state.name} is the cheapest node to remove in pool {state.pool} "
+            f"(cpu {percent(state.cpu_ratio)}, memory {percent(state.memory_ratio)}): "
             f"its {len(movable)} pod(s) fit on the other nodes",
             inflight.eviction_order(pods),
             tuple(sorted(result.placements.items())),

@@ -5,17 +5,26 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 
+class NoTimeZoneError(ValueError):
+    """A time without a zone: it could mean anything."""
+
+
+def parse_rfc3339(text: str) -> datetime:
+    """An RFC 3339 time as aware UTC; ValueError when unreadable, NoTimeZoneError when it has no zone."""
+    parsed = datetime.fromisoformat(text.strip().replace("z", "Z"))
+    if parsed.tzinfo is None:
+        raise NoTimeZoneError(f"{text!r} has no time zone")
+    return parsed.astimezone(UTC)
+
+
 def parse_stamp(text: str | None) -> datetime | None:
     """An RFC 3339 annotation value as aware UTC, or None when absent or unreadable."""
     if not text:
         return None
     try:
-        parsed = datetime.fromisoformat(text.strip().replace("z", "Z"))
+        return parse_rfc3339(text)
     except ValueError:
         return None
-    if parsed.tzinfo is None:
-        return None
-    return parsed.astimezone(UTC)
 
 
 def format_stamp(moment: datetime) -> str:

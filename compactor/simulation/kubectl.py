@@ -22,6 +22,7 @@ import orjson
 from compactor import config as config_module
 from compactor import snapshot as parsing
 from compactor.config import Config
+from compactor.core import timing
 from compactor.core.model import MIRROR_POD
 from compactor.errors import SnapshotError
 from compactor.simulation import objects
@@ -100,7 +101,7 @@ def _start(nodes: list[JsonObject], pods: list[JsonObject]) -> datetime:
         text = (obj.get("metadata") or {}).get("creationTimestamp")
         if isinstance(text, str):
             try:
-                newest = max(newest, parsing.parse_time(text))
+                newest = max(newest, timing.parse_rfc3339(text))
             except ValueError:
                 continue
     return newest.replace(second=0, microsecond=0) + timedelta(minutes=1)

@@ -49,3 +49,30 @@ RBAC_RULES: tuple[RbacRule, ...] = (
     RbacRule("", "events", ("create",)),
     RbacRule("coordination.k8s.io", "leases", ("get", "create", "update")),
 )
+
+# The HPA floor job (`main.hpa_floor`): read and patch HorizontalPodAutoscalers,
+# list ReplicaSets (the rollout check), Events, and its own Lease. Granted only
+# when the deployment enables that job.
+HPA_FLOOR_IAM_PERMISSIONS: tuple[str, ...] = (
+    "container.clusters.get",
+    "container.clusters.connect",
+    "container.horizontalPodAutoscalers.get",
+    "container.horizontalPodAutoscalers.list",
+    "container.horizontalPodAutoscalers.update",
+    "container.replicaSets.list",
+    "container.events.create",
+    "container.leases.get",
+    "container.leases.create",
+    "container.leases.update",
+)
+
+# Querying Google Cloud Managed Service for Prometheus (roles/monitoring.viewer
+# carries it; the custom role names only this one).
+PROMETHEUS_IAM_PERMISSIONS: tuple[str, ...] = ("monitoring.timeSeries.list",)
+
+HPA_FLOOR_RBAC_RULES: tuple[RbacRule, ...] = (
+    RbacRule("autoscaling", "horizontalpodautoscalers", ("get", "list", "patch")),
+    RbacRule("apps", "replicasets", ("list",)),
+    RbacRule("", "events", ("create",)),
+    RbacRule("coordination.k8s.io", "leases", ("get", "create", "update")),
+)

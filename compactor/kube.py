@@ -125,6 +125,10 @@ class Cluster:
     def pdbs(self) -> list[dict[str, Any]]:
         return list(self._pages("list PodDisruptionBudgets", self.policy.list_pod_disruption_budget_for_all_namespaces))
 
+    def pages(self, what: str, list_call: Callable[..., Any], **query: Any) -> Iterator[dict[str, Any]]:
+        """The raw items of any paginated list call of the client (`what` names it in errors)."""
+        return self._pages(what, list_call, **query)
+
     def _pages(self, what: str, list_call: Callable[..., Any], **query: Any) -> Iterator[dict[str, Any]]:
         token: str | None = None
         while True:
@@ -192,16 +196,33 @@ class Cluster:
             return EvictionResult("retry", _describe(error))
         return EvictionResult("evicted")
 
-    def event(self, node: Mapping[str, Any], *, reason: str, message: str, warning: bool, now: datetime) -> None:
-        """A core/v1 Event on the Node. An Event that cannot be written is logged, never fatal."""
+    def event(
+        self,
+        node: Mapping[str, Any],
+        *,
+        reason: str,
+        message: str,
+        warning: bool,
+        now: datetime,
+        kind: str = "Node",
+        api_version: str = "v1",
+    ) -> None:
+        """A core/v1 Event on the Node (or, with `kind`, on any object: in its namespace).
+
+        An Event that cannot be written is logged, never fatal.
+        """
         meta = node.get("metadata") or {}
         name = meta.get("name", "")
+        namespace = meta.get("namespace") or EVENT_NAMESPACE
         stamp = format_stamp(now)
+        involved = {"apiVersion": api_version, "kind": kind, "name": name, "uid": meta.get("uid", "")}
+        if meta.get("namespace"):
+            involved["namespace"] = meta["namespace"]
         body = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": f"{name}.{uuid.uuid4().hex[:16]}", "namespace": EVENT_NAMESPACE},
-            "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": name, "uid": meta.get("uid", "")},
+            "metadata": {"name": f"{name}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
+            "involvedObject": involved,
             "reason": reason,
             "message": message[:1024],
             "type": "Warning" if warning else "Normal",
@@ -213,30 +234,32 @@ class Cluster:
             "count": 1,
         }
         try:
-            self.core.create_namespaced_event(EVENT_NAMESPACE, body, _request_timeout=REQUEST_TIMEOUT)
+            self.core.create_namespaced_event(namespace, body, _request_timeout=REQUEST_TIMEOUT)
         except (client.ApiException, urllib3.exceptions.HTTPError) as error:
-            log.warning("could not record event %s on node %s: %s", reason, name, _describe(error))
+            log.warning("could not record event %s on %s %s: %s", reason, kind.lower(), name, _describe(error))
 
     # -- the Lease ----------------------------------------------------------------------------
 
-    def acquire_lease(self, namespace: str, holder: str, *, duration_seconds: int, now: datetime) -> None:
-        """Hold the `node-compactor` Lease for this run, or raise LeaseHeldError."""
+    def acquire_lease(
+        self, namespace: str, holder: str, *, duration_seconds: int, now: datetime, name: str = LEASE_NAME
+    ) -> None:
+        """Hold the `node-compactor` Lease (or the one `name`d) for this run, or raise LeaseHeldError."""
         try:
-            lease = self.coordination.read_namespaced_lease(LEASE_NAME, namespace, _request_timeout=REQUEST_TIMEOUT)
+            lease = self.coordination.read_namespaced_lease(name, namespace, _request_timeout=REQUEST_TIMEOUT)
         except client.ApiException as error:
             if error.status != 404:
-                raise access_error(f"read Lease {namespace}/{LEASE_NAME}", error) from error
-            self._create_lease(namespace, holder, duration_seconds, now)
+                raise access_error(f"read Lease {namespace}/{name}", error) from error
+            self._create_lease(namespace, holder, duration_seconds, now, name)
             return
         except urllib3.exceptions.HTTPError as error:
-            raise access_error(f"read Lease {namespace}/{LEASE_NAME}", error) from error
+            raise access_error(f"read Lease {namespace}/{name}", error) from error
         spec = lease.spec or client.V1LeaseSpec()
         if spec.holder_identity and spec.holder_identity != holder:
             renewed = spec.renew_time or spec.acquire_time
             duration = spec.lease_duration_seconds or 0
             if renewed is not None and renewed + timedelta(seconds=duration) > now:
                 raise LeaseHeldError(
-                    f"another run ({spec.holder_identity}) holds Lease {namespace}/{LEASE_NAME} until "
+                    f"another run ({spec.holder_identity}) holds Lease {namespace}/{name} until "
                     f"{format_stamp(renewed + timedelta(seconds=duration))}; this run did nothing"
                 )
         lease.spec = client.V1LeaseSpec(
@@ -249,14 +272,17 @@ class Cluster:
         _write_lease(
             "take",
             namespace,
+            name,
             lambda: self.coordination.replace_namespaced_lease(
-                LEASE_NAME, namespace, lease, _request_timeout=REQUEST_TIMEOUT
+                name, namespace, lease, _request_timeout=REQUEST_TIMEOUT
             ),
         )
 
-    def _create_lease(self, namespace: str, holder: str, duration_seconds: int, now: datetime) -> None:
+    def _create_lease(
+        self, namespace: str, holder: str, duration_seconds: int, now: datetime, name: str = LEASE_NAME
+    ) -> None:
         lease = client.V1Lease(
-            metadata=client.V1ObjectMeta(name=LEASE_NAME, namespace=namespace),
+            metadata=client.V1ObjectMeta(name=name, namespace=namespace),
             spec=client.V1LeaseSpec(
                 holder_identity=holder,
                 lease_duration_seconds=duration_seconds,
@@ -268,34 +294,35 @@ class Cluster:
         _write_lease(
             "create",
             namespace,
+            name,
             lambda: self.coordination.create_namespaced_lease(namespace, lease, _request_timeout=REQUEST_TIMEOUT),
         )
 
-    def release_lease(self, namespace: str, holder: str) -> None:
+    def release_lease(self, namespace: str, holder: str, *, name: str = LEASE_NAME) -> None:
         """Give the Lease back so the next run need not wait for it to expire; failures only cost that wait."""
         try:
-            lease = self.coordination.read_namespaced_lease(LEASE_NAME, namespace, _request_timeout=REQUEST_TIMEOUT)
+            lease = self.coordination.read_namespaced_lease(name, namespace, _request_timeout=REQUEST_TIMEOUT)
             if lease.spec is None or lease.spec.holder_identity != holder:
                 return
             lease.spec.holder_identity = None
             lease.spec.lease_duration_seconds = 1
-            self.coordination.replace_namespaced_lease(LEASE_NAME, namespace, lease, _request_timeout=REQUEST_TIMEOUT)
+            self.coordination.replace_namespaced_lease(name, namespace, lease, _request_timeout=REQUEST_TIMEOUT)
         except (client.ApiException, urllib3.exceptions.HTTPError) as error:
-            log.warning("could not release Lease %s/%s: %s", namespace, LEASE_NAME, _describe(error))
+            log.warning("could not release Lease %s/%s: %s", namespace, name, _describe(error))
 
 
-def _write_lease(verb: str, namespace: str, write: Callable[[], Any]) -> None:
+def _write_lease(verb: str, namespace: str, name: str, write: Callable[[], Any]) -> None:
     """A Lease write; a conflict means another run won the race for it."""
     try:
         write()
     except client.ApiException as error:
         if error.status == 409:
             raise LeaseHeldError(
-                f"another run got Lease {namespace}/{LEASE_NAME} at the same moment; this run did nothing"
+                f"another run got Lease {namespace}/{name} at the same moment; this run did nothing"
             ) from error
-        raise access_error(f"{verb} Lease {namespace}/{LEASE_NAME}", error) from error
+        raise access_error(f"{verb} Lease {namespace}/{name}", error) from error
     except urllib3.exceptions.HTTPError as error:
-        raise access_error(f"{verb} Lease {namespace}/{LEASE_NAME}", error) from error
+        raise access_error(f"{verb} Lease {namespace}/{name}", error) from error
 
 
 def new_run_id() -> str:

@@ -4,6 +4,18 @@ Given `projects/P/locations/L/clusters/C`, the cluster is read once from the
 GKE API (endpoint, CA, node pools), and a Kubernetes client is built that
 authenticates with a Google access token, refreshed before it expires.
 
+Endpoint modes (COMPACTOR_ENDPOINT_MODE):
+- `dns`: the DNS-based control plane endpoint (`*.gke.goog`), reachable from
+  anywhere with IAM, no VPC access needed;
+- `ip`: `cluster.endpoint`, which GKE fills with the PUBLIC address whenever
+  the cluster still has a public endpoint, and with the private one only when
+  the public endpoint is off;
+- `private-ip`: always the private address
+  (`controlPlaneEndpointsConfig.ipEndpointsConfig.privateEndpoint`, else the
+  older `privateClusterConfig.privateEndpoint`), for a function that reaches
+  the VPC through a connector or Direct VPC egress while the public endpoint
+  is closed by authorized networks.
+
 The cluster's description is cached for a few minutes so warm invocations of
 the function skip the GKE call; nothing is built or fetched at import time.
 
@@ -39,7 +51,7 @@ from compactor.core.model import PoolAutoscaling
 from compactor.errors import BadInputError, ClusterAccessError
 
 ENV_ENDPOINT_MODE = "COMPACTOR_ENDPOINT_MODE"
-ENDPOINT_MODES = ("dns", "ip")
+ENDPOINT_MODES = ("dns", "ip", "private-ip")
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 
 # Node pools change rarely (a person edits them); ten minutes of staleness only
@@ -113,7 +125,9 @@ def connect(
     """A ready client for the cluster; `cluster_manager` replaces the GKE API client (tests)."""
     name = parse_cluster_name(cluster_name)
     if endpoint_mode not in ENDPOINT_MODES:
-        raise BadInputError(f"endpoint mode {endpoint_mode!r} is unknown: use 'dns' or 'ip' ({ENV_ENDPOINT_MODE})")
+        raise BadInputError(
+            f"endpoint mode {endpoint_mode!r} is unknown: use 'dns', 'ip' or 'private-ip' ({ENV_ENDPOINT_MODE})"
+        )
     if credentials is None:
         credentials = _default_credentials(name)
     info = _cluster_info(name, endpoint_mode, credentials, cluster_manager)
@@ -161,7 +175,7 @@ def _cluster_info(
         return cached
     cluster = _read_cluster(name, credentials, cluster_manager)
     info = _ClusterInfo(
-        host=_dns_host(cluster, name) if endpoint_mode == "dns" else _ip_host(cluster, name),
+        host=_host(cluster, name, endpoint_mode),
         ca_cert_file=None if endpoint_mode == "dns" else _ca_cert_file(cluster, name),
         pool_autoscaling=_pool_autoscaling(cluster),
         read_at=time.monotonic(),
@@ -186,6 +200,14 @@ def _read_cluster(name: ClusterName, credentials: google.auth.credentials.Creden
         raise ClusterAccessError(f"cannot authenticate to GKE to read cluster {name.path}: {error}") from error
 
 
+def _host(cluster: Any, name: ClusterName, endpoint_mode: str) -> str:
+    if endpoint_mode == "dns":
+        return _dns_host(cluster, name)
+    if endpoint_mode == "private-ip":
+        return _private_ip_host(cluster, name)
+    return _ip_host(cluster, name)
+
+
 def _dns_host(cluster: Any, name: ClusterName) -> str:
     dns = cluster.control_plane_endpoints_config.dns_endpoint_config
     # GKE fills `endpoint` on every cluster; it accepts our traffic only when
@@ -194,7 +216,7 @@ def _dns_host(cluster: Any, name: ClusterName) -> str:
         raise ClusterAccessError(
             f"cluster {name.path} has no enabled DNS control plane endpoint: enable it "
             f"(gcloud container clusters update {name.cluster} --location={name.location} "
-            f"--project={name.project} --enable-dns-access) or set {ENV_ENDPOINT_MODE}=ip"
+            f"--project={name.project} --enable-dns-access) or set {ENV_ENDPOINT_MODE}=ip or private-ip"
         )
     # No cluster CA here: the DNS endpoint (*.gke.goog) is fronted by Google and
     # presents a publicly trusted certificate, so the system trust store verifies
@@ -204,9 +226,38 @@ def _dns_host(cluster: Any, name: ClusterName) -> str:
 
 
 def _ip_host(cluster: Any, name: ClusterName) -> str:
+    _require_ip_access(cluster, name)
     if not cluster.endpoint:
         raise ClusterAccessError(f"GKE reports no IP endpoint for cluster {name.path} (is it still being created?)")
     return f"https://{cluster.endpoint}"
+
+
+def _private_ip_host(cluster: Any, name: ClusterName) -> str:
+    _require_ip_access(cluster, name)
+    # The newer field first: GKE fills it on every cluster with IP endpoints
+    # (since 1.29 with the endpoints rework); clusters described only in the
+    # older form still carry privateClusterConfig.privateEndpoint.
+    private_endpoint = (
+        cluster.control_plane_endpoints_config.ip_endpoints_config.private_endpoint
+        or cluster.private_cluster_config.private_endpoint
+    )
+    if not private_endpoint:
+        raise ClusterAccessError(
+            f"GKE reports no private IP endpoint for cluster {name.path}: a cluster without a private "
+            f"control plane address can only be reached with {ENV_ENDPOINT_MODE}=ip (its public endpoint) or dns"
+        )
+    return f"https://{private_endpoint}"
+
+
+def _require_ip_access(cluster: Any, name: ClusterName) -> None:
+    ip_endpoints = cluster.control_plane_endpoints_config.ip_endpoints_config
+    # `enabled` is optional: unset means GKE's default (IP access on); only an
+    # explicit false means the control plane answers on its DNS endpoint alone.
+    if "enabled" in ip_endpoints and not ip_endpoints.enabled:
+        raise ClusterAccessError(
+            f"cluster {name.path} has IP access to its control plane turned off: "
+            f"set {ENV_ENDPOINT_MODE}=dns to use its DNS endpoint"
+        )
 
 
 def _ca_cert_file(cluster: Any, name: ClusterName) -> str:

@@ -201,6 +201,8 @@ def cluster_json(
     endpoint: str = "203.0.113.10",
     ca_pem: bytes = b"-----BEGIN CERTIFICATE-----\nnot used\n-----END CERTIFICATE-----\n",
     dns_endpoint: dict[str, Any] | None = None,
+    ip_endpoints: dict[str, Any] | None = None,
+    private_cluster: dict[str, Any] | None = None,
     node_pools: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The REST (JSON) shape of container.v1.Cluster, with the fields node-compactor reads."""
@@ -211,8 +213,15 @@ def cluster_json(
         "masterAuth": {"clusterCaCertificate": base64.b64encode(ca_pem).decode()},
         "nodePools": node_pools if node_pools is not None else [{"name": "default-pool"}],
     }
+    endpoints_config: dict[str, Any] = {}
     if dns_endpoint is not None:
-        body["controlPlaneEndpointsConfig"] = {"dnsEndpointConfig": dns_endpoint}
+        endpoints_config["dnsEndpointConfig"] = dns_endpoint
+    if ip_endpoints is not None:
+        endpoints_config["ipEndpointsConfig"] = ip_endpoints
+    if endpoints_config:
+        body["controlPlaneEndpointsConfig"] = endpoints_config
+    if private_cluster is not None:
+        body["privateClusterConfig"] = private_cluster
     return body
 
 
@@ -273,7 +282,7 @@ def test_rejects_a_cluster_name_of_another_form_saying_which_form_is_expected(te
 def test_rejects_an_unknown_endpoint_mode_before_calling_gke(
     gke_api: GkeApi, cluster_manager: container_v1.ClusterManagerClient
 ) -> None:
-    with pytest.raises(BadInputError, match="endpoint mode 'private' is unknown"):
+    with pytest.raises(BadInputError, match="endpoint mode 'private' is unknown: use 'dns', 'ip' or 'private-ip'"):
         gke.connect(
             CLUSTER, endpoint_mode="private", credentials=CountingCredentials(), cluster_manager=cluster_manager
         )
@@ -380,6 +389,118 @@ def test_missing_google_credentials_are_a_cluster_access_error(
     assert gke_api.requested == []
 
 
+# --- private IP endpoint -------------------------------------------------------------------------------------------
+
+# A public address nothing listens on: a client that used it would fail to connect.
+PUBLIC_ENDPOINT = "203.0.113.10"
+
+
+@pytest.mark.parametrize(
+    ("ip_endpoints", "private_cluster"),
+    [
+        pytest.param(None, "private", id="private-cluster-config-only"),
+        pytest.param("private", None, id="ip-endpoints-config-only"),
+        pytest.param("private", {"privateEndpoint": "10.0.0.2"}, id="ip-endpoints-config-first"),
+    ],
+)
+def test_private_ip_mode_talks_tls_to_the_private_endpoint_although_a_public_one_exists(
+    gke_api: GkeApi,
+    kubernetes_api: KubernetesApi,
+    cluster_manager: container_v1.ClusterManagerClient,
+    ip_endpoints: str | None,
+    private_cluster: str | dict[str, Any] | None,
+) -> None:
+    private = {"privateEndpoint": kubernetes_api.endpoint}
+    gke_api.clusters[CLUSTER] = cluster_json(
+        endpoint=PUBLIC_ENDPOINT,
+        ca_pem=kubernetes_api.ca_pem,
+        ip_endpoints=(
+            {"enabled": True, "enablePublicEndpoint": True, "publicEndpoint": PUBLIC_ENDPOINT, **private}
+            if ip_endpoints
+            else None
+        ),
+        private_cluster=private if private_cluster == "private" else private_cluster,
+    )
+
+    connection = gke.connect(
+        CLUSTER, endpoint_mode="private-ip", credentials=CountingCredentials(), cluster_manager=cluster_manager
+    )
+
+    assert list_nodes(connection) == []
+    assert connection.api_client.configuration.host == f"https://{kubernetes_api.endpoint}"
+    assert kubernetes_api.authorizations == ["Bearer token-1"]
+    connection.close()
+
+
+def test_ip_mode_takes_the_cluster_endpoint_which_is_the_public_one_when_there_is_one(
+    gke_api: GkeApi, kubernetes_api: KubernetesApi, cluster_manager: container_v1.ClusterManagerClient
+) -> None:
+    gke_api.clusters[CLUSTER] = cluster_json(
+        endpoint=PUBLIC_ENDPOINT,
+        ca_pem=kubernetes_api.ca_pem,
+        ip_endpoints={"enabled": True, "privateEndpoint": kubernetes_api.endpoint, "publicEndpoint": PUBLIC_ENDPOINT},
+    )
+
+    connection = gke.connect(
+        CLUSTER, endpoint_mode="ip", credentials=CountingCredentials(), cluster_manager=cluster_manager
+    )
+
+    assert connection.api_client.configuration.host == f"https://{PUBLIC_ENDPOINT}"
+    connection.close()
+
+
+def test_private_ip_mode_refuses_a_cluster_without_a_private_endpoint_naming_the_other_modes(
+    gke_api: GkeApi, cluster_manager: container_v1.ClusterManagerClient
+) -> None:
+    gke_api.clusters[CLUSTER] = cluster_json(endpoint=PUBLIC_ENDPOINT, ip_endpoints={"enabled": True})
+
+    with pytest.raises(
+        ClusterAccessError,
+        match=f"GKE reports no private IP endpoint for cluster {CLUSTER}: .*COMPACTOR_ENDPOINT_MODE=ip .* or dns",
+    ):
+        gke.connect(
+            CLUSTER, endpoint_mode="private-ip", credentials=CountingCredentials(), cluster_manager=cluster_manager
+        )
+
+
+@pytest.mark.parametrize("endpoint_mode", [pytest.param("ip", id="ip"), pytest.param("private-ip", id="private-ip")])
+def test_ip_modes_refuse_a_cluster_whose_ip_access_is_turned_off_pointing_to_dns(
+    gke_api: GkeApi, cluster_manager: container_v1.ClusterManagerClient, endpoint_mode: str
+) -> None:
+    gke_api.clusters[CLUSTER] = cluster_json(
+        endpoint=PUBLIC_ENDPOINT,
+        ip_endpoints={"enabled": False, "privateEndpoint": "10.0.0.2"},
+        dns_endpoint=ENABLED_DNS_ENDPOINT,
+    )
+
+    with pytest.raises(
+        ClusterAccessError, match="IP access to its control plane turned off: set COMPACTOR_ENDPOINT_MODE=dns"
+    ):
+        gke.connect(
+            CLUSTER, endpoint_mode=endpoint_mode, credentials=CountingCredentials(), cluster_manager=cluster_manager
+        )
+
+
+def test_each_endpoint_mode_keeps_its_own_cached_description(
+    gke_api: GkeApi, kubernetes_api: KubernetesApi, cluster_manager: container_v1.ClusterManagerClient
+) -> None:
+    gke_api.clusters[CLUSTER] = cluster_json(
+        endpoint=PUBLIC_ENDPOINT,
+        ca_pem=kubernetes_api.ca_pem,
+        ip_endpoints={"privateEndpoint": kubernetes_api.endpoint},
+        dns_endpoint=ENABLED_DNS_ENDPOINT,
+    )
+
+    hosts = [
+        gke.connect(
+            CLUSTER, endpoint_mode=mode, credentials=CountingCredentials(), cluster_manager=cluster_manager
+        ).api_client.configuration.host
+        for mode in ("dns", "ip", "private-ip")
+    ]
+
+    assert hosts == [f"https://{DNS_ENDPOINT}", f"https://{PUBLIC_ENDPOINT}", f"https://{kubernetes_api.endpoint}"]
+
+
 # --- DNS endpoint ----------------------------------------------------------------------------------------------------
 
 
@@ -411,7 +532,9 @@ def test_dns_mode_refuses_a_cluster_without_an_enabled_dns_endpoint(
 ) -> None:
     gke_api.clusters[CLUSTER] = cluster_json(dns_endpoint=dns_endpoint)
 
-    with pytest.raises(ClusterAccessError, match=r"--enable-dns-access.* or set COMPACTOR_ENDPOINT_MODE=ip") as raised:
+    with pytest.raises(
+        ClusterAccessError, match=r"--enable-dns-access.* or set COMPACTOR_ENDPOINT_MODE=ip or private-ip"
+    ) as raised:
         gke.connect(CLUSTER, credentials=CountingCredentials(), cluster_manager=cluster_manager)
     assert CLUSTER in raised.value.message
 

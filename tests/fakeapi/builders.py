@@ -444,3 +444,92 @@ def lease(
         "metadata": {"name": name, "namespace": namespace},
         "spec": spec,
     }
+
+
+def hpa(
+    name: str,
+    *,
+    namespace: str = "default",
+    min_replicas: int | None = 2,
+    max_replicas: int = 20,
+    current_replicas: int | None = 10,
+    desired_replicas: int | None = None,
+    annotations: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+    target_kind: str = "Deployment",
+    target_name: str | None = None,
+) -> JsonObject:
+    """An autoscaling/v2 HorizontalPodAutoscaler on CPU, with the status the HPA controller writes.
+
+    `min_replicas=None` leaves `spec.minReplicas` out (the API server defaults it to 1).
+    """
+    spec: JsonObject = {
+        "scaleTargetRef": {
+            "apiVersion": "apps/v1" if target_kind in ("Deployment", "StatefulSet", "ReplicaSet") else "v1",
+            "kind": target_kind,
+            "name": target_name or name,
+        },
+        "maxReplicas": max_replicas,
+        "metrics": [
+            {
+                "type": "Resource",
+                "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}},
+            }
+        ],
+    }
+    if min_replicas is not None:
+        spec["minReplicas"] = min_replicas
+    status: JsonObject = {
+        "desiredReplicas": desired_replicas if desired_replicas is not None else current_replicas or 0
+    }
+    if current_replicas is not None:
+        status["currentReplicas"] = current_replicas
+    metadata: JsonObject = {"name": name, "namespace": namespace, "uid": _stable_uid("hpa", namespace, name)}
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    if labels:
+        metadata["labels"] = dict(labels)
+    return {
+        "kind": "HorizontalPodAutoscaler",
+        "apiVersion": "autoscaling/v2",
+        "metadata": metadata,
+        "spec": spec,
+        "status": status,
+    }
+
+
+def replica_set(
+    name: str,
+    *,
+    deployment: str | None,
+    replicas: int,
+    namespace: str = "default",
+    labels: dict[str, str] | None = None,
+) -> JsonObject:
+    """An apps/v1 ReplicaSet that `deployment` controls, with `status.replicas` as its controller reports it."""
+    metadata: JsonObject = {"name": name, "namespace": namespace, "uid": _stable_uid("replicaset", namespace, name)}
+    if deployment is not None:
+        metadata["ownerReferences"] = [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "name": deployment,
+                "uid": _stable_uid("deployment", namespace, deployment),
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
+    if labels:
+        metadata["labels"] = dict(labels)
+    selector = {"matchLabels": {"pod-template-hash": name.rsplit("-", 1)[-1]}}
+    return {
+        "kind": "ReplicaSet",
+        "apiVersion": "apps/v1",
+        "metadata": metadata,
+        "spec": {
+            "replicas": replicas,
+            "selector": selector,
+            "template": {"metadata": {"labels": selector["matchLabels"]}},
+        },
+        "status": {"replicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas},
+    }

@@ -29,8 +29,17 @@ _VERBS: dict[str, list[str]] = {
     "events": ["create", "delete", "get", "list", "patch", "update"],
     "poddisruptionbudgets": ["create", "delete", "get", "list", "patch", "update"],
     "leases": ["create", "delete", "get", "list", "patch", "update"],
+    "horizontalpodautoscalers": ["create", "delete", "get", "list", "patch", "update"],
+    "replicasets": ["create", "delete", "get", "list", "patch", "update"],
 }
-_SHORT_NAMES = {"nodes": ["no"], "pods": ["po"], "events": ["ev"], "poddisruptionbudgets": ["pdb"]}
+_SHORT_NAMES = {
+    "nodes": ["no"],
+    "pods": ["po"],
+    "events": ["ev"],
+    "poddisruptionbudgets": ["pdb"],
+    "horizontalpodautoscalers": ["hpa"],
+    "replicasets": ["rs"],
+}
 
 
 def _resource_entry(resource: Resource) -> JsonObject:

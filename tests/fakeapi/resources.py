@@ -51,6 +51,8 @@ CORE_EVENTS = Resource("Event", "events", "", "v1", namespaced=True)
 EVENTS = Resource("Event", "events", "events.k8s.io", "v1", namespaced=True)
 PDBS = Resource("PodDisruptionBudget", "poddisruptionbudgets", "policy", "v1", namespaced=True)
 LEASES = Resource("Lease", "leases", "coordination.k8s.io", "v1", namespaced=True)
+HPAS = Resource("HorizontalPodAutoscaler", "horizontalpodautoscalers", "autoscaling", "v2", namespaced=True)
+REPLICASETS = Resource("ReplicaSet", "replicasets", "apps", "v1", namespaced=True)
 
 # Core/v1 and events.k8s.io/v1 Events share one storage in kube-apiserver; core/v1 is the stored form.
 BY_KIND: dict[str, Resource] = {
@@ -59,17 +61,23 @@ BY_KIND: dict[str, Resource] = {
     "PodDisruptionBudget": PDBS,
     "Lease": LEASES,
     "Event": CORE_EVENTS,
+    "HorizontalPodAutoscaler": HPAS,
+    "ReplicaSet": REPLICASETS,
 }
 
 BY_URL: dict[tuple[str, str, str], Resource] = {
-    (r.group, r.version, r.plural): r for r in (NODES, PODS, CORE_EVENTS, EVENTS, PDBS, LEASES)
+    (r.group, r.version, r.plural): r for r in (NODES, PODS, CORE_EVENTS, EVENTS, PDBS, LEASES, HPAS, REPLICASETS)
 }
 
 # Kinds whose `status` is a subresource: writes to the main resource keep the stored status.
-KINDS_WITH_STATUS_SUBRESOURCE = frozenset({"Node", "Pod", "PodDisruptionBudget"})
+KINDS_WITH_STATUS_SUBRESOURCE = frozenset(
+    {"Node", "Pod", "PodDisruptionBudget", "HorizontalPodAutoscaler", "ReplicaSet"}
+)
 
 # Kinds kube-apiserver updates without a resourceVersion (`AllowUnconditionalUpdate`).
-KINDS_ALLOWING_UNCONDITIONAL_UPDATE = frozenset({"Node", "Pod", "PodDisruptionBudget", "Event"})
+KINDS_ALLOWING_UNCONDITIONAL_UPDATE = frozenset(
+    {"Node", "Pod", "PodDisruptionBudget", "Event", "HorizontalPodAutoscaler", "ReplicaSet"}
+)
 
 # Kinds kube-apiserver creates on a PUT to a missing name (`AllowCreateOnUpdate`).
 KINDS_CREATED_ON_UPDATE = frozenset({"Lease", "Event"})

@@ -73,6 +73,8 @@ FIELD_LABELS: dict[str, dict[str, FieldGetter]] = {
     },
     "PodDisruptionBudget": dict(_METADATA),
     "Lease": dict(_METADATA),
+    "HorizontalPodAutoscaler": dict(_METADATA),
+    "ReplicaSet": {**_METADATA, "status.replicas": lambda rs: str(rs.get("status", {}).get("replicas", 0))},
 }
 
 # events.k8s.io/v1 spells the same stored fields differently; the fake stores core/v1 Events.

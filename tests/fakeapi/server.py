@@ -211,7 +211,7 @@ class FakeApiServer:
     # ----------------------------------------------------------------- fixtures and state
 
     def add(self, obj: JsonObject) -> JsonObject:
-        """Create or replace a Node, Pod, PodDisruptionBudget, Lease or Event; returns it as stored."""
+        """Create or replace a stored object (any kind in `resources.BY_KIND`); returns it as stored."""
         with self._cluster.lock:
             return self._cluster.add(obj)
 

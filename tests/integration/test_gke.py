@@ -408,7 +408,7 @@ def test_private_ip_mode_talks_tls_to_the_private_endpoint_although_a_public_one
     kubernetes_api: KubernetesApi,
     cluster_manager: container_v1.ClusterManagerClient,
     ip_endpoints: str | None,
-    private_cluster: str | dict[str, Any] | None,
+    private_cluster: str | dict[str, str] | None,
 ) -> None:
     private = {"privateEndpoint": kubernetes_api.endpoint}
     gke_api.clusters[CLUSTER] = cluster_json(
@@ -419,7 +419,9 @@ def test_private_ip_mode_talks_tls_to_the_private_endpoint_although_a_public_one
             if ip_endpoints
             else None
         ),
-        private_cluster=private if private_cluster == "private" else private_cluster,
+        private_cluster=private_cluster
+        if isinstance(private_cluster, dict)
+        else (private if private_cluster else None),
     )
 
     connection = gke.connect(

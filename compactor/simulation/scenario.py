@@ -172,6 +172,7 @@ class Autoscaler(_Strict):
 class ScenarioFile(_Strict):
     name: str
     description: str = ""
+    sources: list[str] = Field(default_factory=list)  # where the scenario's numbers come from; not simulated
     seed: int = 1
     start: datetime
     hours: float = Field(24, gt=0, le=24 * 14)

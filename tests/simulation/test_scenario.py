@@ -6,12 +6,20 @@ from datetime import datetime
 
 import pytest
 
-from compactor.simulation import machines, scenario
+from compactor import quantity
+from compactor.core.cluster import ClusterView
+from compactor.simulation import machines, runner, scenario
 
-EXAMPLES = ("examples/scenarios/diurnal-web.json", "examples/scenarios/batch-and-services.json")
+EXAMPLES = (
+    "examples/scenarios/diurnal-web.json",
+    "examples/scenarios/batch-and-services.json",
+    "examples/scenarios/two-pools-weekday.json",
+    "examples/scenarios/steady-fragmented.json",
+)
+IDS = ["diurnal-web", "batch-and-services", "two-pools-weekday", "steady-fragmented"]
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=["diurnal-web", "batch-and-services"])
+@pytest.mark.parametrize("path", EXAMPLES, ids=IDS)
 def test_the_example_scenarios_load_with_their_node_compactor_configuration(path: str) -> None:
     setup = scenario.load(path)
     assert setup.workloads
@@ -32,6 +40,40 @@ def test_the_batch_scenario_has_budgets_stateful_sets_and_jobs() -> None:
     assert [w.owner_name for w in setup.workloads if w.ordinal] == ["postgres", "redis", "kafka"]
     assert len(setup.pdbs) >= 6
     assert {cron.name for cron in setup.cronjobs} == {"etl", "reports", "training"}
+
+
+def test_the_two_pool_scenario_has_a_tainted_memory_pool_and_pods_from_150m_to_3_cpu() -> None:
+    setup = scenario.load(EXAMPLES[2])
+    pools = {pool.name: pool for pool in setup.pools}
+    assert pools["general"].machine_type != pools["highmem"].machine_type
+    assert not pools["general"].taints
+    assert [taint["key"] for taint in pools["highmem"].taints] == ["workload"]
+    on_highmem = [w for w in setup.workloads if w.pool == "highmem"]
+    assert on_highmem
+    assert all(w.template["spec"]["tolerations"] for w in on_highmem)
+    cpus = sorted(_cpu_millis(w.template) for w in setup.workloads if w.namespace != "kube-system")
+    assert (cpus[0], cpus[-1]) == (150, 3000)
+    with_budget = {pdb["metadata"]["name"] for pdb in setup.pdbs}
+    assert len(with_budget) >= 0.75 * len(setup.workloads)
+    flat = [w for w in setup.workloads if len(w.replicas.points) == 1 and w.namespace != "kube-system"]
+    assert flat, "a flat service beside the curve"
+
+
+def test_the_steady_scenario_starts_every_node_above_the_autoscalers_50_percent_and_60_percent_on_average() -> None:
+    setup = scenario.load(EXAMPLES[3])
+    cluster = runner.build(setup)
+    view = ClusterView(cluster.world.snapshot(setup.start), setup.config)
+    ratios = [state.cpu_ratio or 0.0 for state in view.nodes.values()]
+    assert len(ratios) == 24
+    assert min(ratios) >= 0.5, ratios
+    assert sum(ratios) / len(ratios) == pytest.approx(0.6, abs=0.03)
+    assert all(w.replicas.extremes()[0] == w.replicas.extremes()[1] for w in setup.workloads)
+
+
+def _cpu_millis(template: dict[str, object]) -> int:
+    spec = template["spec"]
+    assert isinstance(spec, dict)
+    return sum(quantity.millis(c["resources"]["requests"]["cpu"]) for c in spec["containers"])
 
 
 @pytest.mark.parametrize(

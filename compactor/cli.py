@@ -83,6 +83,8 @@ def parse_now(text: str | None) -> datetime:
         return timing.parse_rfc3339(text)
     except timing.NoTimeZoneError:
         raise BadInputError(f"--now: {text!r} has no time zone (add Z for UTC)") from None
+    except timing.OutOfRangeError as error:
+        raise BadInputError(f"--now: {error}") from None
     except ValueError:
         raise BadInputError(f"--now: {text!r} is not an RFC 3339 time (e.g. 2026-11-21T10:00:00Z)") from None
 

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
+from compactor import strictjson
 from compactor.errors import ConfigError
 
 DEFAULT_POOL_LABEL = "cloud.google.com/gke-nodepool"
@@ -29,6 +30,8 @@ ENV_DEFAULTS = {
 }
 
 ENV_CONFIG = "COMPACTOR_CONFIG"
+# Firestore's own limit for a document; a configuration of a thousand pools stays far below it.
+MAX_FILE_BYTES = 1024 * 1024
 ENV_FIRESTORE_DOCUMENT = "COMPACTOR_FIRESTORE_DOCUMENT"
 ENV_FIRESTORE_DATABASE = "COMPACTOR_FIRESTORE_DATABASE"
 
@@ -91,6 +94,10 @@ def parse(text: str | bytes, *, source: str, env: Mapping[str, str] | None = Non
         data = orjson.loads(text)
     except orjson.JSONDecodeError as error:
         raise ConfigError(f"{source}: not valid JSON: {error}") from error
+    try:
+        strictjson.reject_duplicate_keys(text)
+    except ValueError as error:
+        raise ConfigError(f"{source}: {error}") from None
     return validate(data, source=source, env=env)
 
 
@@ -141,6 +148,21 @@ def _reason(item: Mapping[str, Any]) -> str:
     return message
 
 
+def read_file(path: str) -> bytes:
+    """A configuration file's bytes, read no further than MAX_FILE_BYTES (`--config /dev/zero` ends at once)."""
+    try:
+        with open(path, "rb") as stream:
+            content = stream.read(MAX_FILE_BYTES + 1)
+    except OSError as error:
+        raise ConfigError(f"cannot read config file {path}: {error.strerror or error}") from error
+    if len(content) > MAX_FILE_BYTES:
+        raise ConfigError(
+            f"config file {path} is larger than {MAX_FILE_BYTES // 1024} KiB; "
+            "a configuration is a few KiB of JSON (is this the right file?)"
+        )
+    return content
+
+
 FirestoreReader = Callable[[str, str | None], str]
 """Reads the JSON text of a Firestore document: (collection/document, database) -> text."""
 
@@ -163,12 +185,7 @@ def load(
     if env_text:
         return parse(env_text, source=ENV_CONFIG, env=env)
     if config_file:
-        try:
-            with open(config_file, "rb") as stream:
-                content = stream.read()
-        except OSError as error:
-            raise ConfigError(f"cannot read config file {config_file}: {error.strerror or error}") from error
-        return parse(content, source=config_file, env=env)
+        return parse(read_file(config_file), source=config_file, env=env)
     if required:
         raise ConfigError(f"no configuration: set {ENV_FIRESTORE_DOCUMENT}, {ENV_CONFIG} or pass --config FILE")
     return validate({}, source="defaults", env=env)

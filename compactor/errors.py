@@ -26,6 +26,10 @@ class BadInputError(CompactorError):
     """Input a person gave us is wrong: arguments, parameters, files."""
 
 
+class RequestTooLargeError(BadInputError):
+    """An HTTP request body larger than anything the function accepts."""
+
+
 class ConfigError(BadInputError):
     """The configuration is invalid; `problems` lists each one (field path: reason)."""
 
@@ -60,6 +64,8 @@ def exit_code(error: BaseException) -> int:
 
 def http_status(error: BaseException) -> int:
     """The HTTP status the function answers with for an error."""
+    if isinstance(error, RequestTooLargeError):
+        return 413
     if isinstance(error, BadInputError):
         return 400
     if isinstance(error, LeaseHeldError):

@@ -16,9 +16,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from compactor import strictjson
+from compactor.core import windows
 from compactor.errors import ConfigError
 
 DEFAULT_POOL_LABEL = "cloud.google.com/gke-nodepool"
@@ -34,6 +35,23 @@ ENV_CONFIG = "COMPACTOR_CONFIG"
 MAX_FILE_BYTES = 1024 * 1024
 ENV_FIRESTORE_DOCUMENT = "COMPACTOR_FIRESTORE_DOCUMENT"
 ENV_FIRESTORE_DATABASE = "COMPACTOR_FIRESTORE_DATABASE"
+
+
+class DisruptionWindow(BaseModel):
+    """When drains may start: from each time `schedule` fires, for `durationMinutes` (Karpenter's budget windows)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    schedule: str = Field(min_length=1)
+    duration_minutes: int = Field(alias="durationMinutes", ge=1, le=366 * 24 * 60)
+
+    @field_validator("schedule")
+    @classmethod
+    def _valid_cron(cls, value: str) -> str:
+        problem = windows.schedule_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
 
 class PoolConfig(BaseModel):
@@ -52,6 +70,15 @@ class PoolConfig(BaseModel):
     drain_timeout_seconds: int = Field(900, alias="drainTimeoutSeconds", ge=0)
     removal_timeout_seconds: int = Field(1800, alias="removalTimeoutSeconds", ge=0)
     retry_backoff_seconds: int = Field(1800, alias="retryBackoffSeconds", ge=0)
+    # Pipelined removal: emptied nodes that may wait for the Cluster Autoscaler while the next drain starts.
+    max_awaiting_removal: int = Field(2, alias="maxNodesAwaitingRemoval", ge=0)
+    # node-refiner's trigger: start a drain only when the pool's excess nodes (as reported) reach this.
+    excess_nodes_threshold: int | None = Field(None, alias="excessNodesThreshold", ge=1)
+    # node-refiner's time gap: least time between two drain starts in the pool.
+    drain_interval_seconds: int = Field(0, alias="drainIntervalSeconds", ge=0)
+    # When drains may start (absent: always); marks are kept outside the windows.
+    disruption_windows: list[DisruptionWindow] | None = Field(None, alias="disruptionWindows")
+
 
     @model_validator(mode="before")
     @classmethod
@@ -76,6 +103,18 @@ class Config(BaseModel):
     skip_nodes_with_local_storage: bool = Field(True, alias="skipNodesWithLocalStorage")
     skip_nodes_with_system_pods: bool = Field(True, alias="skipNodesWithSystemPods")
     dry_run: bool = Field(False, alias="dryRun")
+    # The IANA time zone of every pool's disruptionWindows.
+    time_zone: str = Field("UTC", alias="timeZone", min_length=1)
+    # The Cluster Autoscaler removes an empty node only while what stays on it (DaemonSet and mirror pods)
+    # requests less than this share of its allocatable (its --scale-down-utilization-threshold; 0.5 on GKE).
+    ca_utilization_threshold: float = Field(0.5, alias="clusterAutoscalerUtilizationThreshold", gt=0, le=1)
+
+    @field_validator("time_zone")
+    @classmethod
+    def _known_time_zone(cls, value: str) -> str:
+        windows.zone(value)  # raises ValueError naming the zone
+        return value
+
 
     def pool(self, name: str | None) -> PoolConfig | None:
         """The pool's settings, or None when the pool is not configured."""

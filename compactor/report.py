@@ -12,6 +12,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from compactor.core.plan import Plan
+from compactor.core.planner import BLOCKER_SUMMARY
 from compactor.core.timing import format_stamp, human, seconds_between
 from compactor.core.wording import percent
 
@@ -65,6 +66,9 @@ class ReportModel(_Model):
     pools: list[PoolModel]
     dry_run: bool = Field(serialization_alias="dryRun")
     now: str
+    # When nothing is done: the gate that held this run ({"kind", "summary"}), else None.
+    held_by: dict[str, str] | None = Field(serialization_alias="heldBy")
+    awaiting_removal: list[str] = Field(serialization_alias="awaitingRemoval")
     # What the run did, filled by the executor for live runs (absent for `plan`).
     outcome: dict[str, Any] | None = None
 
@@ -115,8 +119,16 @@ def to_model(plan: Plan, *, outcome: dict[str, Any] | None = None) -> ReportMode
         ],
         dry_run=plan.dry_run,
         now=format_stamp(plan.now),
+        held_by=held_by(plan),
+        awaiting_removal=list(plan.awaiting_removal),
         outcome=outcome,
     )
+
+
+def held_by(plan: Plan) -> dict[str, str] | None:
+    if plan.held_by is None:
+        return None
+    return {"kind": plan.held_by, "summary": BLOCKER_SUMMARY.get(plan.held_by, plan.held_by)}
 
 
 def to_dict(plan: Plan, *, outcome: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -183,6 +195,11 @@ def to_table(plan: Plan) -> str:
     subject = f" {decision.node}" if decision.node else ""
     dry = " (dry run: nothing is written)" if plan.dry_run else ""
     lines.append(f"Decision: {decision.action}{subject}{dry}. {decision.reason}.")
+    held = held_by(plan)
+    if held is not None:
+        lines.append(f"Held back by: {held['kind']} ({held['summary']}).")
+    if plan.awaiting_removal:
+        lines.append(f"Awaiting removal by the Cluster Autoscaler: {_names(plan.awaiting_removal)}.")
     return "\n".join(lines) + "\n"
 
 

@@ -7,15 +7,24 @@ pass every node check, where they are the whole story.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from datetime import datetime
 
 from compactor.config import PoolConfig
+from compactor.core import fit, inflight, pools, windows
 from compactor.core.blockers import Blocker, pod_blockers
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.marks import opted_out
-from compactor.core.model import CA_SCALE_DOWN_DISABLED, DO_NOT_DISRUPT, DRAIN_FAILED_AT, DRAIN_STARTED_AT
-from compactor.core.timing import human, parse_stamp, seconds_between
+from compactor.core.model import (
+    CA_SCALE_DOWN_DISABLED,
+    DO_NOT_DISRUPT,
+    DRAIN_FAILED_AT,
+    DRAIN_STARTED_AT,
+    HOSTNAME_LABEL,
+    Node,
+    Pod,
+)
+from compactor.core.timing import format_stamp, human, parse_stamp, seconds_between
 from compactor.core.wording import percent
 
 
@@ -84,7 +93,41 @@ def node_blockers(
     for pod in state.pods:
         found.extend(pod_blockers(pod, view.pdbs, config))
     found.extend(_pool_size_blockers(state, view, pool))
+    left_behind = _autoscaler_refusal(state, config.ca_utilization_threshold)
+    if left_behind is not None:
+        found.append(left_behind)
     return found
+
+
+def _autoscaler_refusal(state: NodeState, threshold: float) -> Blocker | None:
+    """The Cluster Autoscaler would not remove the emptied node: what stays on it is above its threshold.
+
+    Cluster Autoscaler counts a node as unneeded only while its utilization, the larger of the cpu and
+    memory requests of the pods on it (DaemonSet and mirror pods included) over allocatable, is below
+    --scale-down-utilization-threshold (simulator/utilization and core/scaledown/eligibility in
+    kubernetes/autoscaler). After a drain only DaemonSet and mirror pods are left, so their share decides.
+    """
+    allocatable = state.node.allocatable
+    cpu = memory = 0
+    for pod in state.pods:
+        if pod.stays_on_node:
+            cpu += pod.requests.cpu_millis
+            memory += pod.requests.memory_bytes
+    shares = []
+    if allocatable.cpu_millis > 0:
+        shares.append(("cpu", cpu / allocatable.cpu_millis))
+    if allocatable.memory_bytes > 0:
+        shares.append(("memory", memory / allocatable.memory_bytes))
+    if not shares:
+        return None
+    resource, share = max(shares, key=lambda item: item[1])
+    if share < threshold:
+        return None
+    return Blocker(
+        "ca-threshold",
+        f"DaemonSet and mirror pods request {percent(share)} of its {resource}: once emptied, the Cluster "
+        f"Autoscaler would not remove it (threshold {percent(threshold)}, clusterAutoscalerUtilizationThreshold)",
+    )
 
 
 def _why_not_underutilized(state: NodeState, pool: PoolConfig) -> str:
@@ -145,10 +188,12 @@ def _pool_size_blockers(state: NodeState, view: ClusterView, pool: PoolConfig) -
 def pool_gates(
     view: ClusterView,
     underutilized_count: Counter[str | None],
+    running: inflight.InFlight,
     now: datetime,
 ) -> dict[str | None, list[Blocker]]:
-    """Pool-wide reasons not to start a drain: the trigger count and the scale-up cooldown."""
+    """Pool-wide reasons not to start a drain now; a pool with none may start one."""
     gates: dict[str | None, list[Blocker]] = {}
+    pending = _pending_by_pool(view)
     for name, members in view.nodes_by_pool.items():
         pool = view.config.enabled_pool(name)
         if pool is None:
@@ -162,6 +207,17 @@ def pool_gates(
                     f"{pool.required_underutilized} (scaleDownRequiredUnderutilizedNodeCount)",
                 )
             )
+        if pool.excess_nodes_threshold is not None:
+            leaving = sum(1 for member in members if DRAIN_STARTED_AT in member.node.annotations)
+            excess = len(members) - pools.lower_bound_nodes(members) - leaving
+            if excess < pool.excess_nodes_threshold:
+                found.append(
+                    Blocker(
+                        "trigger",
+                        f"pool {name} has {max(0, excess)} excess node(s) not already being removed, needs "
+                        f"{pool.excess_nodes_threshold} (excessNodesThreshold)",
+                    )
+                )
         ages = [(seconds_between(m.node.created, now), m.name) for m in members if m.node.created is not None]
         if ages:
             youngest_age, youngest = min(ages)
@@ -173,22 +229,101 @@ def pool_gates(
                         f"{human(pool.scale_up_cooldown_seconds)} (scaleUpCooldownSeconds)",
                     )
                 )
+        awaiting = running.awaiting.get(name, [])
+        if len(awaiting) >= pool.max_awaiting_removal:
+            found.append(
+                Blocker(
+                    "awaiting-removal",
+                    f"pool {name} has {len(awaiting)} emptied node(s) waiting for the Cluster Autoscaler "
+                    f"({', '.join(awaiting)}); at most {pool.max_awaiting_removal} (maxNodesAwaitingRemoval)",
+                )
+            )
+        if pool.drain_interval_seconds:
+            last = _last_drain_start(members)
+            if last is not None and seconds_between(last, now) < pool.drain_interval_seconds:
+                found.append(
+                    Blocker(
+                        "interval",
+                        f"pool {name} started a drain {human(seconds_between(last, now))} ago; waiting "
+                        f"{human(pool.drain_interval_seconds)} (drainIntervalSeconds)",
+                    )
+                )
+        if pool.disruption_windows is not None:
+            window = windows.state(pool.disruption_windows, view.config.time_zone, now)
+            if not window.open:
+                opens = (
+                    f"next opens at {format_stamp(window.next_open)}"
+                    if window.next_open is not None
+                    else "none opens again"
+                )
+                found.append(Blocker("window", f"pool {name} is outside its disruption windows; {opens}"))
+        waiting = pending.get(name)
+        if waiting:
+            example = ", ".join(pod.key for pod in waiting[:3])
+            found.append(
+                Blocker(
+                    "pending-pods",
+                    f"{len(waiting)} unschedulable pod(s) could use pool {name}'s nodes ({example}); "
+                    "no drain starts in the pool while they wait for room",
+                )
+            )
         gates[name] = found
     return gates
 
 
-def cluster_gates(view: ClusterView, draining: str | None) -> list[Blocker]:
-    """Cluster-wide reasons not to start any drain."""
-    found = []
-    if draining is not None:
-        found.append(Blocker("drain-in-progress", f"node {draining} is being drained; one node at a time"))
+def cluster_gates(running: inflight.InFlight) -> list[Blocker]:
+    """Cluster-wide reasons not to start any drain: evictions are one node at a time."""
+    if running.hold is not None:
+        return [Blocker("drain-in-progress", running.decision.reason if running.decision else running.hold)]
+    if running.draining is not None:
+        return [Blocker("drain-in-progress", f"node {running.draining} is being drained; one node at a time")]
+    return []
+
+
+def _last_drain_start(members: list[NodeState]) -> datetime | None:
+    stamps = [parse_stamp(member.node.annotations.get(DRAIN_STARTED_AT)) for member in members]
+    known = [stamp for stamp in stamps if stamp is not None]
+    return max(known) if known else None
+
+
+def _pending_by_pool(view: ClusterView) -> dict[str | None, list[Pod]]:
+    """Unschedulable pods per pool whose nodes they could run on; the others cannot be helped by that pool.
+
+    A pod waits for a pool only when it passes a node's taints, nodeSelector and node affinity and its
+    requests fit an empty node of that shape: the pools the Cluster Autoscaler could grow for it.
+    Pods and nodes are grouped by what those predicates read, so a thousand replicas of one
+    Deployment against a thousand alike nodes cost one check.
+    """
     pending = view.unschedulable_pods
-    if pending:
-        example = ", ".join(pod.key for pod in pending[:3])
-        found.append(
-            Blocker(
-                "pending-pods",
-                f"{len(pending)} pod(s) cannot be scheduled ({example}); no drain starts while pods wait for room",
-            )
-        )
-    return found
+    if not pending:
+        return {}
+    representatives: dict[str | None, list[Node]] = defaultdict(list)
+    seen: set[tuple[object, ...]] = set()
+    for name, members in view.nodes_by_pool.items():
+        for member in members:
+            node = member.node
+            labels = tuple(sorted((k, v) for k, v in node.labels.items() if k != HOSTNAME_LABEL))
+            shape = (name, labels, node.taints, node.allocatable)
+            if shape not in seen:
+                seen.add(shape)
+                representatives[name].append(node)
+    answers: dict[tuple[object, ...], list[str | None]] = {}
+    by_pool: dict[str | None, list[Pod]] = defaultdict(list)
+    for pod in pending:
+        key = (pod.tolerations, pod.node_selector, pod.node_affinity, pod.requests)
+        usable = answers.get(key)
+        if usable is None:
+            # Node affinity may name one node (matchFields metadata.name): then every node is checked.
+            pinned = pod.node_affinity is not None
+            usable = [
+                name
+                for name, nodes in representatives.items()
+                if any(
+                    fit.could_use(pod, node)
+                    for node in ([m.node for m in view.nodes_by_pool[name]] if pinned else nodes)
+                )
+            ]
+            answers[key] = usable
+        for name in usable:
+            by_pool[name].append(pod)
+    return by_pool

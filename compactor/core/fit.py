@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from compactor.core.cluster import ClusterView, NodeState
-from compactor.core.model import Pod, PodAffinityTerm, SpreadConstraint
+from compactor.core.model import Node, Pod, PodAffinityTerm, SpreadConstraint
 from compactor.core.selectors import node_affinity_matches, selector_matches
 from compactor.core.wording import mebibytes
 
@@ -57,6 +57,30 @@ def largest_first(pods: Iterable[Pod]) -> list[Pod]:
 def eviction_order(pods: Iterable[Pod]) -> list[Pod]:
     """The order the executor evicts in: cheapest to lose first (priority, pod-deletion-cost), then name."""
     return sorted(pods, key=lambda p: (p.priority, p.deletion_cost, p.key))
+
+
+def static_refusal(pod: Pod, node: Node) -> str | None:
+    """The first predicate that keeps `pod` off `node` whatever runs there: taints, nodeSelector, node affinity."""
+    for taint in node.taints:
+        if taint.effect in SCHEDULING_EFFECTS and not any(t.tolerates(taint) for t in pod.tolerations):
+            return "taint"
+    for key, value in pod.node_selector:
+        if node.labels.get(key) != value:
+            return "nodeSelector"
+    if pod.node_affinity is not None and not node_affinity_matches(pod.node_affinity, node.name, node.labels):
+        return "node affinity"
+    return None
+
+
+def could_use(pod: Pod, node: Node) -> bool:
+    """Whether `pod` could run on `node` were it empty: the static predicates, and requests within allocatable."""
+    if static_refusal(pod, node) is not None:
+        return False
+    requests, allocatable = pod.requests, node.allocatable
+    if requests.cpu_millis > allocatable.cpu_millis or requests.memory_bytes > allocatable.memory_bytes:
+        return False
+    available = dict(allocatable.extended)
+    return all(amount <= available.get(name, 0) for name, amount in requests.extended)
 
 
 def targets_for(view: ClusterView) -> list[NodeState]:
@@ -152,14 +176,9 @@ class Simulation:
         node = target.node
         # Static predicates first: they name the real reason (a GPU pod is kept off a
         # general-purpose node by its taint, not by its cpu).
-        for taint in node.taints:
-            if taint.effect in SCHEDULING_EFFECTS and not any(t.tolerates(taint) for t in pod.tolerations):
-                return "taint"
-        for key, value in pod.node_selector:
-            if node.labels.get(key) != value:
-                return "nodeSelector"
-        if pod.node_affinity is not None and not node_affinity_matches(pod.node_affinity, node.name, node.labels):
-            return "node affinity"
+        refusal = static_refusal(pod, node)
+        if refusal is not None:
+            return refusal
         if pod.pvc_names and node.zone != self.source_zone:
             return "zone of its volume"
         usage = self.usage.get(target.name)

@@ -60,3 +60,7 @@ class Plan:
     pools: tuple[PoolReport, ...]
     dry_run: bool
     now: datetime
+    # When the decision is "none": the kind of the gate that held it (a key of `planner.BLOCKER_SUMMARY`).
+    held_by: str | None = None
+    # Emptied nodes waiting for the Cluster Autoscaler to remove them.
+    awaiting_removal: tuple[str, ...] = ()

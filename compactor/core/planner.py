@@ -44,9 +44,39 @@ BLOCKER_SUMMARY = {
     "cooldown": "in a pool that scaled up recently",
     "pending-pods": "held back by unschedulable pods",
     "drain-in-progress": "waiting for the drain in progress",
+    "several-draining": "several nodes are being drained: a person must resolve it",
+    "awaiting-removal": "emptied and awaiting removal (or the pool's limit of such nodes reached)",
+    "interval": "within the pool's drainIntervalSeconds",
+    "window": "outside the pool's disruption windows",
+    "ca-threshold": "the Cluster Autoscaler would not remove (DaemonSets above its threshold)",
+    "no-nodes": "no nodes",
     "no-fit": "with pods that fit nowhere else",
     "not-simulated": "not simulated",
 }
+
+
+# Blocker kinds found by the node checks (`candidates.node_blockers`); the others are pool or
+# cluster gates and the fit, which only nodes passing every node check reach.
+NODE_LEVEL_KINDS = frozenset(
+    {
+        "pool",
+        "opt-out",
+        "being-deleted",
+        "not-underutilized",
+        "marked-recently",
+        "not-ready",
+        "cordoned",
+        "too-young",
+        "backoff",
+        "pod",
+        "pdb",
+        "min-nodes",
+        "autoscaling",
+        "ca-threshold",
+        "drain-in-progress",
+        "awaiting-removal",
+    }
+)
 
 
 def plan(snapshot: Snapshot, config: Config, *, now: datetime) -> Plan:
@@ -62,30 +92,36 @@ def plan(snapshot: Snapshot, config: Config, *, now: datetime) -> Plan:
         mark_changes[state.name] = marks.mark_change(state, pool, underutilized[state.name], now)
 
     running = inflight.in_flight(view, now)
-    draining = running.node if running is not None else None
+    leaving = {name for names in running.awaiting.values() for name in names}
 
     blockers: dict[str, list[Blocker]] = {}
     for state in states:
-        if state.name == draining:
+        if state.name == running.draining:
             blockers[state.name] = [Blocker("drain-in-progress", "this node is being drained")]
-            continue
-        blockers[state.name] = candidates.node_blockers(
-            state, view, underutilized[state.name], mark_changes[state.name].marked_since, now
-        )
+        elif state.name in leaving:
+            blockers[state.name] = [
+                Blocker("awaiting-removal", "emptied; waiting for the Cluster Autoscaler to remove it")
+            ]
+        else:
+            blockers[state.name] = candidates.node_blockers(
+                state, view, underutilized[state.name], mark_changes[state.name].marked_since, now
+            )
 
     per_pool_underutilized: Counter[str | None] = Counter(
-        state.pool for state in states if underutilized[state.name] and state.name != draining
+        state.pool
+        for state in states
+        if underutilized[state.name] and state.name != running.draining and state.name not in leaving
     )
-    pool_gates = candidates.pool_gates(view, per_pool_underutilized, now)
-    cluster_gates = candidates.cluster_gates(view, draining)
+    pool_gates = candidates.pool_gates(view, per_pool_underutilized, running, now)
+    cluster_gates = candidates.cluster_gates(running)
     eligible = [state for state in states if not blockers[state.name]]
     for state in eligible:
         blockers[state.name].extend(pool_gates.get(state.pool, ()))
         blockers[state.name].extend(cluster_gates)
     eligible = [state for state in eligible if not blockers[state.name]]
 
-    chosen = _choose(view, eligible, blockers)
-    if running is not None:
+    chosen = _choose(view, eligible, blockers) if running.decision is None else None
+    if running.decision is not None:
         decision = running.decision
     elif chosen is not None:
         decision = chosen
@@ -117,7 +153,40 @@ def plan(snapshot: Snapshot, config: Config, *, now: datetime) -> Plan:
         pools=_pool_reports(view, underutilized),
         dry_run=config.dry_run,
         now=now,
+        held_by=_held_by(decision, running, states, blockers, underutilized),
+        awaiting_removal=tuple(sorted(leaving)),
     )
+
+
+def _held_by(
+    decision: Decision,
+    running: inflight.InFlight,
+    states: list[NodeState],
+    blockers: dict[str, list[Blocker]],
+    underutilized: dict[str, bool],
+) -> str | None:
+    """The gate that kept this run from acting: the first reason of the node closest to a drain."""
+    if decision.action != "none":
+        return None
+    if running.hold is not None:
+        return running.hold
+    if not states:
+        return "no-nodes"
+
+    def closeness(state: NodeState) -> tuple[int, tuple[int, int, int, float, float, str]]:
+        first = blockers[state.name][0].kind if blockers[state.name] else ""
+        if first in NODE_LEVEL_KINDS:
+            tier = 1 if underutilized[state.name] else 2
+            tier = 3 if first == "pool" else tier
+        else:
+            tier = 0  # every node check passed: a pool or cluster gate, or the fit, held it
+        return tier, ranking.disruption_cost(state)
+
+    started = {name for names in running.awaiting.values() for name in names} | {running.draining}
+    closest = min(
+        (state for state in states if blockers[state.name] and state.name not in started), key=closeness, default=None
+    )
+    return blockers[closest.name][0].kind if closest is not None else None
 
 
 def _choose(view: ClusterView, eligible: list[NodeState], blockers: dict[str, list[Blocker]]) -> Decision | None:

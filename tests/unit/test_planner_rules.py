@@ -72,11 +72,13 @@ def test_rolls_back_a_drain_that_ran_past_its_timeout() -> None:
         pytest.param(make_pod("job", node="n1", owner="Job", phase="Succeeded"), id="finished"),
     ],
 )
-def test_waits_for_the_autoscaler_once_only_pods_that_stay_are_left(left_behind: Any) -> None:
+def test_an_emptied_node_awaits_removal_once_only_pods_that_stay_are_left(left_behind: Any) -> None:
     plan = run_plan([draining_node(600), *base_nodes()[1:]], [left_behind, *base_pods()])
     assert plan.decision.action == "none"
-    assert plan.decision.node == "n1"
-    assert "waiting for the Cluster Autoscaler to remove it" in plan.decision.reason
+    assert plan.awaiting_removal == ("n1",)
+    assert blockers_of(plan, "n1") == "emptied; waiting for the Cluster Autoscaler to remove it"
+    # Nothing else is underutilized: that, not the node awaiting removal, is what held the run.
+    assert plan.held_by == "not-underutilized"
 
 
 def test_rolls_back_an_empty_node_the_autoscaler_did_not_take() -> None:
@@ -114,9 +116,10 @@ def test_rolls_back_a_drain_whose_start_time_is_unreadable() -> None:
 
 def test_does_nothing_when_two_nodes_claim_to_be_draining() -> None:
     nodes = [draining_node(60), make_node("n2", unschedulable=True, annotations={DRAIN_STARTED_AT: stamp(ago(30))})]
-    plan = run_plan([*nodes, make_node("n3")], [make_pod("web", node="n1")])
+    plan = run_plan([*nodes, make_node("n3")], [make_pod("web", node="n1"), make_pod("api", node="n2")])
     assert plan.decision.action == "none"
-    assert "only one drain may exist" in plan.decision.reason
+    assert "only one node may be drained at a time" in plan.decision.reason
+    assert plan.held_by == "several-draining"
 
 
 def test_continue_drain_never_evicts_a_pod_that_must_not_be_evicted() -> None:
@@ -529,7 +532,7 @@ def test_starts_no_drain_while_a_pod_cannot_be_scheduled() -> None:
     pending = make_pod("stuck", node=None, unschedulable=True, phase="Pending")
     plan = run_plan(base_nodes(), [make_pod("web", node="n1"), pending, *base_pods()])
     assert plan.decision.action == "none"
-    assert "1 pod(s) cannot be scheduled (default/stuck)" in blockers_of(plan, "n1")
+    assert "1 unschedulable pod(s) could use pool default-pool's nodes (default/stuck)" in blockers_of(plan, "n1")
 
 
 def test_starts_no_drain_in_a_pool_that_just_scaled_up() -> None:

@@ -1,7 +1,7 @@
-"""Cloud Function entry point (2nd gen, functions-framework): `compact`.
+"""Cloud Function entry points (2nd gen, functions-framework): `compact` and `hpa_floor`.
 
-Thin on purpose: everything happens in `compactor.http.handle`, and nothing
-is built here at import time.
+Thin on purpose: everything happens in `compactor.http.handle` and
+`compactor.hpa.http.handle`, and nothing is built here at import time.
 """
 
 from __future__ import annotations
@@ -11,8 +11,14 @@ from typing import Any
 import functions_framework
 
 from compactor import http
+from compactor.hpa import http as hpa_http
 
 
 @functions_framework.http
 def compact(request: Any) -> tuple[bytes, int, dict[str, str]]:
     return http.handle(request)
+
+
+@functions_framework.http
+def hpa_floor(request: Any) -> tuple[bytes, int, dict[str, str]]:
+    return hpa_http.handle(request)

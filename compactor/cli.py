@@ -67,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--hours", type=float, metavar="N", help="hours to simulate (default: the scenario's, or 24)")
     simulate.add_argument("--plot", metavar="PNG", help="also draw the node count over time (needs matplotlib)")
     simulate.add_argument("--json", action="store_true", help="print the JSON results instead of the table")
+
+    from compactor.hpa import command as hpa_command  # the HPA floor job: its own arguments
+
+    hpa_command.add_parser(commands)
     return parser
 
 
@@ -159,6 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(args)
         if args.command == "simulate":
             return _simulate(args)
+        if args.command == "hpa":
+            from compactor.hpa import command as hpa_command
+
+            return hpa_command.run(args)
         raise BadInputError(f"unknown command {args.command}")
     except CompactorError as error:
         for problem in error.problems:

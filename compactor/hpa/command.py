@@ -1,0 +1,94 @@
+"""`python -m compactor hpa`: one HPA floor run against a live cluster, or a plan from saved files.
+
+`hpa --snapshot FILE [--metrics FILE]` plans offline from what
+`kubectl get hpa,replicasets -A -o json` prints and a JSON object mapping
+each query's text to its value: a number, or the answer Prometheus gave
+(`curl 'http://prometheus/api/v1/query?query=...'`). Offline runs write nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+import orjson
+
+from compactor.errors import EXIT_OK, BadInputError
+from compactor.hpa import planner, reading, report, results
+from compactor.hpa import settings as hpa_settings
+from compactor.hpa.model import Answer
+
+
+def add_parser(commands: Any) -> None:
+    hpa = commands.add_parser(
+        "hpa", help="raise HPA minReplicas to estafette-k8s-hpa-scaler's floors (live, or offline from files)"
+    )
+    where = hpa.add_mutually_exclusive_group()
+    where.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig to use (default: KUBECONFIG, ~/.kube/config)")
+    where.add_argument(
+        "--gke",
+        metavar="projects/P/locations/L/clusters/C",
+        help="a GKE cluster, with your gcloud application-default credentials",
+    )
+    where.add_argument(
+        "--snapshot", metavar="FILE", help="plan offline from what `kubectl get hpa,replicasets -A -o json` prints"
+    )
+    hpa.add_argument("--metrics", metavar="FILE", help="with --snapshot: JSON object of query text -> value or answer")
+    hpa.add_argument("--config", metavar="FILE", help="configuration JSON (its dryRun applies; after Firestore/env)")
+    hpa.add_argument("--dry-run", action="store_true", help="plan and report, write nothing")
+    hpa.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.snapshot:
+        return _offline(args)
+    if args.metrics:
+        raise BadInputError("--metrics: only with --snapshot (a live run asks Prometheus)")
+    from compactor import logs
+    from compactor import service as compactor_service
+    from compactor.hpa import service
+
+    logs.configure(sys.stderr)  # stdout carries the report
+    connector = compactor_service.connector_from(os.environ, kubeconfig=args.kubeconfig, gke_cluster=args.gke)
+    result = service.run(
+        os.environ, connector=connector, config_file=args.config, force_dry_run=args.dry_run, gke_cluster=args.gke
+    )
+    _print(result.plan, result.report, args.json)
+    return EXIT_OK
+
+
+def _offline(args: argparse.Namespace) -> int:
+    settings = hpa_settings.from_env(os.environ)
+    cluster = reading.read_file(args.snapshot)
+    wanted = planner.queries(cluster, settings)
+    values = read_metrics(args.metrics) if args.metrics else {}
+    answers = {
+        query: values.get(query.query) or Answer.failed(f"no value for it in {args.metrics or 'the --metrics file'}")
+        for query in wanted
+    }
+    plan = planner.plan(cluster, settings, answers)
+    _print(plan, report.to_dict(plan, dry_run=True), args.json)
+    return EXIT_OK
+
+
+def read_metrics(path: str) -> dict[str, Answer]:
+    """`{"query text": 12.5 | {"status": "success", "data": ...}}` -> the answer for each query text."""
+    try:
+        with open(path, "rb") as stream:
+            document = orjson.loads(stream.read())
+    except OSError as error:
+        raise BadInputError(f"cannot read metrics file {path}: {error.strerror or error}") from error
+    except orjson.JSONDecodeError as error:
+        raise BadInputError(f"metrics file {path} is not JSON: {error}") from error
+    if not isinstance(document, dict):
+        raise BadInputError(f"metrics file {path} must be a JSON object of query text -> value")
+    return {str(text): results.from_document(value) for text, value in document.items()}
+
+
+def _print(plan: Any, document: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        sys.stdout.buffer.write(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        sys.stdout.write(report.to_table(plan))

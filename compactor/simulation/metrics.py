@@ -39,3 +39,5 @@ class Series:
     pending: list[int] = field(default_factory=list)
     lower_bound: list[int] = field(default_factory=list)
     nodes_by_pool: dict[str, list[int]] = field(default_factory=dict)
+    # node-compactor's latest decision at each step: a plan action, or the gate that held it (None: no planner)
+    decisions: list[str | None] = field(default_factory=list)

@@ -1,5 +1,9 @@
 """The node count of every strategy over the day, with the lower bound drawn in, as a PNG.
 
+Below the node counts, the pending pods; below those, a band per strategy
+that has a planner (node-compactor): what its latest run decided at each
+moment, a drain or the gate that held it back, one colour per reason.
+
 matplotlib is imported only here and only when a plot is asked for, with the
 Agg backend (no display); it is in requirements-simulate.txt, never in the
 function's requirements.txt.
@@ -14,7 +18,16 @@ from compactor.errors import BadInputError
 from compactor.simulation import report
 from compactor.simulation.runner import Results
 
-COLORS = {"ca-alone": "#d62728", "estafette": "#ff7f0e", "node-compactor": "#1f77b4"}
+COLORS = {
+    "ca-alone": "#d62728",
+    "ca-optimize-utilization": "#9467bd",
+    "estafette": "#ff7f0e",
+    "node-compactor": "#1f77b4",
+}
+
+
+ACTING_COLORS = {"drain": "#1f77b4", "continue-drain": "#6baed6", "rollback": "#08306b"}
+HELD_COLORS = ("#d62728", "#ff7f0e", "#bcbd22", "#8c564b", "#e377c2", "#7f7f7f", "#17becf", "#9467bd", "#2ca02c")
 
 
 def require() -> None:
@@ -37,9 +50,13 @@ def write(results: Results, path: str) -> None:
     data = report.summarize(results)
     minutes: list[float] = data["minutes"]
     hours = [m / 60 for m in minutes]
-    figure = Figure(figsize=(10, 5.6), dpi=100)
-    nodes_axis, pending_axis = figure.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
     strategies: list[dict[str, Any]] = data["strategies"]
+    banded = [item for item in strategies if item.get("decisionMinutes")]
+    figure = Figure(figsize=(10, 5.6 + 0.9 * len(banded)), dpi=100)
+    axes = figure.subplots(
+        2 + len(banded), 1, sharex=True, gridspec_kw={"height_ratios": [3, 1, *(0.6 for _ in banded)]}
+    )
+    nodes_axis, pending_axis = axes[0], axes[1]
     bound = next(s for s in strategies if s["name"] == report.LOWER_BOUND)
     nodes_axis.fill_between(
         hours,
@@ -61,6 +78,8 @@ def write(results: Results, path: str) -> None:
     if window is not None:
         for axis in (nodes_axis, pending_axis):
             axis.axvspan(hours[window[0]], hours[window[1]], color="#2ca02c", alpha=0.08, linewidth=0)
+    for axis, item in zip(axes[2:], banded, strict=True):
+        _decision_band(axis, item, hours, data["scenario"]["stepSeconds"] / 3600)
     nodes_axis.set_ylabel("nodes (billed)")
     nodes_axis.set_ylim(bottom=0)
     nodes_axis.set_title(f"{data['scenario']['name']}: node count over the day")
@@ -70,11 +89,39 @@ def write(results: Results, path: str) -> None:
     pending_axis.grid(alpha=0.3)
     start = results.setup.start
     ticks = [h for h in range(0, int(max(hours, default=0)) + 1, 3)]
-    pending_axis.set_xticks(ticks)
-    pending_axis.set_xticklabels([(start + timedelta(hours=h)).strftime("%H:%M") for h in ticks])
-    pending_axis.set_xlabel("time of day (UTC)" + ("; night plateau shaded" if window else ""))
+    bottom = axes[-1]
+    bottom.set_xticks(ticks)
+    bottom.set_xticklabels([(start + timedelta(hours=h)).strftime("%H:%M") for h in ticks])
+    bottom.set_xlabel("time of day (UTC)" + ("; night plateau shaded" if window else ""))
     figure.tight_layout()
     try:
         figure.savefig(path, format="png")
     except OSError as error:
         raise BadInputError(f"cannot write the plot {path}: {error.strerror or error}") from error
+
+
+def _decision_band(axis: Any, item: dict[str, Any], hours: list[float], step_hours: float) -> None:
+    """One row of coloured spans: what the latest run decided, minute by minute; the legend says the reason."""
+    decisions: list[str | None] = item["series"]["decisions"]
+    ranked = list(item["decisionMinutes"])
+    held = [kind for kind in ranked if kind not in ACTING_COLORS]
+    colors = {kind: HELD_COLORS[index % len(HELD_COLORS)] for index, kind in enumerate(held)}
+    colors.update(ACTING_COLORS)
+    spans: dict[str, list[tuple[float, float]]] = {}
+    start = 0
+    for index in range(1, len(decisions) + 1):
+        if index == len(decisions) or decisions[index] != decisions[start]:
+            kind = decisions[start]
+            if kind is not None:
+                end = hours[index - 1] + step_hours
+                spans.setdefault(kind, []).append((hours[start], end - hours[start]))
+            start = index
+    for kind in ranked:
+        minutes = item["decisionMinutes"][kind]
+        axis.broken_barh(
+            spans.get(kind, []), (0, 1), facecolors=colors[kind], label=f"{kind} ({minutes:g} min)", linewidth=0
+        )
+    axis.set_yticks([])
+    axis.set_ylim(0, 1)
+    axis.set_ylabel(item["name"], rotation=0, ha="right", va="center", fontsize=8)
+    axis.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7, frameon=False, title="decided / held by")

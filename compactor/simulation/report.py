@@ -5,19 +5,38 @@ plus VMs being provisioned, what is billed), the change against the Cluster
 Autoscaler alone, the node count, the gap to the lower bound at the night
 plateau, pods evicted or deleted (by anyone) and per node removed, pod-minutes
 spent pending, PodDisruptionBudget violations, and displaced pods whose
-replacement found no node (each also by the actor that caused it).
+replacement found no node (each also by the actor that caused it), the
+share of what the lower bound allows that a strategy recovered against the
+Cluster Autoscaler alone, and for node-compactor what its runs decided: the
+minutes spent acting, and when no drain was started, the gate that held it
+back (the planner's `held_by`), minute by minute of the measured period.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
 
+from compactor.core.planner import BLOCKER_SUMMARY
 from compactor.simulation.runner import Results, StrategyResult
+from compactor.simulation.strategies import ACTIONS, FAILED_RUN
 
 LOWER_BOUND = "lower-bound"
+DECISION_WORDS = {
+    "drain": "starting a drain",
+    "continue-drain": "continuing a drain",
+    "rollback": "rolling a drain back",
+    FAILED_RUN: "a run that failed",
+    "none": "no gate named",
+}
+
+
+def words(decision: str) -> str:
+    """What a decision or a holding gate means, in the planner's words."""
+    return DECISION_WORDS.get(decision) or BLOCKER_SUMMARY.get(decision, decision)
 
 
 def summarize(results: Results) -> dict[str, Any]:
@@ -26,8 +45,8 @@ def summarize(results: Results) -> dict[str, Any]:
     baseline = next((s for s in results.strategies if s.name == "ca-alone"), None)
     base_hours = sum(baseline.series.nodes) * step_hours if baseline is not None else None
     window = plateau_window(results)
-    strategies = [_strategy(s, results, step_hours, base_hours, window) for s in results.strategies]
     bound_hours = sum(results.lower_bound) * step_hours
+    strategies = [_strategy(s, results, step_hours, base_hours, bound_hours, window) for s in results.strategies]
     lower = {
         "name": LOWER_BOUND,
         "nodeHours": round(bound_hours, 1),
@@ -89,16 +108,19 @@ def _strategy(
     results: Results,
     step_hours: float,
     base_hours: float | None,
+    bound_hours: float,
     window: tuple[int, int] | None,
 ) -> dict[str, Any]:
     recorder = result.recorder
     node_hours = sum(result.series.nodes) * step_hours
     disruptions = recorder.disruptions()
     actors = sorted(set(recorder.evicted) | set(recorder.deleted))
+    decisions = _decisions(result.series.decisions, step_hours * 60)
     return {
         "name": result.name,
         "nodeHours": round(node_hours, 1),
         "vsCaAlone": _change(node_hours, base_hours),
+        "savingsRecovered": _recovered(node_hours, base_hours, bound_hours),
         "nodes": _nodes(result.series.nodes),
         "nightPlateau": _plateau(result.series.nodes, results.lower_bound, window),
         "nodesAdded": recorder.nodes_added,
@@ -116,10 +138,33 @@ def _strategy(
         "unplaceablePods": len(recorder.unplaceable),
         "lostJobMinutes": round(recorder.lost_job_seconds / 60),
         "runs": result.summary,
+        "decisionMinutes": decisions,
+        "heldBackBy": {kind: minutes for kind, minutes in decisions.items() if kind not in ACTIONS}
+        if decisions
+        else None,
         "failures": result.failures[:20],
         "seconds": round(result.seconds, 1),
-        "series": {"nodes": result.series.nodes, "pending": result.series.pending},
+        "series": {
+            "nodes": result.series.nodes,
+            "pending": result.series.pending,
+            **({"decisions": result.series.decisions} if decisions else {}),
+        },
     }
+
+
+def _decisions(series: list[str | None], step_minutes: float) -> dict[str, float] | None:
+    """Minutes of the measured period under each decision of the latest run, most first; None without a planner."""
+    counts = Counter(decision for decision in series if decision is not None)
+    if not counts:
+        return None
+    return {decision: round(count * step_minutes, 1) for decision, count in counts.most_common()}
+
+
+def _recovered(value: float, base: float | None, bound: float) -> float | None:
+    """(CA alone - this) / (CA alone - lower bound): the share of the possible savings this strategy made."""
+    if base is None or base - bound <= 0:
+        return None
+    return round((base - value) / (base - bound), 3)
 
 
 def _change(value: float, base: float | None) -> float | None:
@@ -179,6 +224,7 @@ def to_table(results: Results) -> str:
         "STRATEGY",
         "NODE-HOURS",
         "VS CA ALONE",
+        "RECOVERED",
         "NODES MIN-MAX",
         "NIGHT GAP",
         "REMOVED",
@@ -197,6 +243,9 @@ def to_table(results: Results) -> str:
                 item["name"],
                 f"{item['nodeHours']:.1f}",
                 "-" if item["vsCaAlone"] is None or item["name"] == "ca-alone" else f"{item['vsCaAlone'] * 100:+.1f}%",
+                "-"
+                if bound or item["savingsRecovered"] is None or item["name"] == "ca-alone"
+                else f"{item['savingsRecovered'] * 100:.0f}%",
                 f"{item['nodes']['min']}-{item['nodes']['max']}",
                 "-" if not plateau else f"{plateau['endGapNodes']:+d} ({plateau['endGapPercent']:.0f}%)",
                 "-" if bound else str(item["nodesRemoved"]),
@@ -219,14 +268,35 @@ def to_table(results: Results) -> str:
             f"({_clock(begin)}-{_clock(end)} UTC)."
         )
     lines.append(
+        "RECOVERED: (CA alone - strategy) / (CA alone - lower bound), in node-hours. "
         "EVICTIONS: pods evicted or deleted by any actor; PER NODE: per node removed; NO PLACE: displaced pods "
         "whose replacement found no node."
     )
+    for item in data["strategies"]:
+        lines.extend(_held_lines(item))
     for item in data["strategies"]:
         if item.get("failures"):
             lines.append(f"{item['name']}: {len(item['failures'])} failed run(s), first: {item['failures'][0]}")
     lines.append(f"Simulated in {data['seconds']:.1f} s.")
     return "\n".join(lines) + "\n"
+
+
+def _held_lines(item: dict[str, Any]) -> list[str]:
+    decisions: dict[str, float] | None = item.get("decisionMinutes")
+    if not decisions:
+        return []
+    total = sum(decisions.values())
+    acting = sum(minutes for kind, minutes in decisions.items() if kind in ACTIONS)
+    lines = [
+        "",
+        f"{item['name']}: what its runs decided, in minutes of the {total:g} measured "
+        f"(acting {acting:g}, {100 * acting / total:.0f}%; held back {total - acting:g}):",
+    ]
+    width = max(len(kind) for kind in decisions)
+    for kind, minutes in decisions.items():
+        role = "acting" if kind in ACTIONS else "held"
+        lines.append(f"  {kind.ljust(width)}  {minutes:7g} min  {100 * minutes / total:4.0f}%  {role:6}  {words(kind)}")
+    return lines
 
 
 def _hours(value: float) -> str:

@@ -8,7 +8,9 @@ strategy then runs on a deep copy of it for `hours` in steps of
 `step_seconds`. A step: provisioned VMs join, controllers and the scheduler
 settle, the strategy acts (node-compactor every 5 minutes), the cluster
 settles, the Cluster Autoscaler takes its turn, the cluster settles again,
-and the step is measured.
+and the step is measured. `ca-optimize-utilization` is the Cluster
+Autoscaler alone on a copy whose autoscaler and scheduler follow GKE's
+optimize-utilization profile from the end of the warm-up on.
 
 The lower bound is measured on the Cluster Autoscaler's run (the workload is
 the same in every run): per pool, the fewest nodes of the pool's machine
@@ -31,12 +33,12 @@ from compactor.core.model import Resources
 from compactor.simulation.autoscaler import BOOTSTRAP_AGE, Autoscaler
 from compactor.simulation.controllers import Controllers
 from compactor.simulation.metrics import Recorder, Series
-from compactor.simulation.model import Setup
+from compactor.simulation.model import Setup, optimize_utilization
 from compactor.simulation.scheduler import Scheduler
 from compactor.simulation.strategies import ClusterAutoscalerAlone, Estafette, NodeCompactor, Strategy
 from compactor.simulation.world import World
 
-STRATEGIES = ("ca-alone", "estafette", "node-compactor")
+STRATEGIES = ("ca-alone", "ca-optimize-utilization", "estafette", "node-compactor")
 BOOTSTRAP_ROUNDS = 50
 
 Progress = Callable[[str, float], None]
@@ -131,6 +133,10 @@ def run(setup: Setup, *, progress: Progress | None = None, strategies: tuple[str
 def _strategy(name: str, setup: Setup, cluster: Cluster) -> Strategy:
     if name == "ca-alone":
         return ClusterAutoscalerAlone()
+    if name == "ca-optimize-utilization":
+        cluster.autoscaler.settings = optimize_utilization(cluster.autoscaler.settings)
+        cluster.scheduler.most_allocated = True
+        return ClusterAutoscalerAlone(name)
     if name == "estafette":
         return Estafette(cluster.world, setup.config, setup.seed)
     if name == "node-compactor":
@@ -153,6 +159,7 @@ def _measure(setup: Setup, cluster: Cluster, name: str, results: Results, progre
         series.minutes.append(index * setup.step_seconds / 60)
         series.nodes.append(cluster.autoscaler.billed_nodes())
         series.pending.append(pending)
+        series.decisions.append(strategy.decision)
         for pool, count in cluster.autoscaler.billed_by_pool().items():
             series.nodes_by_pool.setdefault(pool, [0] * index).append(count)
         for pool_series in series.nodes_by_pool.values():

@@ -9,6 +9,10 @@ free cpu and memory after placement wins (NodeResourcesFit LeastAllocated,
 integer scores as the scheduler computes them); ties are broken at random,
 from the run's seed. A pod that fits nowhere is marked Unschedulable, which
 is what the Cluster Autoscaler and the planner read.
+
+With `most_allocated` (GKE's optimize-utilization profile) the score is
+turned around: the feasible node with the least free cpu and memory after
+placement wins (NodeResourcesFit MostAllocated).
 """
 
 from __future__ import annotations
@@ -49,9 +53,10 @@ def prepared(world: World, key: str, simulation: fit.Simulation) -> Pod:
 
 
 class Scheduler:
-    def __init__(self, world: World, config: Config, seed: int) -> None:
+    def __init__(self, world: World, config: Config, seed: int, *, most_allocated: bool = False) -> None:
         self.world = world
         self.config = config
+        self.most_allocated = most_allocated
         self._ties = random.Random(f"{seed}:scheduler")
 
     def schedule(self, at: datetime) -> int:
@@ -73,7 +78,7 @@ class Scheduler:
             for target in simulation.targets:
                 if simulation.why_not(pod, target) is not None:
                     continue
-                score = _least_allocated(target, used[target.name], pod)
+                score = (_most_allocated if self.most_allocated else _least_allocated)(target, used[target.name], pod)
                 if score > best_score:
                     best, best_score, ties = target, score, 1
                 elif score == best_score:
@@ -99,6 +104,19 @@ def _least_allocated(target: NodeState, used: list[int], pod: Pod) -> int:
     cpu = _free_share(allocatable.cpu_millis, used[0] + pod.requests.cpu_millis)
     memory = _free_share(allocatable.memory_bytes, used[1] + pod.requests.memory_bytes)
     return (cpu + memory) // 2
+
+
+def _most_allocated(target: NodeState, used: list[int], pod: Pod) -> int:
+    allocatable = target.node.allocatable
+    cpu = _used_share(allocatable.cpu_millis, used[0] + pod.requests.cpu_millis)
+    memory = _used_share(allocatable.memory_bytes, used[1] + pod.requests.memory_bytes)
+    return (cpu + memory) // 2
+
+
+def _used_share(capacity: int, requested: int) -> int:
+    if capacity <= 0 or requested > capacity:
+        return 0
+    return requested * 100 // capacity
 
 
 def _free_share(capacity: int, requested: int) -> int:

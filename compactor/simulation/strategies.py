@@ -1,6 +1,9 @@
 """What acts on the cluster besides the Cluster Autoscaler: nothing, estafette's algorithm, or node-compactor.
 
-- `ClusterAutoscalerAlone`: GKE as it is.
+- `ClusterAutoscalerAlone`: GKE as it is, with the default `balanced`
+  autoscaling profile; `optimize-utilization` is the same strategy on a
+  cluster whose autoscaler and scheduler run GKE's other profile (the runner
+  sets them up).
 - `Estafette`: estafette-k8s-node-compactor's loop as published (main.go and
   its README): every 5 minutes (±25% jitter), per enabled pool, mark nodes
   whose cpu request ratio is under the limit; when the pool's underutilized
@@ -39,11 +42,15 @@ ESTAFETTE_STATE = "estafette.io/node-compactor-state"
 REPLICATING_OWNERS = frozenset({"ReplicationController", "Job", "ReplicaSet", "StatefulSet"})
 SYSTEM_NAMESPACE = "kube-system"
 RUN_INTERVAL = timedelta(minutes=5)
+ACTIONS = frozenset({"drain", "continue-drain", "rollback"})  # decisions that act; any other holds back
+FAILED_RUN = "failed-run"
 
 
 class Strategy(Protocol):
     name: str
     failures: list[str]  # problems of runs that failed
+    # What the latest run decided: an action of the plan, or the gate that held it; None when there is no planner.
+    decision: str | None
 
     def act(self, now: datetime) -> None: ...
 
@@ -51,9 +58,10 @@ class Strategy(Protocol):
 
 
 class ClusterAutoscalerAlone:
-    name = "ca-alone"
+    decision: str | None = None
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "ca-alone") -> None:
+        self.name = name
         self.failures: list[str] = []
 
     def act(self, now: datetime) -> None:
@@ -73,6 +81,7 @@ class Estafette:
     next_run: datetime | None = None
     nodes_picked: int = 0
     failures: list[str] = field(default_factory=list)
+    decision: str | None = None
 
     def __post_init__(self) -> None:
         self._jitter = random.Random(f"{self.seed}:estafette")
@@ -151,6 +160,7 @@ class NodeCompactor:
     next_run: datetime | None = None
     counts: dict[str, int] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
+    decision: str | None = None
 
     def act(self, now: datetime) -> None:
         if self.next_run is not None and now < self.next_run:
@@ -158,6 +168,8 @@ class NodeCompactor:
         self.next_run = now + RUN_INTERVAL
         snapshot = self.world.snapshot(now)
         plan = planner.plan(snapshot, self.config, now=now)
+        action = plan.decision.action
+        self.decision = action if action != "none" else (plan.held_by or "none")
         port = SimulatedCluster(
             self.world,
             actor=self.name,
@@ -180,6 +192,7 @@ class NodeCompactor:
         except RunFailedError as error:
             self._count("failedRuns")
             self.failures.extend(error.problems)
+            self.decision = FAILED_RUN
             return
         port.check_consumed()
         self._count("drainsStarted", outcome.drain_started)

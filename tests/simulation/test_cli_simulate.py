@@ -32,10 +32,13 @@ def test_the_json_has_every_strategy_and_figure(tmp_path: Path, capsys: pytest.C
     code, out, err = run(capsys, "--scenario", scenario_file(tmp_path), "--hours", "1", "--json")
     assert code == 0, err
     data = json.loads(out)
-    assert [s["name"] for s in data["strategies"]] == ["ca-alone", "estafette", "node-compactor", "lower-bound"]
+    assert [s["name"] for s in data["strategies"]] == cli_names()
     fields = {"nodeHours", "vsCaAlone", "nodes", "evictions", "evictionsPerNodeRemoved", "pendingPodMinutes"}
-    fields |= {"pdbViolations", "noPlace", "nodesRemoved", "series"}
-    assert all(fields <= s.keys() for s in data["strategies"][:3])
+    fields |= {"pdbViolations", "noPlace", "nodesRemoved", "series", "savingsRecovered", "heldBackBy"}
+    assert all(fields <= s.keys() for s in data["strategies"][:4])
+    compactor = data["strategies"][3]
+    assert sum(compactor["decisionMinutes"].values()) == 60
+    assert len(compactor["series"]["decisions"]) == 60
     assert len(data["strategies"][0]["series"]["nodes"]) == len(data["minutes"]) == 60
     assert "node-compactor: done" in err, "progress goes to stderr"
 
@@ -48,11 +51,12 @@ def test_the_table_and_the_plot(tmp_path: Path, capsys: pytest.CaptureFixture[st
     header = next(line for line in lines if line.startswith("STRATEGY"))
     assert header.split()[:3] == ["STRATEGY", "NODE-HOURS", "VS"]
     assert [line.split()[0] for line in lines if line.split() and line.split()[0] in cli_names()] == cli_names()
+    assert "node-compactor: what its runs decided, in minutes of the 60 measured" in out
     assert png.read_bytes().startswith(b"\x89PNG")
 
 
 def cli_names() -> list[str]:
-    return ["ca-alone", "estafette", "node-compactor", "lower-bound"]
+    return ["ca-alone", "ca-optimize-utilization", "estafette", "node-compactor", "lower-bound"]
 
 
 def test_a_kubectl_snapshot_is_a_starting_point(capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from datetime import timedelta
 
 import pytest
 
-from compactor.simulation import runner
+from compactor.core.planner import BLOCKER_SUMMARY
+from compactor.simulation import report, runner, scenario
+from compactor.simulation.model import AutoscalerSettings, optimize_utilization
 from compactor.simulation.runner import Results, StrategyResult
+from compactor.simulation.strategies import ACTIONS, FAILED_RUN
 from tests.simulation.builders import scenario_data, setup_from
+from tests.simulation.test_scenario import EXAMPLES, IDS
 
 
 @pytest.fixture(scope="module")
@@ -65,3 +71,63 @@ def test_the_same_scenario_gives_the_same_results() -> None:
         ]
 
     assert fingerprint() == fingerprint()
+
+
+def test_every_strategy_runs_including_gkes_optimize_utilization_profile(evening: Results) -> None:
+    assert [s.name for s in evening.strategies] == list(runner.STRATEGIES)
+    assert "ca-optimize-utilization" in runner.STRATEGIES
+
+
+def test_the_optimize_utilization_profile_removes_unneeded_nodes_after_a_minute_not_ten() -> None:
+    balanced = AutoscalerSettings()
+    profile = optimize_utilization(balanced)
+    assert (balanced.unneeded_seconds, profile.unneeded_seconds) == (600, 60)
+    assert profile.utilization_threshold == balanced.utilization_threshold
+
+
+def test_every_node_compactor_step_records_an_action_or_the_gate_that_held_it(evening: Results) -> None:
+    decisions = strategy(evening, "node-compactor").series.decisions
+    assert len(decisions) == len(evening.lower_bound)
+    assert None not in decisions, "node-compactor runs at the first step"
+    assert set(decisions) <= ACTIONS | set(BLOCKER_SUMMARY) | {FAILED_RUN}
+    assert set(decisions) & ACTIONS, "the evening has drains"
+    assert set(decisions) - ACTIONS, "and runs that were held back"
+
+
+def test_the_held_back_breakdown_adds_up_to_the_measured_minutes_and_only_node_compactor_has_one(
+    evening: Results,
+) -> None:
+    data = {item["name"]: item for item in report.summarize(evening)["strategies"]}
+    compactor = data["node-compactor"]
+    assert sum(compactor["decisionMinutes"].values()) == pytest.approx(len(evening.lower_bound))
+    held = compactor["heldBackBy"]
+    assert held == {kind: minutes for kind, minutes in compactor["decisionMinutes"].items() if kind not in ACTIONS}
+    assert data["ca-alone"]["heldBackBy"] is None
+    assert data["estafette"]["decisionMinutes"] is None
+    table = report.to_table(evening)
+    for kind in held:
+        assert f"held    {report.words(kind)}" in table
+
+
+def test_savings_recovered_is_the_share_of_what_the_lower_bound_allows(evening: Results) -> None:
+    data = {item["name"]: item for item in report.summarize(evening)["strategies"]}
+    alone = node_hours(strategy(evening, "ca-alone"))
+    bound = sum(evening.lower_bound) / 60
+    compactor = node_hours(strategy(evening, "node-compactor"))
+    assert alone > bound, "the evening leaves something to save"
+    assert data["node-compactor"]["savingsRecovered"] == pytest.approx((alone - compactor) / (alone - bound), abs=1e-3)
+    assert data["ca-alone"]["savingsRecovered"] == 0
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=IDS)
+def test_on_every_example_no_strategy_goes_below_the_lower_bound_and_node_compactor_breaks_nothing(path: str) -> None:
+    setup = scenario.load(path)
+    # Two hours of the evening decline, after one hour of warm-up: the part of the day where drains happen.
+    short = dataclasses.replace(setup, start=setup.start + timedelta(hours=6), warmup_hours=1, hours=2)
+    results = runner.run(short)
+    for result in results.strategies:
+        assert all(b <= n for b, n in zip(results.lower_bound, result.series.nodes, strict=True)), result.name
+    recorder = strategy(results, "node-compactor").recorder
+    assert recorder.pdb_violations["node-compactor"] == 0
+    assert recorder.no_place["node-compactor"] == 0
+    assert not strategy(results, "node-compactor").failures

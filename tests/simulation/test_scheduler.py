@@ -48,6 +48,18 @@ def test_a_pod_goes_to_the_least_allocated_node() -> None:
     assert cluster.pod_record(key).node_name == "quiet"
 
 
+def test_with_most_allocated_scoring_a_pod_goes_to_the_busiest_node_that_holds_it() -> None:
+    cluster = world()
+    add_node(cluster, "busy")
+    add_node(cluster, "quiet")
+    add_node(cluster, "full")
+    add_pod(cluster, "resident", node="busy", cpu="2")
+    add_pod(cluster, "hog", node="full", cpu="3800m")
+    key = add_pod(cluster, "new", cpu="500m")
+    Scheduler(cluster, CONFIG, seed=1, most_allocated=True).schedule(START)
+    assert cluster.pod_record(key).node_name == "busy"
+
+
 def test_the_scheduler_honours_taints_like_the_planner() -> None:
     cluster = world()
     add_node(cluster, "gpu", taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])

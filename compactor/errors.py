@@ -50,6 +50,14 @@ class RunFailedError(CompactorError):
     """The run started but could not finish its work."""
 
 
+class BudgetExhaustedError(RunFailedError):
+    """The run's time budget ran out before it could safely act (reading the cluster took too long)."""
+
+
+class LeaseLostError(RunFailedError):
+    """This run no longer holds its Lease (another run took it over): it must stop writing at once."""
+
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2

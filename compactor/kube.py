@@ -15,7 +15,7 @@ import logging
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 import orjson
@@ -23,8 +23,14 @@ import urllib3
 from kubernetes import client
 
 from compactor.core.model import PoolAutoscaling, Snapshot
-from compactor.core.timing import format_stamp
-from compactor.errors import ClusterAccessError, LeaseHeldError, SnapshotError
+from compactor.core.timing import format_stamp, parse_stamp
+from compactor.errors import (
+    BudgetExhaustedError,
+    ClusterAccessError,
+    LeaseHeldError,
+    LeaseLostError,
+    SnapshotError,
+)
 from compactor.snapshot import SnapshotBuilder
 
 log = logging.getLogger(__name__)
@@ -77,6 +83,8 @@ class Cluster:
         self.policy = client.PolicyV1Api(api_client)
         self.coordination = client.CoordinationV1Api(api_client)
         self.page_size = page_size
+        # Seconds left of the run's budget for reading (None: unbounded); see `read_timeout`.
+        self.read_budget: Callable[[], float] | None = None
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -129,6 +137,19 @@ class Cluster:
         """The raw items of any paginated list call of the client (`what` names it in errors)."""
         return self._pages(what, list_call, **query)
 
+    def read_timeout(self, what: str) -> tuple[float, float]:
+        """The (connect, read) timeout of one list page, within what is left of the run's budget.
+
+        Every page asks, so the whole cluster read is bounded by the budget however many pages
+        it takes or however slowly they come; past it, BudgetExhaustedError.
+        """
+        if self.read_budget is None:
+            return REQUEST_TIMEOUT
+        left = self.read_budget()
+        if left <= 0:
+            raise BudgetExhaustedError(f"cannot {what}: the run's time budget ran out while reading the cluster")
+        return (min(REQUEST_TIMEOUT[0], left), min(REQUEST_TIMEOUT[1], left))
+
     def _pages(self, what: str, list_call: Callable[..., Any], **query: Any) -> Iterator[dict[str, Any]]:
         token: str | None = None
         while True:
@@ -137,7 +158,7 @@ class Cluster:
                     limit=self.page_size,
                     _continue=token,
                     _preload_content=False,
-                    _request_timeout=REQUEST_TIMEOUT,
+                    _request_timeout=self.read_timeout(what),
                     **query,
                 )
                 page = orjson.loads(response.data)
@@ -174,26 +195,34 @@ class Cluster:
         return result
 
     def evict(self, namespace: str, name: str) -> EvictionResult:
-        """Ask the Eviction API to evict one pod; PDBs are enforced by the API server (429)."""
+        """Ask the Eviction API to evict one pod; PDBs are enforced by the API server (429).
+
+        A 2xx answer is read too: kube-apiserver answers some refusals (a pod under
+        several PDBs) with HTTP 201 and a `Status` whose `status` is `Failure`
+        (`EvictionREST.Create` returns that Status as its result; the create handler
+        keeps its `code`); such a pod was not evicted.
+        """
         body = client.V1Eviction(
             metadata=client.V1ObjectMeta(name=name, namespace=namespace),
             delete_options=client.V1DeleteOptions(),
         )
         try:
-            self.core.create_namespaced_pod_eviction(
+            response = self.core.create_namespaced_pod_eviction(
                 name, namespace, body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
             )
         except client.ApiException as error:
-            detail = _describe(error)
-            if error.status == 404:
-                return EvictionResult("gone", detail)
-            if error.status == 429:
-                return EvictionResult("blocked", detail)
-            if error.status >= 500 or error.status == 409:
-                return EvictionResult("retry", detail)
-            return EvictionResult("failed", detail)
+            return _eviction_refused(error.status, _describe(error))
         except urllib3.exceptions.HTTPError as error:
             return EvictionResult("retry", _describe(error))
+        try:
+            answer = orjson.loads(response.data or b"{}")
+        except orjson.JSONDecodeError:
+            return EvictionResult("evicted")  # the status line said so; the body adds nothing readable
+        if isinstance(answer, dict) and answer.get("kind") == "Status" and answer.get("status") == "Failure":
+            code = answer.get("code")
+            message = str(answer.get("message") or answer.get("reason") or "")[:300]
+            status = code if isinstance(code, int) and not isinstance(code, bool) else 0
+            return _eviction_refused(status, f"HTTP {response.status} with a Failure Status (code {code}): {message}")
         return EvictionResult("evicted")
 
     def event(
@@ -239,76 +268,176 @@ class Cluster:
             log.warning("could not record event %s on %s %s: %s", reason, kind.lower(), name, _describe(error))
 
     # -- the Lease ----------------------------------------------------------------------------
+    #
+    # Read and written as raw JSON so that acquireTime/renewTime go out as the MicroTime strings
+    # kube-apiserver parses (exactly six fractional digits) and come back through our one parser,
+    # and so every write carries the resourceVersion it read: two runs racing for the Lease, or a
+    # renewal racing a takeover, end in a 409 for one of them, never in two holders.
 
     def acquire_lease(
         self, namespace: str, holder: str, *, duration_seconds: int, now: datetime, name: str = LEASE_NAME
     ) -> None:
         """Hold the `node-compactor` Lease (or the one `name`d) for this run, or raise LeaseHeldError."""
-        try:
-            lease = self.coordination.read_namespaced_lease(name, namespace, _request_timeout=REQUEST_TIMEOUT)
-        except client.ApiException as error:
-            if error.status != 404:
-                raise access_error(f"read Lease {namespace}/{name}", error) from error
-            self._create_lease(namespace, holder, duration_seconds, now, name)
+        lease = self._read_lease(namespace, name)
+        if lease is None:
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": _lease_spec(holder, duration_seconds, now, transitions=0),
+            }
+            _write_lease(
+                "create",
+                namespace,
+                name,
+                lambda: self.coordination.create_namespaced_lease(
+                    namespace, body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+                ),
+            )
             return
-        except urllib3.exceptions.HTTPError as error:
-            raise access_error(f"read Lease {namespace}/{name}", error) from error
-        spec = lease.spec or client.V1LeaseSpec()
-        if spec.holder_identity and spec.holder_identity != holder:
-            renewed = spec.renew_time or spec.acquire_time
-            duration = spec.lease_duration_seconds or 0
-            if renewed is not None and renewed + timedelta(seconds=duration) > now:
+        spec = lease.get("spec") or {}
+        current = spec.get("holderIdentity")
+        if current and current != holder:
+            expires = _lease_expiry(spec)
+            if expires is not None and expires > now:
                 raise LeaseHeldError(
-                    f"another run ({spec.holder_identity}) holds Lease {namespace}/{name} until "
-                    f"{format_stamp(renewed + timedelta(seconds=duration))}; this run did nothing"
+                    f"another run ({current}) holds Lease {namespace}/{name} until {format_stamp(expires)}; "
+                    "this run did nothing"
                 )
-        lease.spec = client.V1LeaseSpec(
-            holder_identity=holder,
-            lease_duration_seconds=duration_seconds,
-            acquire_time=now,
-            renew_time=now,
-            lease_transitions=(spec.lease_transitions or 0) + 1,
+        transitions = spec.get("leaseTransitions")
+        lease["spec"] = _lease_spec(
+            holder, duration_seconds, now, transitions=(transitions if isinstance(transitions, int) else 0) + 1
         )
         _write_lease(
             "take",
             namespace,
             name,
             lambda: self.coordination.replace_namespaced_lease(
-                name, namespace, lease, _request_timeout=REQUEST_TIMEOUT
+                name, namespace, lease, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
             ),
         )
 
-    def _create_lease(
-        self, namespace: str, holder: str, duration_seconds: int, now: datetime, name: str = LEASE_NAME
+    def renew_lease(
+        self, namespace: str, holder: str, *, duration_seconds: int, now: datetime, name: str = LEASE_NAME
     ) -> None:
-        lease = client.V1Lease(
-            metadata=client.V1ObjectMeta(name=name, namespace=namespace),
-            spec=client.V1LeaseSpec(
-                holder_identity=holder,
-                lease_duration_seconds=duration_seconds,
-                acquire_time=now,
-                renew_time=now,
-                lease_transitions=0,
-            ),
-        )
-        _write_lease(
-            "create",
-            namespace,
-            name,
-            lambda: self.coordination.create_namespaced_lease(namespace, lease, _request_timeout=REQUEST_TIMEOUT),
-        )
+        """Prove this run still holds the Lease and push its expiry out; LeaseLostError when it does not.
+
+        Called right before each write that only one run may make (the cordon, each batch of
+        evictions): a run that was slower than its Lease must find out before acting, not after.
+        """
+        where = f"Lease {namespace}/{name}"
+        lease = self._read_lease(namespace, name)
+        if lease is None:
+            raise LeaseLostError(f"{where} no longer exists; this run stopped acting")
+        spec = lease.get("spec") or {}
+        current = spec.get("holderIdentity")
+        if current != holder:
+            raise LeaseLostError(
+                f"{where} is now held by {current or 'nobody'}, not this run ({holder}); this run stopped acting"
+            )
+        spec["renewTime"] = micro_time(now)
+        spec["leaseDurationSeconds"] = duration_seconds
+        lease["spec"] = spec
+        try:
+            self.coordination.replace_namespaced_lease(
+                name, namespace, lease, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            )
+        except client.ApiException as error:
+            if error.status == 409:
+                raise LeaseLostError(f"{where} changed under this run; this run stopped acting") from error
+            raise access_error(f"renew {where}", error) from error
+        except urllib3.exceptions.HTTPError as error:
+            raise access_error(f"renew {where}", error) from error
 
     def release_lease(self, namespace: str, holder: str, *, name: str = LEASE_NAME) -> None:
         """Give the Lease back so the next run need not wait for it to expire; failures only cost that wait."""
         try:
-            lease = self.coordination.read_namespaced_lease(name, namespace, _request_timeout=REQUEST_TIMEOUT)
-            if lease.spec is None or lease.spec.holder_identity != holder:
+            lease = self._read_lease(namespace, name)
+            spec = (lease or {}).get("spec") or {}
+            if lease is None or spec.get("holderIdentity") != holder:
                 return
-            lease.spec.holder_identity = None
-            lease.spec.lease_duration_seconds = 1
-            self.coordination.replace_namespaced_lease(name, namespace, lease, _request_timeout=REQUEST_TIMEOUT)
+            spec.pop("holderIdentity", None)
+            spec["leaseDurationSeconds"] = 1
+            lease["spec"] = spec
+            self.coordination.replace_namespaced_lease(
+                name, namespace, lease, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            )
+        except ClusterAccessError as error:
+            log.warning("could not release Lease %s/%s: %s", namespace, name, error.message)
         except (client.ApiException, urllib3.exceptions.HTTPError) as error:
             log.warning("could not release Lease %s/%s: %s", namespace, name, _describe(error))
+
+    def _read_lease(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The raw Lease, or None when there is none."""
+        try:
+            response = self.coordination.read_namespaced_lease(
+                name, namespace, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            )
+            lease = orjson.loads(response.data)
+        except client.ApiException as error:
+            if error.status == 404:
+                return None
+            raise access_error(f"read Lease {namespace}/{name}", error) from error
+        except urllib3.exceptions.HTTPError as error:
+            raise access_error(f"read Lease {namespace}/{name}", error) from error
+        except orjson.JSONDecodeError as error:
+            raise ClusterAccessError(
+                f"cannot read Lease {namespace}/{name}: the answer is not JSON ({error})"
+            ) from error
+        if not isinstance(lease, dict):
+            raise ClusterAccessError(f"cannot read Lease {namespace}/{name}: the answer is not an object")
+        return lease
+
+
+def micro_time(moment: datetime) -> str:
+    """A metav1.MicroTime as kube-apiserver parses it: UTC with exactly six fractional digits.
+
+    `datetime.isoformat()` drops the fraction when the microsecond is 0, which the
+    server's `time.Parse(RFC3339Micro, ...)` refuses (apimachinery `micro_time.go`).
+    """
+    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _lease_spec(holder: str, duration_seconds: int, now: datetime, *, transitions: int) -> dict[str, Any]:
+    stamp = micro_time(now)
+    return {
+        "holderIdentity": holder,
+        "leaseDurationSeconds": duration_seconds,
+        "acquireTime": stamp,
+        "renewTime": stamp,
+        "leaseTransitions": transitions,
+    }
+
+
+def _lease_expiry(spec: Mapping[str, Any]) -> datetime | None:
+    """When a Lease held by someone expires; None when it carries no readable time (taken over as expired)."""
+    renewed = spec.get("renewTime") or spec.get("acquireTime")
+    duration = spec.get("leaseDurationSeconds")
+    moment = parse_stamp(renewed) if isinstance(renewed, str) else None
+    if moment is None:
+        return None
+    seconds = duration if isinstance(duration, int) and not isinstance(duration, bool) else 0
+    try:
+        return moment + timedelta(seconds=seconds)
+    except OverflowError:
+        return datetime.max.replace(tzinfo=UTC)  # held "forever": never taken over
+
+
+# kube-apiserver's answer for a pod that several PDBs select: no retry can change it.
+_SEVERAL_PDBS = "more than one PodDisruptionBudget"
+
+
+def _eviction_refused(code: int, detail: str) -> EvictionResult:
+    """What a refused eviction means for the run, from the Status code (HTTP status or a Status body's `code`)."""
+    if code == 404:
+        return EvictionResult("gone", detail)
+    if code == 429:
+        return EvictionResult("blocked", detail)
+    if _SEVERAL_PDBS in detail:
+        return EvictionResult("failed", detail)  # permanent: retrying would only spend the run's budget
+    if code >= 500 or code == 409:
+        return EvictionResult("retry", detail)
+    return EvictionResult("failed", detail)
 
 
 def _write_lease(verb: str, namespace: str, name: str, write: Callable[[], Any]) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from tests.fakeapi import events, patches, scheduling, selectors, statuses
+from tests.fakeapi import events, leases, patches, scheduling, selectors, statuses
 from tests.fakeapi.resources import (
     BY_KIND,
     EVENTS,
@@ -238,6 +238,7 @@ class Cluster:
         if self.store.get(resource.kind, key) is not None:
             raise statuses.already_exists(resource, name)
         self._validate_event(resource, stored, name)
+        _check_decodes(resource, stored)
         metadata["uid"] = str(uuid.uuid4())
         metadata["creationTimestamp"] = now_rfc3339()
         for server_owned in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
@@ -358,7 +359,9 @@ class Cluster:
             return 201, orjson.dumps(statuses.success_body(201))
         budgets = self._budgets_covering(pod)
         if len(budgets) > 1:
-            return 500, orjson.dumps(
+            # EvictionREST.Create returns this Status as its result, not as an error: the create
+            # handler answers 201 and keeps the Status's own code (500).
+            return 201, orjson.dumps(
                 statuses.failure_body(
                     500,
                     "",
@@ -650,6 +653,7 @@ class Cluster:
         return stored
 
     def _write_over(self, resource: Resource, key: str, existing: JsonObject, stored: JsonObject) -> None:
+        _check_decodes(resource, stored)
         metadata = stored.setdefault("metadata", {})
         for immutable in ("uid", "creationTimestamp", "namespace", "deletionTimestamp", "deletionGracePeriodSeconds"):
             if immutable in existing["metadata"]:
@@ -709,6 +713,14 @@ class Cluster:
                 f"Precondition failed: ResourceVersion in precondition: {version}, "
                 f"ResourceVersion in object meta: {metadata.get('resourceVersion')}",
             )
+
+
+def _check_decodes(resource: Resource, obj: JsonObject) -> None:
+    """Refuse a written object the real server could not decode into its Go type (400 BadRequest)."""
+    if resource.kind == "Lease":
+        problem = leases.decode_problem(obj)
+        if problem is not None:
+            raise statuses.bad_request(problem)
 
 
 def _reconcile_unschedulable_taint(node: JsonObject) -> None:

@@ -20,7 +20,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -96,6 +96,14 @@ class _ArmedFault:
 
 
 @dataclass
+class _ArmedHook:
+    method: str | None
+    pattern: re.Pattern[str]
+    action: Callable[[], None]
+    remaining: int
+
+
+@dataclass
 class _Response:
     status: int
     body: bytes
@@ -131,6 +139,7 @@ class FakeApiServer:
         self._evictions: list[Eviction] = []
         self._faults_lock = threading.Lock()
         self._faults: list[_ArmedFault] = []
+        self._hooks: list[_ArmedHook] = []
         self._http: _HttpServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -297,6 +306,16 @@ class FakeApiServer:
     def clear_faults(self) -> None:
         with self._faults_lock:
             self._faults.clear()
+            self._hooks.clear()
+
+    def on_request(self, method: str | None, path_regex: str, action: Callable[[], None], *, times: int = 1) -> None:
+        """Run `action` after a matching request was handled and before its answer is sent.
+
+        What someone else does to the cluster at that exact moment (a person uncordoning
+        a node between two evictions), without racing the client. `times=-1`: every match.
+        """
+        with self._faults_lock:
+            self._hooks.append(_ArmedHook(method, re.compile(path_regex), action, times))
 
     # ----------------------------------------------------------------- records
 
@@ -353,7 +372,22 @@ class FakeApiServer:
             response = self._handle(method, path, query, headers, body)
         with self._records_lock:
             self._requests.append(Request(method, path, query, None if response is None else response.status))
+        self._run_hooks(method, path)
         return response
+
+    def _run_hooks(self, method: str, path: str) -> None:
+        with self._faults_lock:
+            due = []
+            for armed in self._hooks:
+                if armed.remaining == 0 or (armed.method is not None and armed.method.upper() != method):
+                    continue
+                if not armed.pattern.search(path):
+                    continue
+                if armed.remaining > 0:
+                    armed.remaining -= 1
+                due.append(armed.action)
+        for action in due:
+            action()
 
     def _take_fault(self, method: str, path: str) -> Fault | None:
         with self._faults_lock:
@@ -463,7 +497,8 @@ class FakeApiServer:
             decoded = _decode_object(body)
             with self._cluster.lock:
                 status, answer = self._cluster.evict(namespace, name, decoded)
-            if status < 400:
+            # A 201 may carry a Failure Status (several PDBs): the pod was not evicted, nothing was written.
+            if status < 400 and orjson.loads(answer).get("status") != "Failure":
                 with self._records_lock:
                     self._writes.append(
                         Write("POST", path, "Eviction", name, namespace, decoded, status, "application/json")

@@ -426,18 +426,23 @@ def test_evicting_a_missing_pod_is_404_not_found(core: client.CoreV1Api) -> None
     assert body_of(missing.value)["reason"] == "NotFound"
 
 
-def test_evicting_a_pod_covered_by_two_budgets_is_500(api: FakeApiServer, core: client.CoreV1Api) -> None:
+def test_evicting_a_pod_covered_by_two_budgets_is_201_with_a_failure_status(
+    api: FakeApiServer, core: client.CoreV1Api
+) -> None:
     api.add(builders.pod("web-1", node="node-a", labels={"app": "web", "tier": "front"}))
     api.add(builders.pdb("by-app", match_labels={"app": "web"}))
     api.add(builders.pdb("by-tier", match_labels={"tier": "front"}))
 
-    with pytest.raises(ApiException) as refused:
-        core.create_namespaced_pod_eviction("web-1", "default", eviction("web-1"))
+    response = core.create_namespaced_pod_eviction("web-1", "default", eviction("web-1"), _preload_content=False)
 
-    assert refused.value.status == 500
-    assert body_of(refused.value)["message"] == (
+    assert response.status == 201
+    answer = orjson.loads(response.data)
+    assert (answer["kind"], answer["status"], answer["code"]) == ("Status", "Failure", 500)
+    assert answer["message"] == (
         "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
     )
+    assert api.get("Pod", "web-1") is not None, "the pod was not evicted"
+    assert api.writes_of("Eviction") == []
 
 
 def test_evicting_under_a_negative_budget_is_403_forbidden(api: FakeApiServer, core: client.CoreV1Api) -> None:
@@ -555,11 +560,17 @@ def test_creating_a_lease_that_exists_is_409_already_exists(coordination: client
 
 def test_updating_a_lease_from_a_stale_read_is_409_conflict(coordination: client.CoordinationV1Api) -> None:
     coordination.create_namespaced_lease("kube-system", _lease_body("run-1"))
-    first_read = coordination.read_namespaced_lease("node-compactor", "kube-system")
-    second_read = coordination.read_namespaced_lease("node-compactor", "kube-system")
-    first_read.spec.holder_identity = "run-2"
+    # Raw JSON both ways: the client's models would write acquireTime back through isoformat(),
+    # which drops the six fractional digits a MicroTime needs (and the server refuses that, 400).
+    first_read = orjson.loads(
+        coordination.read_namespaced_lease("node-compactor", "kube-system", _preload_content=False).data
+    )
+    second_read = orjson.loads(
+        coordination.read_namespaced_lease("node-compactor", "kube-system", _preload_content=False).data
+    )
+    first_read["spec"]["holderIdentity"] = "run-2"
     coordination.replace_namespaced_lease("node-compactor", "kube-system", first_read)
-    second_read.spec.holder_identity = "run-3"
+    second_read["spec"]["holderIdentity"] = "run-3"
 
     with pytest.raises(ApiException) as conflict:
         coordination.replace_namespaced_lease("node-compactor", "kube-system", second_read)
@@ -961,3 +972,42 @@ def test_list_items_carry_no_kind_but_a_single_get_does(api: FakeApiServer, core
     assert (listed["kind"], listed["apiVersion"]) == ("NodeList", "v1")
     assert "kind" not in listed["items"][0]
     assert (single["kind"], single["apiVersion"]) == ("Node", "v1")
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        pytest.param("2026-11-21T12:00:00+00:00", id="no-fraction-as-isoformat-writes-it"),
+        pytest.param("2026-11-21T12:00:00.123Z", id="three-digits"),
+        pytest.param("2026-11-21T12:00:00.123456789Z", id="nine-digits"),
+        pytest.param("2026-11-21 12:00:00.000000Z", id="space-instead-of-t"),
+        pytest.param("2026-11-21T12:00:00.000000z", id="lower-case-z"),
+        pytest.param("2026-02-30T12:00:00.000000Z", id="no-such-day"),
+        pytest.param(1700000000, id="a-number"),
+    ],
+)
+def test_a_lease_time_that_is_not_a_micro_time_is_400(api: FakeApiServer, stamp: object) -> None:
+    lease = builders.lease("x", namespace="kube-system", holder="me", renew_time="2026-11-21T12:00:00.000000Z")
+    lease["spec"]["renewTime"] = stamp
+    with pytest.raises(ApiException) as refused:
+        client.CoordinationV1Api(client.ApiClient(api.client_configuration())).create_namespaced_lease(
+            "kube-system", lease
+        )
+    assert refused.value.status == 400
+    assert "cannot be handled as a Lease" in body_of(refused.value)["message"]
+    assert api.get("Lease", "x", "kube-system") is None
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        pytest.param("2026-11-21T12:00:00.000000Z", id="utc"),
+        pytest.param("2026-11-21T12:00:00.000001+05:30", id="offset"),
+        pytest.param(None, id="null"),
+    ],
+)
+def test_a_micro_time_lease_is_stored(api: FakeApiServer, stamp: str | None) -> None:
+    lease = builders.lease("x", namespace="kube-system", holder="me", renew_time="2026-11-21T12:00:00.000000Z")
+    lease["spec"]["renewTime"] = stamp
+    client.CoordinationV1Api(client.ApiClient(api.client_configuration())).create_namespaced_lease("kube-system", lease)
+    assert api.get("Lease", "x", "kube-system") is not None

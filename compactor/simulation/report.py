@@ -116,6 +116,14 @@ def _strategy(
     disruptions = recorder.disruptions()
     actors = sorted(set(recorder.evicted) | set(recorder.deleted))
     decisions = _decisions(result.series.decisions, step_hours * 60)
+    above = [
+        decision
+        for decision, nodes, bound in zip(
+            result.series.decisions, result.series.nodes, results.lower_bound, strict=False
+        )
+        if nodes > bound
+    ]
+    decisions_above = _decisions(above, step_hours * 60) if decisions else None
     return {
         "name": result.name,
         "nodeHours": round(node_hours, 1),
@@ -142,6 +150,8 @@ def _strategy(
         "heldBackBy": {kind: minutes for kind, minutes in decisions.items() if kind not in ACTIONS}
         if decisions
         else None,
+        # The same, counting only the minutes when the strategy had more nodes than the lower bound: what cost savings.
+        "decisionMinutesAboveBound": decisions_above or ({} if decisions else None),
         "failures": result.failures[:20],
         "seconds": round(result.seconds, 1),
         "series": {
@@ -285,17 +295,23 @@ def _held_lines(item: dict[str, Any]) -> list[str]:
     decisions: dict[str, float] | None = item.get("decisionMinutes")
     if not decisions:
         return []
+    above: dict[str, float] = item.get("decisionMinutesAboveBound") or {}
     total = sum(decisions.values())
     acting = sum(minutes for kind, minutes in decisions.items() if kind in ACTIONS)
     lines = [
         "",
         f"{item['name']}: what its runs decided, in minutes of the {total:g} measured "
-        f"(acting {acting:g}, {100 * acting / total:.0f}%; held back {total - acting:g}):",
+        f"(acting {acting:g}, {100 * acting / total:.0f}%; held back {total - acting:g}); "
+        f"ABOVE BOUND: of those, the minutes with more nodes than the lower bound ({sum(above.values()):g}):",
     ]
     width = max(len(kind) for kind in decisions)
+    lines.append(f"  {'DECISION'.ljust(width)}  {'MINUTES':>7}  {'SHARE':>5}  {'ABOVE BOUND':>11}  ROLE    MEANING")
     for kind, minutes in decisions.items():
         role = "acting" if kind in ACTIONS else "held"
-        lines.append(f"  {kind.ljust(width)}  {minutes:7g} min  {100 * minutes / total:4.0f}%  {role:6}  {words(kind)}")
+        lines.append(
+            f"  {kind.ljust(width)}  {minutes:7g}  {100 * minutes / total:4.0f}%  {above.get(kind, 0):11g}  "
+            f"{role:6}  {words(kind)}"
+        )
     return lines
 
 

@@ -104,6 +104,9 @@ def test_the_held_back_breakdown_adds_up_to_the_measured_minutes_and_only_node_c
     assert held == {kind: minutes for kind, minutes in compactor["decisionMinutes"].items() if kind not in ACTIONS}
     assert data["ca-alone"]["heldBackBy"] is None
     assert data["estafette"]["decisionMinutes"] is None
+    above = compactor["decisionMinutesAboveBound"]
+    assert set(above) <= set(compactor["decisionMinutes"])
+    assert all(above[kind] <= compactor["decisionMinutes"][kind] for kind in above)
     table = report.to_table(evening)
     for kind in held:
         assert f"held    {report.words(kind)}" in table

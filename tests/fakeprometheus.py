@@ -137,8 +137,7 @@ class FakePrometheus:
                 except OSError:
                     return  # the client gave up waiting (a timeout test)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = _QuietServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self
 
@@ -147,6 +146,13 @@ class FakePrometheus:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        return  # a client that closes its kept-alive connection is no error here
 
 
 @contextmanager

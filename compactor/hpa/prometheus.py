@@ -128,6 +128,8 @@ class Querier:
                 body = response.read(MAX_ANSWER_BYTES + 1)
             finally:
                 response.release_conn()
+        except urllib3.exceptions.NewConnectionError as error:  # a subclass of the timeout error in urllib3 2
+            return Answer.failed(f"cannot reach {urlsplit(base).netloc}: {type(error).__name__}")
         except urllib3.exceptions.TimeoutError:
             return Answer.failed(f"timed out after {timeout:g}s")
         except urllib3.exceptions.HTTPError as error:

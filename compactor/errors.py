@@ -34,6 +34,10 @@ class ConfigError(BadInputError):
     """The configuration is invalid; `problems` lists each one (field path: reason)."""
 
 
+class KubeconfigError(BadInputError):
+    """The kubeconfig named (by --kubeconfig or KUBECONFIG) cannot be read or is not a kubeconfig."""
+
+
 class SnapshotError(BadInputError):
     """A cluster snapshot (file or live objects) cannot be read; names object and field."""
 

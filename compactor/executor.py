@@ -8,8 +8,13 @@ by the node's resourceVersion, and goes on with evictions through the
 Eviction API. Every write is a single patch, so a crash between any two of
 them leaves a state the next run reads correctly.
 
+Right before each write only one run may make (the cordon, each batch of
+evictions, a rollback) the run checks its deadline and proves, through the
+`guard` (the Lease renewal), that it still holds the Lease; evictions also
+re-read the node and stop when someone else uncordoned it.
+
 Must never: DELETE a pod, uncordon a node without our `drain-started-at`,
-or write anything in a dry run.
+write anything in a dry run, or write after losing the Lease or its deadline.
 """
 
 from __future__ import annotations
@@ -40,6 +45,13 @@ FIRST_BACKOFF_SECONDS = 1.0
 MAX_BACKOFF_SECONDS = 15.0
 # Time kept back from the budget to finish the run cleanly (release the Lease, answer).
 WRAP_UP_SECONDS = 10.0
+# Evictions re-check the deadline, the node and the Lease before every this many attempts...
+EVICTIONS_PER_CHECK = EVICTION_CONCURRENCY
+# ... and whenever this much time has passed since the last check (backoffs included).
+CHECK_INTERVAL_SECONDS = 5.0
+
+Guard = Callable[[str], None]
+"""Called with what the run is about to do; raises a CompactorError when it must not (the Lease is lost)."""
 
 
 class ClusterPort(Protocol):
@@ -74,6 +86,7 @@ class Outcome:
     drain_completed: bool = False
     rolled_back: bool = False
     stale: str | None = None  # why a new drain was not started after re-validation
+    interrupted: str | None = None  # why evictions stopped early (the node was uncordoned by someone else)
     evicted: list[str] = field(default_factory=list)
     gone: list[str] = field(default_factory=list)
     waiting: dict[str, str] = field(default_factory=dict)  # pod -> why it is still there (PDB, 5xx, time)
@@ -89,6 +102,7 @@ class Outcome:
             "drainCompleted": self.drain_completed,
             "rolledBack": self.rolled_back,
             "stale": self.stale,
+            "interrupted": self.interrupted,
             "evicted": sorted(self.evicted),
             "gone": sorted(self.gone),
             "waiting": dict(sorted(self.waiting.items())),
@@ -118,14 +132,21 @@ class Executor:
         budget: Budget,
         dry_run: bool,
         first_backoff: float = FIRST_BACKOFF_SECONDS,
+        guard: Guard | None = None,
     ) -> None:
         self.cluster = cluster
+        self.guard = guard
         self.config = config
         self.clock = clock
         self.budget = budget
         self.dry_run = dry_run
         self.first_backoff = first_backoff
         self.outcome = Outcome(dry_run=dry_run)
+        # Eviction checkpoints (see `_may_evict`): shared by the eviction workers.
+        self._check_lock = threading.Lock()
+        self._attempts_since_check = 0
+        self._last_check: float | None = None
+        self._stopped: str | None = None
 
     def execute(self, plan: Plan, snapshot: Snapshot) -> Outcome:
         if self.dry_run:
@@ -185,6 +206,8 @@ class Executor:
         if fresh is None:
             return
         node, fresh_decision = fresh
+        if not self._may_act(f"cordon {name}"):
+            return
         now = self.clock()
         patch = {
             "metadata": {
@@ -250,6 +273,11 @@ class Executor:
             namespace, _, name = key.partition("/")
             delay = self.first_backoff
             while True:
+                stop = self._may_evict(node_name)
+                if stop is not None:
+                    with self.outcome._lock:
+                        self.outcome.waiting[key] = f"not evicted: {stop}"
+                    return
                 result = self.cluster.evict(namespace, name)
                 if result.status in ("evicted", "gone"):
                     with self.outcome._lock:
@@ -278,6 +306,8 @@ class Executor:
 
     def _check_completion(self, name: str) -> None:
         """Drain done once only DaemonSet, mirror and finished pods are left (pods still terminating count)."""
+        if self._stopped is not None:
+            return  # the evictions stopped early: whatever is on the node now, this run did not finish the drain
         try:
             pods = [parsing.parse_pod(pod) for pod in self.cluster.pods_on(name)]
         except CompactorError as error:
@@ -302,6 +332,8 @@ class Executor:
             annotations = (node.get("metadata") or {}).get("annotations") or {}
             if DRAIN_STARTED_AT not in annotations:
                 return  # not ours (any more): never uncordon a node we did not cordon
+            if not self._may_act(f"roll back {name}"):
+                return
             now = self.clock()
             patch = {
                 "metadata": {
@@ -325,6 +357,77 @@ class Executor:
             self.cluster.event(node, reason="NodeCompactorRollback", message=message, warning=True, now=now)
             return
         self._error(f"roll back {name}: the node kept changing; the next run tries again")
+
+    # -- the guards ---------------------------------------------------------------------------
+
+    def _may_act(self, action: str) -> bool:
+        """Right before a write only one run may make: the deadline has not passed and the Lease is still ours."""
+        if self.budget.remaining() <= 0:
+            self._error(f"{action}: the run's time budget ran out first; nothing more was done")
+            return False
+        if self.guard is not None:
+            try:
+                self.guard(action)
+            except CompactorError as error:
+                self._error(f"{action}: {error.message}")
+                return False
+        return True
+
+    def _may_evict(self, node_name: str) -> str | None:
+        """None when the next eviction may go; otherwise why the evictions stopped (for good, in this run).
+
+        Every EVICTIONS_PER_CHECK attempts (a batch) or CHECK_INTERVAL_SECONDS, one worker re-checks
+        while the others wait on the lock: the deadline, the node (still cordoned, still ours) and the Lease.
+        """
+        with self._check_lock:
+            if self._stopped is not None:
+                return self._stopped
+            moment = self.budget.monotonic()
+            due = (
+                self._last_check is None
+                or self._attempts_since_check >= EVICTIONS_PER_CHECK
+                or moment - self._last_check >= CHECK_INTERVAL_SECONDS
+            )
+            self._attempts_since_check += 1
+            if not due:
+                return None
+            self._attempts_since_check = 1
+            self._last_check = moment
+            self._stopped = self._drain_may_go_on(node_name)
+            return self._stopped
+
+    def _drain_may_go_on(self, name: str) -> str | None:
+        if self.budget.remaining() <= 0:
+            return "the run's time budget ran out; the next run goes on"
+        try:
+            node = self.cluster.node(name)
+        except CompactorError as error:
+            self._error(f"re-read {name} before evicting: {error.message}")
+            return f"could not re-read the node ({error.message})"
+        if node is None:
+            return "the node no longer exists"
+        annotations = (node.get("metadata") or {}).get("annotations") or {}
+        if not (node.get("spec") or {}).get("unschedulable"):
+            return self._interrupt(node, "someone else uncordoned the node during the drain")
+        if DRAIN_STARTED_AT not in annotations:
+            return self._interrupt(node, f"someone else removed {DRAIN_STARTED_AT} from the node during the drain")
+        if self.guard is not None:
+            try:
+                self.guard(f"evict pods on {name}")
+            except CompactorError as error:
+                self._error(f"evict pods on {name}: {error.message}")
+                return error.message
+        return None
+
+    def _interrupt(self, node: dict[str, Any], why: str) -> str:
+        name = (node.get("metadata") or {}).get("name", "")
+        self.outcome.interrupted = why
+        message = f"node-compactor stopped draining the node: {why}; the pods still on it stay where they are"
+        log.warning(message, extra={"fields": {"event": "drain-interrupted", "node": name}})
+        self.cluster.event(
+            node, reason="NodeCompactorDrainInterrupted", message=message, warning=True, now=self.clock()
+        )
+        return why
 
     def _error(self, message: str) -> None:
         with self.outcome._lock:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
+import stat
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,8 +22,8 @@ from compactor import config as config_source
 from compactor import report
 from compactor.core import planner
 from compactor.core.plan import Plan
-from compactor.errors import BadInputError, ClusterAccessError, CompactorError, LeaseHeldError
-from compactor.executor import Budget, Executor, Outcome
+from compactor.errors import BadInputError, ClusterAccessError, CompactorError, KubeconfigError, LeaseHeldError
+from compactor.executor import Budget, Executor, Guard, Outcome
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +32,12 @@ ENV_ENDPOINT_MODE = "COMPACTOR_ENDPOINT_MODE"
 ENV_RUN_BUDGET = "COMPACTOR_RUN_BUDGET_SECONDS"
 ENV_LEASE_NAMESPACE = "COMPACTOR_LEASE_NAMESPACE"
 DEFAULT_RUN_BUDGET_SECONDS = 240  # Cloud Scheduler's attempt deadline and the function timeout sit above it
+# The longest function timeout the Terraform module allows is 1770 s (Cloud Scheduler's attempt deadline
+# of at most 1800 s, less 30); a run must end before the platform kills it mid-write.
+MAX_RUN_BUDGET_SECONDS = 1740
+# A kubeconfig is a few KiB; this bounds what a wrong path (a device, a huge file) can make us read.
+MAX_KUBECONFIG_BYTES = 4 * 1024 * 1024
+DEFAULT_KUBECONFIG = "~/.kube/config"
 DEFAULT_LEASE_NAMESPACE = "kube-system"
 LEASE_MARGIN_SECONDS = 30
 
@@ -63,6 +71,12 @@ def run_budget(env: Mapping[str, str]) -> int:
         raise BadInputError(f"{ENV_RUN_BUDGET}: {text!r} is not a whole number of seconds") from None
     if seconds < 30:
         raise BadInputError(f"{ENV_RUN_BUDGET}: {seconds} is too short; give a run at least 30 seconds")
+    if seconds > MAX_RUN_BUDGET_SECONDS:
+        raise BadInputError(
+            f"{ENV_RUN_BUDGET}: {seconds} is too long; at most {MAX_RUN_BUDGET_SECONDS} seconds, because a run "
+            "must end before the function's timeout (at most 1770 s under Cloud Scheduler's 1800 s attempt "
+            "deadline) and the Lease it holds must expire soon after a crashed run"
+        )
     return seconds
 
 
@@ -95,19 +109,62 @@ def kubernetes_client(kubeconfig: str | None, env: Mapping[str, str]) -> Any:
     from kubernetes import config as kube_config
 
     configuration = client.Configuration()
-    try:
-        if kubeconfig is None and env.get("KUBERNETES_SERVICE_HOST") and not env.get("KUBECONFIG"):
+    if kubeconfig is None and env.get("KUBERNETES_SERVICE_HOST") and not env.get("KUBECONFIG"):
+        try:
             kube_config.load_incluster_config(client_configuration=configuration)
-        else:
-            # The client reads KUBECONFIG only when it is imported; this run's environment decides.
-            path = kubeconfig or env.get("KUBECONFIG") or None
-            kube_config.load_kube_config(config_file=path, client_configuration=configuration)
-    except (kube_config.ConfigException, OSError, TypeError) as error:
+        except (kube_config.ConfigException, OSError, ValueError) as error:
+            raise ClusterAccessError(f"cannot use the in-cluster service account: {error}") from error
+        return client.ApiClient(configuration)
+    # The client reads KUBECONFIG only when it is imported; this run's environment decides.
+    path = kubeconfig or env.get("KUBECONFIG") or None
+    if path is None and not os.path.exists(os.path.expanduser(DEFAULT_KUBECONFIG)):
         raise ClusterAccessError(
-            f"no cluster to talk to ({str(error).rstrip('.')}): set {ENV_CLUSTER}=projects/P/locations/L/clusters/C, "
-            "KUBECONFIG, or pass --kubeconfig / --gke"
-        ) from error
+            f"no cluster to talk to (no {DEFAULT_KUBECONFIG}): set "
+            f"{ENV_CLUSTER}=projects/P/locations/L/clusters/C, KUBECONFIG, or pass --kubeconfig / --gke"
+        )
+    shown = path or DEFAULT_KUBECONFIG
+    files = [os.path.expanduser(file) for file in (path or shown).split(os.pathsep) if file]
+    for file in files:
+        # In a KUBECONFIG list the client skips missing files; a single path must exist.
+        if len(files) == 1 or os.path.exists(file):
+            _check_kubeconfig_file(file)
+    try:
+        kube_config.load_kube_config(config_file=path, client_configuration=configuration)
+    except Exception as error:  # whatever the loader trips on, it is the file that is wrong
+        raise KubeconfigError(f"kubeconfig {shown}: {_kubeconfig_problem(error)}") from error
     return client.ApiClient(configuration)
+
+
+def _check_kubeconfig_file(path: str) -> None:
+    """A kubeconfig path must name a readable regular file of sane size (`/dev/zero` would never end)."""
+    try:
+        status = os.stat(path)
+    except OSError as error:
+        raise KubeconfigError(f"kubeconfig {path}: {error.strerror or error}") from error
+    if not stat.S_ISREG(status.st_mode):
+        raise KubeconfigError(f"kubeconfig {path}: not a regular file")
+    if status.st_size > MAX_KUBECONFIG_BYTES:
+        raise KubeconfigError(
+            f"kubeconfig {path}: {status.st_size} bytes is not a kubeconfig (at most {MAX_KUBECONFIG_BYTES} bytes)"
+        )
+
+
+def _kubeconfig_problem(error: Exception) -> str:
+    """What the kubernetes client's loader found wrong, said without a traceback."""
+    import binascii
+
+    import yaml
+
+    if isinstance(error, yaml.YAMLError):
+        where = getattr(error, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where is not None else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        return f"not valid YAML or JSON{at}: {problem}"
+    if isinstance(error, binascii.Error):
+        return f"certificate or key data is not valid base64 ({error})"
+    if isinstance(error, TypeError | AttributeError | KeyError | IndexError):
+        return f"not a kubeconfig (clusters, users, contexts and current-context expected): {error}"
+    return str(error).rstrip(".") or type(error).__name__
 
 
 def run(
@@ -186,17 +243,30 @@ def _run(
     connection = connector()
     try:
         cluster = Cluster(connection.api_client)
+        cluster.read_budget = budget.remaining
+        lease_seconds = budget_seconds + LEASE_MARGIN_SECONDS
+        guard: Guard | None = None
         if not dry_run:
-            cluster.acquire_lease(
-                namespace, holder, duration_seconds=budget_seconds + LEASE_MARGIN_SECONDS, now=clock()
-            )
+            cluster.acquire_lease(namespace, holder, duration_seconds=lease_seconds, now=clock())
+
+            def renew(action: str) -> None:
+                cluster.renew_lease(namespace, holder, duration_seconds=lease_seconds, now=clock())
+
+            guard = renew
+
         try:
             snapshot = cluster.read_snapshot(connection.pool_autoscaling)
             # The snapshot is read-only from here on: keep the collector from rescanning it while planning.
             gc.freeze()
             plan = planner.plan(snapshot, config, now=clock())
             executor = Executor(
-                cluster, config, clock=clock, budget=budget, dry_run=dry_run, first_backoff=first_backoff
+                cluster,
+                config,
+                clock=clock,
+                budget=budget,
+                dry_run=dry_run,
+                first_backoff=first_backoff,
+                guard=guard,
             )
             try:
                 outcome = executor.execute(plan, snapshot)

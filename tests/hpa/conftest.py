@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +16,16 @@ from tests.fakeprometheus import FakePrometheus, running
 from tests.integration.conftest import NOW, TOKEN, connector_for
 
 RATE = 'sum(rate(http_requests_total{app="web"}[5m]))'
+
+
+@pytest.fixture(autouse=True)
+def _no_json_handler_left_behind() -> Iterator[None]:
+    """The command line points the JSON log handler at the test's captured stderr; drop it after the test."""
+    yield
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if handler.get_name() == "node-compactor-json":
+            root.removeHandler(handler)
 
 
 @pytest.fixture

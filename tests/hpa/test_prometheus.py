@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from compactor.hpa import prometheus
-from compactor.hpa.model import Query
+from compactor.hpa.model import Answer, Query
 from tests.fakeprometheus import FakePrometheus, Reply, running
 
 RATE = "sum(rate(http_requests_total[5m]))"
@@ -80,7 +80,7 @@ def test_queries_run_concurrently_but_never_more_than_the_bound(prom: FakePromet
     original = prometheus.Querier.one
 
     class Counting(prometheus.Querier):
-        def one(self, query: Query) -> prometheus.Answer:
+        def one(self, query: Query) -> Answer:
             nonlocal in_flight, most
             with lock:
                 in_flight += 1

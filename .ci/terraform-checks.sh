@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Static checks of the Terraform module in terraform/: formatting, checkov,
-# and `terraform validate` where the providers can be downloaded.
+# Static checks of the Terraform in terraform/ (the root module) and
+# terraform/modules/node-compactor (the per-cluster module it calls):
+# formatting, checkov, and `terraform validate` of each where the providers
+# can be downloaded.
 #
 # Checkov lives in its own virtualenv (${CHECKOV_VENV:-.venv-checkov}) because
 # it pins many packages that clash with the function's dependencies.
@@ -37,28 +39,38 @@ rm -f "${pip_log}"
 
 # --skip-download: use the checks shipped in the package, fetch nothing.
 # Skips are written inline in the HCL (#checkov:skip=ID:reason), never here.
-"${checkov_venv}/bin/checkov" --directory terraform --framework terraform \
-    --skip-download --compact --quiet
+for directory in terraform terraform/modules/node-compactor; do
+    echo "-- checkov ${directory}"
+    "${checkov_venv}/bin/checkov" --directory "${directory}" --framework terraform \
+        --skip-download --compact --quiet
+done
 
-echo "== terraform validate"
 # validate needs the providers. A machine that cannot reach the Terraform
 # registry cannot download them, which is no fault of the module; any other
 # init failure (a configuration error) is.
-init_log="$(mktemp)"
-init_status=0
-timeout "${init_timeout_seconds}" terraform -chdir=terraform init \
-    -backend=false -input=false -no-color >"${init_log}" 2>&1 || init_status=$?
-if [[ "${init_status}" -eq 0 ]]; then
-    rm -f "${init_log}"
-    terraform -chdir=terraform validate -no-color
-elif [[ "${init_status}" -eq 124 ]] || grep -q -E \
-        "Failed to query available provider packages|Failed to install provider|could not connect to registry" \
-        "${init_log}"; then
-    rm -f "${init_log}"
-    echo "terraform validate: SKIPPED (providers cannot be downloaded on this machine)"
-else
-    cat "${init_log}" >&2
-    rm -f "${init_log}"
-    echo "terraform-checks: terraform init failed" >&2
-    exit 1
-fi
+validate() {
+    local directory="$1"
+    echo "== terraform validate ${directory}"
+    local init_log
+    init_log="$(mktemp)"
+    local init_status=0
+    timeout "${init_timeout_seconds}" terraform -chdir="${directory}" init \
+        -backend=false -input=false -no-color >"${init_log}" 2>&1 || init_status=$?
+    if [[ "${init_status}" -eq 0 ]]; then
+        rm -f "${init_log}"
+        terraform -chdir="${directory}" validate -no-color
+    elif [[ "${init_status}" -eq 124 ]] || grep -q -E \
+            "Failed to query available provider packages|Failed to install provider|could not connect to registry" \
+            "${init_log}"; then
+        rm -f "${init_log}"
+        echo "terraform validate ${directory}: SKIPPED (providers cannot be downloaded on this machine)"
+    else
+        cat "${init_log}" >&2
+        rm -f "${init_log}"
+        echo "terraform-checks: terraform init failed in ${directory}" >&2
+        exit 1
+    fi
+}
+
+validate terraform
+validate terraform/modules/node-compactor

@@ -13,7 +13,7 @@ locals {
       "run.googleapis.com",
       "storage.googleapis.com",
     ],
-    local.use_firestore ? ["firestore.googleapis.com"] : [],
+    local.any_firestore || var.create_firestore_database ? ["firestore.googleapis.com"] : [],
   ))
 }
 

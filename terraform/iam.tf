@@ -1,29 +1,64 @@
-resource "google_service_account" "function" {
-  project      = var.project_id
-  account_id   = var.name
-  display_name = "node-compactor function"
-  description  = "Identity of the node-compactor function: reads the cluster, cordons and drains one node at a time."
-
-  depends_on = [google_project_service.apis]
-}
-
-resource "google_service_account" "scheduler" {
-  project      = var.project_id
-  account_id   = "${var.name}-scheduler"
-  display_name = "node-compactor scheduler"
-  description  = "Identity Cloud Scheduler uses to call the node-compactor function; may only invoke it."
-
-  depends_on = [google_project_service.apis]
-}
+# --- the build: one account for every function's build ---------------------
 
 resource "google_service_account" "build" {
   project      = var.project_id
   account_id   = "${var.name}-build"
   display_name = "node-compactor build"
-  description  = "Identity Cloud Build uses to build the node-compactor function image."
+  description  = "Identity Cloud Build uses to build the node-compactor function images."
 
   depends_on = [google_project_service.apis]
 }
+
+# What a 2nd-gen build reads and writes, no more. Source followed: Cloud Run,
+# "Set build service account (source deploy)"
+# (https://cloud.google.com/run/docs/configuring/services/build-service-account)
+# grants roles/run.builder, whose storage permission is storage.objects.get
+# alone (https://cloud.google.com/run/docs/reference/iam/roles); an older
+# revision of that page named roles/storage.objectAdmin, which adds object
+# create, update and delete the build never uses. roles/storage.objectViewer
+# (objects.get and objects.list) covers the read; the image push is granted on
+# the one repository below, and roles/run.builder's project-wide Artifact
+# Registry rights are not needed.
+#
+# The build reads the source from the copy the Cloud Functions service keeps
+# in its own bucket (gcf-v2-sources-PROJECT_NUMBER-REGION), which this module
+# does not manage, hence project scope.
+resource "google_project_iam_member" "build" {
+  for_each = toset([
+    "roles/logging.logWriter",
+    "roles/storage.objectViewer",
+  ])
+
+  project = var.project_id
+  role    = each.value
+  member  = google_service_account.build.member
+}
+
+resource "google_artifact_registry_repository_iam_member" "build" {
+  project    = var.project_id
+  location   = google_artifact_registry_repository.images.location
+  repository = google_artifact_registry_repository.images.name
+  role       = "roles/artifactregistry.writer"
+  member     = google_service_account.build.member
+}
+
+# IAM is eventually consistent: a grant is usually effective within two
+# minutes and can take several (https://cloud.google.com/iam/docs/access-change-propagation).
+# A build started right after the grants can fail with permission denied, and
+# waiting is the only cure. The functions read the build account through this
+# resource's triggers, so no build starts before the wait is over; new grants
+# (a changed set of roles) replace it and wait again.
+resource "time_sleep" "build_iam" {
+  create_duration = var.iam_propagation_wait
+
+  triggers = {
+    service_account = google_service_account.build.id
+    project_roles   = join(",", sort([for grant in google_project_iam_member.build : grant.id]))
+    repository_role = google_artifact_registry_repository_iam_member.build.id
+  }
+}
+
+# --- what the functions may do: custom roles, one set per project ----------
 
 locals {
   # compactor/permissions.py is the one source of these lists;
@@ -47,83 +82,66 @@ locals {
   firestore_iam_permissions = [
     "datastore.entities.get",
   ]
+  hpa_floor_iam_permissions = [
+    "container.clusters.get",
+    "container.clusters.connect",
+    "container.horizontalPodAutoscalers.get",
+    "container.horizontalPodAutoscalers.list",
+    "container.horizontalPodAutoscalers.update",
+    "container.replicaSets.list",
+    "container.events.create",
+    "container.leases.get",
+    "container.leases.create",
+    "container.leases.update",
+  ]
+  prometheus_iam_permissions = [
+    "monitoring.timeSeries.list",
+  ]
 
-  # In rbac mode Kubernetes RBAC grants the cluster access, so IAM only adds
-  # what RBAC cannot: reading the Firestore configuration.
-  function_permissions = concat(
-    var.access_mode == "iam" ? local.iam_permissions : [],
-    local.use_firestore ? local.firestore_iam_permissions : [],
-  )
+  # Each role exists only while some cluster needs it; the module grants to
+  # each cluster's accounts the ones its settings call for.
+  custom_role_definitions = {
+    cluster = {
+      needed      = local.any_iam_access
+      title       = "node-compactor"
+      description = "Exactly what the node-compactor function does: read nodes, pods and PDBs, cordon, evict, write events and its lease."
+      permissions = local.iam_permissions
+    }
+    firestore = {
+      needed      = local.any_firestore
+      title       = "node-compactor configuration reader"
+      description = "Read the node-compactor configuration document in Firestore."
+      permissions = local.firestore_iam_permissions
+    }
+    hpa_floor = {
+      needed      = local.any_hpa_floor_on_iam
+      title       = "node-compactor HPA floor"
+      description = "Exactly what the node-compactor HPA floor job does: read and patch HPAs, list ReplicaSets, write events and its lease."
+      permissions = local.hpa_floor_iam_permissions
+    }
+    prometheus = {
+      needed      = local.any_managed_prometheus
+      title       = "node-compactor Prometheus reader"
+      description = "Query Google Cloud Managed Service for Prometheus (instant queries of the HPA floor job)."
+      permissions = local.prometheus_iam_permissions
+    }
+  }
 }
 
-resource "google_project_iam_custom_role" "function" {
-  count = length(local.function_permissions) > 0 ? 1 : 0
+resource "google_project_iam_custom_role" "shared" {
+  for_each = { for key, role in local.custom_role_definitions : key => role if role.needed }
 
   project     = var.project_id
-  role_id     = replace(var.name, "-", "_")
-  title       = "node-compactor"
-  description = "Exactly what the node-compactor function does: read nodes, pods and PDBs, cordon, evict, write events and its lease."
-  permissions = local.function_permissions
+  role_id     = each.key == "cluster" ? replace(var.name, "-", "_") : "${replace(var.name, "-", "_")}_${each.key}"
+  title       = each.value.title
+  description = each.value.description
+  permissions = each.value.permissions
 
   depends_on = [google_project_service.apis]
 }
 
-resource "google_project_iam_member" "function" {
-  count = length(google_project_iam_custom_role.function)
-
-  project = var.project_id
-  role    = google_project_iam_custom_role.function[0].name
-  member  = google_service_account.function.member
-}
-
-resource "google_project_iam_member" "function_cluster_viewer" {
-  count = var.access_mode == "rbac" ? 1 : 0
-
-  project = var.project_id
-  # Enough to fetch the cluster's endpoint and connect; what the function may
-  # do inside the cluster comes from deploy/rbac.yaml.
-  role   = "roles/container.clusterViewer"
-  member = google_service_account.function.member
-}
-
-# The build reads the source from the copy the Cloud Functions service keeps
-# in its own bucket, which this module does not manage, hence project scope.
-resource "google_project_iam_member" "build" {
-  for_each = toset([
-    "roles/logging.logWriter",
-    "roles/storage.objectViewer",
-  ])
-
-  project = var.project_id
-  role    = each.value
-  member  = google_service_account.build.member
-}
-
-resource "google_artifact_registry_repository_iam_member" "build" {
-  project    = var.project_id
-  location   = google_artifact_registry_repository.images.location
-  repository = google_artifact_registry_repository.images.name
-  role       = "roles/artifactregistry.writer"
-  member     = google_service_account.build.member
-}
-
 locals {
-  # The only principals that may call the function. Keys are fixed strings so
-  # that for_each is known before the service accounts exist.
-  invokers = merge(
-    { scheduler = google_service_account.scheduler.member },
-    { for member in var.invoker_members : member => member },
-  )
-}
-
-# A 2nd-gen function is served by a Cloud Run service of the same name;
-# run.invoker on that service is what admits a caller.
-resource "google_cloud_run_service_iam_member" "invoker" {
-  for_each = local.invokers
-
-  project  = var.project_id
-  location = google_cloudfunctions2_function.compactor.location
-  service  = google_cloudfunctions2_function.compactor.name
-  role     = "roles/run.invoker"
-  member   = each.value
+  custom_roles = {
+    for key in keys(local.custom_role_definitions) : key => try(google_project_iam_custom_role.shared[key].name, null)
+  }
 }

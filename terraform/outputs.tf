@@ -1,54 +1,75 @@
-output "function_url" {
-  description = "URL of the node-compactor function. Callers need an identity token and the invoker role."
-  value       = local.function_url
+locals {
+  deployments = {
+    for key, deployment in module.cluster : key => {
+      function_url                    = deployment.function_url
+      function_name                   = deployment.function_name
+      function_service_account_email  = deployment.function_service_account_email
+      scheduler_service_account_email = deployment.scheduler_service_account_email
+      scheduler_job                   = deployment.scheduler_job
+      dry_run_command                 = deployment.dry_run_command
+      dashboard_id                    = deployment.dashboard_id
+      hpa_floor_function_url          = deployment.hpa_floor_function_url
+      hpa_floor_service_account_email = deployment.hpa_floor_service_account_email
+      hpa_floor_dry_run_command       = deployment.hpa_floor_dry_run_command
+    }
+  }
+
+  rbac_template           = file("${path.module}/../deploy/rbac.yaml")
+  hpa_floor_rbac_path     = "${path.module}/../deploy/rbac-hpa-floor.yaml"
+  hpa_floor_rbac_template = fileexists(local.hpa_floor_rbac_path) ? file(local.hpa_floor_rbac_path) : null
+  rbac_placeholder        = "FUNCTION_SERVICE_ACCOUNT_EMAIL"
 }
 
-output "function_name" {
-  description = "Name of the function and of the Cloud Run service behind it (resource.labels.service_name in its logs)."
-  value       = google_cloudfunctions2_function.compactor.name
-}
-
-output "function_service_account_email" {
-  description = "Identity the function runs as: the subject to bind in deploy/rbac.yaml when access_mode is \"rbac\"."
-  value       = google_service_account.function.email
-}
-
-output "scheduler_service_account_email" {
-  description = "Identity Cloud Scheduler calls the function with."
-  value       = google_service_account.scheduler.email
-}
-
-output "build_service_account_email" {
-  description = "Identity Cloud Build uses to build the function."
-  value       = google_service_account.build.email
-}
-
-output "scheduler_job" {
-  description = "Name of the Cloud Scheduler job; `gcloud scheduler jobs run` with it forces a run now."
-  value       = google_cloud_scheduler_job.compactor.name
+output "deployments" {
+  description = "Per cluster key: function URL and name, service accounts, scheduler job, the manual dry-run command, dashboard, and the same for the HPA floor job (null when it is off)."
+  value       = local.deployments
 }
 
 output "dry_run_command" {
-  description = "Command that calls the function once in dry-run mode as yourself (you need the invoker role: see invoker_members)."
-  value       = local.dry_run_command
+  description = "With a single cluster, the command that calls its function once in dry-run mode as yourself (you need the invoker role: see invoker_members); with several, null (see dry_run_commands)."
+  value       = length(local.deployments) == 1 ? one(values(local.deployments)).dry_run_command : null
+}
+
+output "dry_run_commands" {
+  description = "Per cluster key, the command that calls its function once in dry-run mode as yourself."
+  value       = { for key, deployment in local.deployments : key => deployment.dry_run_command }
 }
 
 output "config_json" {
-  description = "The configuration the function reads, as JSON."
-  value       = local.config_json
+  description = "Per cluster key, the configuration its function reads, as JSON."
+  value       = { for key, deployment in module.cluster : key => deployment.config_json }
 }
 
-output "custom_role_id" {
-  description = "The custom IAM role granted to the function's service account, or null when none is needed."
-  value       = one(google_project_iam_custom_role.function[*].name)
+output "build_service_account_email" {
+  description = "Identity Cloud Build uses to build every function."
+  value       = google_service_account.build.email
 }
 
-output "rbac_manifest" {
-  description = "deploy/rbac.yaml with the function's service account filled in, when access_mode is \"rbac\": apply it with kubectl to the cluster."
-  value       = var.access_mode == "rbac" ? replace(file("${path.module}/../deploy/rbac.yaml"), "FUNCTION_SERVICE_ACCOUNT_EMAIL", google_service_account.function.email) : null
+output "custom_role_ids" {
+  description = "The shared custom IAM roles by what they allow (cluster, firestore, hpa_floor, prometheus); null where no cluster needs one."
+  value       = local.custom_roles
+}
+
+output "rbac_manifests" {
+  description = "Per cluster key whose access_mode is \"rbac\": deploy/rbac.yaml with its function's service account filled in. Apply it with kubectl to that cluster."
+  value = {
+    for key, deployment in local.deployments : key => replace(local.rbac_template, local.rbac_placeholder, deployment.function_service_account_email)
+    if try(local.clusters[key].access_mode, null) == "rbac"
+  }
+}
+
+output "hpa_floor_rbac_manifests" {
+  description = "Per cluster key whose access_mode is \"rbac\" and whose HPA floor job is on: deploy/rbac-hpa-floor.yaml with the HPA floor account filled in (its placeholder HPA_FLOOR_SERVICE_ACCOUNT_EMAIL or FUNCTION_SERVICE_ACCOUNT_EMAIL); empty while the file does not exist at plan time."
+  value = local.hpa_floor_rbac_template == null ? {} : {
+    for key, deployment in local.deployments : key => replace(
+      replace(local.hpa_floor_rbac_template, "HPA_FLOOR_SERVICE_ACCOUNT_EMAIL", deployment.hpa_floor_service_account_email),
+      local.rbac_placeholder, deployment.hpa_floor_service_account_email,
+    )
+    if try(local.clusters[key].access_mode, null) == "rbac" && try(local.clusters[key].hpa_floor_enabled, null) == true
+  }
 }
 
 output "source_object" {
-  description = "The source archive the function was built from (its name carries the archive's MD5)."
+  description = "The source archive every function was built from (its name carries the archive's MD5)."
   value       = "gs://${google_storage_bucket.source.name}/${google_storage_bucket_object.source.name}"
 }

@@ -13,5 +13,11 @@ terraform {
       source  = "hashicorp/archive"
       version = ">= 2.4, < 3"
     }
+    # time_sleep: IAM grants and new log-based metrics take a while to be
+    # usable, and waiting is the only cure (see iam.tf and monitoring.tf).
+    time = {
+      source  = "hashicorp/time"
+      version = ">= 0.9, < 1"
+    }
   }
 }

@@ -1,5 +1,7 @@
-"""The Terraform module's wiring, read from its HCL: who may call the function,
-what the function may do, what it is built from and how long each part waits.
+"""The Terraform's wiring, read from its HCL: who may call the functions, what
+they may do, what they are built from, what waits for what, and how the root
+module in terraform/ shares one set of resources between the clusters it
+deploys with modules/node-compactor.
 
 Terraform itself cannot plan here (no providers), so these tests parse the
 files with python-hcl2 and check the expressions that carry each promise.
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +21,11 @@ import pytest
 import yaml
 from hcl2.utils import SerializationOptions
 
-from compactor import permissions
+from compactor import gke, permissions
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-TERRAFORM_DIR = REPO_ROOT / "terraform"
+ROOT_DIR = REPO_ROOT / "terraform"
+MODULE_DIR = ROOT_DIR / "modules" / "node-compactor"
 RBAC_MANIFEST = REPO_ROOT / "deploy" / "rbac.yaml"
 
 # Plain dicts without block markers; string literals without their quotes.
@@ -30,21 +34,89 @@ HCL_OPTIONS = SerializationOptions(explicit_blocks=False, strip_string_quotes=Tr
 
 RBAC_PLACEHOLDER = "FUNCTION_SERVICE_ACCOUNT_EMAIL"
 PUBLIC_PRINCIPALS = ("allUsers", "allAuthenticatedUsers")
+METRICS = ("runs", "drains-started", "drains-completed", "rollbacks", "failed-runs", "nodes-awaiting-removal")
+
+# Inputs the root module sets once for every cluster; every other module input
+# is a cluster's own setting, read from var.clusters.
+SHARED_INPUTS = {
+    "project_id",
+    "region",
+    "runtime",
+    "source_archive",
+    "docker_repository",
+    "build_service_account",
+    "custom_roles",
+    "log_metric_types",
+    "firestore_database",
+}
 
 
-# --- reading the module -------------------------------------------------------
+# --- reading the HCL ----------------------------------------------------------
 
 
-def _parse_module() -> dict[str, list[dict[str, Any]]]:
-    module: dict[str, list[dict[str, Any]]] = {}
-    for path in sorted(TERRAFORM_DIR.glob("*.tf")):
-        parsed = hcl2.loads(path.read_text(), serialization_options=HCL_OPTIONS)
-        for block_type, blocks in parsed.items():
-            module.setdefault(block_type, []).extend(blocks)
-    return module
+@dataclass(frozen=True)
+class Terraform:
+    """The blocks of one Terraform module directory (its own *.tf files only)."""
+
+    directory: Path
+    blocks: dict[str, list[dict[str, Any]]]
+
+    @classmethod
+    def parse(cls, directory: Path) -> Terraform:
+        blocks: dict[str, list[dict[str, Any]]] = {}
+        for path in sorted(directory.glob("*.tf")):
+            parsed = hcl2.loads(path.read_text(), serialization_options=HCL_OPTIONS)
+            for block_type, found in parsed.items():
+                blocks.setdefault(block_type, []).extend(found)
+        return cls(directory, blocks)
+
+    def _merged(self, block_type: str) -> dict[str, Any]:
+        merged: dict[str, Any] = {}
+        for block in self.blocks.get(block_type, []):
+            merged.update(block)
+        return merged
+
+    def resources(self, resource_type: str) -> dict[str, dict[str, Any]]:
+        """Every resource of one type, by name."""
+        found: dict[str, dict[str, Any]] = {}
+        for block in self.blocks.get("resource", []):
+            for declared_type, by_name in block.items():
+                if declared_type == resource_type:
+                    found.update(by_name)
+        return found
+
+    def resource(self, resource_type: str, name: str) -> dict[str, Any]:
+        declared = self.resources(resource_type)
+        assert name in declared, f"{self.directory.name}/ declares no {resource_type}.{name}"
+        return declared[name]
+
+    def all_resources(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        for block in self.blocks.get("resource", []):
+            for resource_type, by_name in block.items():
+                for name, body in by_name.items():
+                    yield resource_type, name, body
+
+    def local(self, name: str) -> Any:
+        declared = self._merged("locals")
+        assert name in declared, f"{self.directory.name}/ declares no local.{name}"
+        return declared[name]
+
+    def variables(self) -> dict[str, dict[str, Any]]:
+        return self._merged("variable")
+
+    def variable_default(self, name: str) -> Any:
+        return self.variables()[name]["default"]
+
+    def outputs(self) -> dict[str, dict[str, Any]]:
+        return self._merged("output")
+
+    def module_calls(self) -> dict[str, dict[str, Any]]:
+        return self._merged("module")
 
 
-MODULE = _parse_module()
+ROOT = Terraform.parse(ROOT_DIR)
+MODULE = Terraform.parse(MODULE_DIR)
+CALL = ROOT.module_calls()["cluster"]
 
 
 def expression(value: Any) -> str:
@@ -53,56 +125,6 @@ def expression(value: Any) -> str:
     if text.startswith("${") and text.endswith("}"):
         return text[2:-1]
     return text
-
-
-def resources(resource_type: str) -> dict[str, dict[str, Any]]:
-    """Every resource of one type, by name."""
-    found: dict[str, dict[str, Any]] = {}
-    for block in MODULE.get("resource", []):
-        for declared_type, by_name in block.items():
-            if declared_type == resource_type:
-                found.update(by_name)
-    return found
-
-
-def resource(resource_type: str, name: str) -> dict[str, Any]:
-    declared = resources(resource_type)
-    assert name in declared, f"terraform/ declares no {resource_type}.{name}"
-    return declared[name]
-
-
-def all_resources() -> Iterator[tuple[str, str, dict[str, Any]]]:
-    for block in MODULE.get("resource", []):
-        for resource_type, by_name in block.items():
-            for name, body in by_name.items():
-                yield resource_type, name, body
-
-
-def locals_() -> dict[str, Any]:
-    merged: dict[str, Any] = {}
-    for block in MODULE.get("locals", []):
-        merged.update(block)
-    return merged
-
-
-def local(name: str) -> Any:
-    declared = locals_()
-    assert name in declared, f"terraform/ declares no local.{name}"
-    return declared[name]
-
-
-def variables() -> dict[str, dict[str, Any]]:
-    merged: dict[str, dict[str, Any]] = {}
-    for block in MODULE.get("variable", []):
-        merged.update(block)
-    return merged
-
-
-def outputs() -> dict[str, dict[str, Any]]:
-    merged: dict[str, dict[str, Any]] = {}
-    for block in MODULE.get("output", []):
-        merged.update(block)
-    return merged
 
 
 def nested(body: dict[str, Any], *path: str) -> Any:
@@ -134,15 +156,101 @@ def references(text: str) -> set[str]:
     return set(re.findall(r"\b(?:var|local|google_[a-z0-9_]+)\.[A-Za-z0-9_.\[\]]+", text))
 
 
-def variable_default(name: str) -> Any:
-    return variables()[name]["default"]
+def compactor_function() -> dict[str, Any]:
+    return MODULE.resource("google_cloudfunctions2_function", "compactor")
 
 
-# --- who may call the function ------------------------------------------------
+def hpa_floor_function() -> dict[str, Any]:
+    return MODULE.resource("google_cloudfunctions2_function", "hpa_floor")
+
+
+# --- the module and how the root calls it -------------------------------------
+
+
+def test_the_module_configures_no_provider_so_it_can_be_called_with_for_each() -> None:
+    assert "provider" not in MODULE.blocks
+    assert [list(block) for block in ROOT.blocks["provider"]] == [["google"]]
+    assert CALL["source"] == "./modules/node-compactor"
+    assert expression(CALL["for_each"]) == "local.clusters"
+
+
+def test_the_root_passes_every_module_input_and_no_other() -> None:
+    arguments = set(CALL) - {"source", "for_each", "depends_on"}
+    assert arguments == set(MODULE.variables())
+
+
+def test_shared_inputs_come_from_resources_the_root_creates_once() -> None:
+    for name in SHARED_INPUTS:
+        assert "each." not in str(CALL[name]), name
+    assert expression(CALL["source_archive"]) == "local.source_archive"
+    assert expression(ROOT.local("source_archive")["object"]) == "google_storage_bucket_object.source.name"
+    assert expression(CALL["docker_repository"]) == "google_artifact_registry_repository.images.id"
+    assert expression(CALL["custom_roles"]) == "local.custom_roles"
+
+
+def _cluster_settings() -> set[str]:
+    return set(MODULE.variables()) - SHARED_INPUTS
+
+
+def test_each_cluster_setting_is_read_from_its_entry_and_absent_means_the_module_default() -> None:
+    for name in _cluster_settings() - {"name", "cluster", "config"}:
+        assert expression(CALL[name]) == f"try(each.value.{name}, null)", name
+        variable = MODULE.variables()[name]
+        assert "default" in variable, f"{name} has no default for an absent setting"
+        if variable["default"] is not None:
+            assert variable.get("nullable") is False, f"null for {name} must mean its default"
+    assert expression(CALL["cluster"]) == "each.value.cluster"
+    assert expression(CALL["config"]) == "each.value.config"
+    assert expression(CALL["name"]) == "each.value.name"
+
+
+def test_a_cluster_entry_may_hold_exactly_the_module_settings_so_a_typo_is_refused() -> None:
+    validations = ROOT.variables()["clusters"]["validation"]
+    key_check = [v for v in validations if "setsubtract" in str(v["condition"])]
+    assert len(key_check) == 1
+    allowed = set(re.findall(r'"([a-z_]+)"', expression(key_check[0]["condition"])))
+    assert allowed == _cluster_settings()
+
+
+def test_a_cluster_without_a_name_is_named_after_its_key() -> None:
+    clusters = expression(ROOT.local("clusters"))
+    assert "for key, settings in var.clusters" in clusters
+    assert '"nc-${key}"' in clusters
+
+
+@pytest.mark.parametrize("terraform", [pytest.param(ROOT, id="root"), pytest.param(MODULE, id="module")])
+def test_every_variable_has_a_type_and_a_description(terraform: Terraform) -> None:
+    for name, variable in terraform.variables().items():
+        assert variable.get("type"), f"variable {name} has no type"
+        assert str(variable.get("description", "")).strip(), f"variable {name} has no description"
+
+
+@pytest.mark.parametrize("terraform", [pytest.param(ROOT, id="root"), pytest.param(MODULE, id="module")])
+def test_every_output_has_a_description(terraform: Terraform) -> None:
+    for name, output in terraform.outputs().items():
+        assert str(output.get("description", "")).strip(), f"output {name} has no description"
+
+
+def test_the_module_readme_documents_every_input_and_output() -> None:
+    readme = (MODULE_DIR / "README.md").read_text()
+    for name in [*MODULE.variables(), *MODULE.outputs()]:
+        assert f"`{name}`" in readme, f"modules/node-compactor/README.md does not document {name}"
+
+
+def test_the_module_and_the_root_require_the_providers_they_use() -> None:
+    module_providers = MODULE.blocks["terraform"][0]["required_providers"][0]
+    root_providers = ROOT.blocks["terraform"][0]["required_providers"][0]
+    assert set(module_providers) == {"google"}
+    assert set(root_providers) == {"google", "archive", "time"}
+    assert module_providers["google"]["version"] == root_providers["google"]["version"]
+    assert "time_sleep" in {resource_type for resource_type, _, _ in ROOT.all_resources()}
+
+
+# --- who may call the functions ------------------------------------------------
 
 
 def test_scheduler_calls_the_function_with_an_oidc_token_of_its_own_account() -> None:
-    job = resource("google_cloud_scheduler_job", "compactor")
+    job = MODULE.resource("google_cloud_scheduler_job", "compactor")
     target = nested(job, "http_target")
     token = nested(target, "oidc_token")
 
@@ -150,41 +258,52 @@ def test_scheduler_calls_the_function_with_an_oidc_token_of_its_own_account() ->
     assert expression(target["uri"]) == "local.function_url"
     assert expression(token["audience"]) == "local.function_url"
     assert expression(token["service_account_email"]) == "google_service_account.scheduler.email"
-    assert "google_cloudfunctions2_function.compactor.service_config[0].uri" in expression(local("function_url"))
+    assert "google_cloudfunctions2_function.compactor.service_config[0].uri" in expression(MODULE.local("function_url"))
     assert "oauth_token" not in target
 
 
-def test_scheduler_account_is_not_the_function_account() -> None:
-    scheduler = resource("google_service_account", "scheduler")
-    function = resource("google_service_account", "function")
+def test_scheduler_account_is_not_a_function_account() -> None:
+    scheduler = MODULE.resource("google_service_account", "scheduler")
+    function = MODULE.resource("google_service_account", "function")
+    hpa_floor = MODULE.resource("google_service_account", "hpa_floor")
 
-    assert scheduler["account_id"] != function["account_id"]
-    service_account = nested(resource("google_cloudfunctions2_function", "compactor"), "service_config")[
-        "service_account_email"
-    ]
-    assert expression(service_account) == "google_service_account.function.email"
+    assert len({scheduler["account_id"], function["account_id"], hpa_floor["account_id"]}) == 3
+    assert expression(nested(compactor_function(), "service_config")["service_account_email"]) == (
+        "google_service_account.function.email"
+    )
+    assert expression(nested(hpa_floor_function(), "service_config")["service_account_email"]) == (
+        "google_service_account.hpa_floor[0].email"
+    )
 
 
-def test_only_the_scheduler_account_and_the_listed_members_may_invoke_the_function() -> None:
+def test_only_the_scheduler_account_and_the_listed_members_may_invoke_the_functions() -> None:
     invoker_grants = [
         (resource_type, name, body)
-        for resource_type, name, body in all_resources()
+        for resource_type, name, body in [*MODULE.all_resources(), *ROOT.all_resources()]
         if "invoker" in str(body.get("role", "")) or resource_type.endswith("_iam_policy")
     ]
-    assert [(t, n) for t, n, _ in invoker_grants] == [("google_cloud_run_service_iam_member", "invoker")]
-    _, _, grant = invoker_grants[0]
-    assert grant["role"] == "roles/run.invoker"
-    assert expression(grant["service"]) == "google_cloudfunctions2_function.compactor.name"
-    assert expression(grant["for_each"]) == "local.invokers"
-    assert expression(grant["member"]) == "each.value"
-    assert references(expression(local("invokers"))) == {
+    assert sorted((t, n) for t, n, _ in invoker_grants) == [
+        ("google_cloud_run_service_iam_member", "hpa_floor_invoker"),
+        ("google_cloud_run_service_iam_member", "invoker"),
+    ]
+    services = {
+        name: expression(grant["service"]) for _, name, grant in invoker_grants if grant["role"] == "roles/run.invoker"
+    }
+    assert services == {
+        "invoker": "google_cloudfunctions2_function.compactor.name",
+        "hpa_floor_invoker": "google_cloudfunctions2_function.hpa_floor[0].name",
+    }
+    for _, _, grant in invoker_grants:
+        assert "local.invokers" in expression(grant["for_each"])
+        assert expression(grant["member"]) == "each.value"
+    assert references(expression(MODULE.local("invokers"))) == {
         "google_service_account.scheduler.member",
         "var.invoker_members",
     }
 
 
 def _invoker_member_pattern() -> str:
-    validation = nested(variables()["invoker_members"], "validation")
+    validation = nested(MODULE.variables()["invoker_members"], "validation")
     found = re.search(r'regex\("((?:[^"\\]|\\.)*)"', expression(validation["condition"]))
     assert found, "invoker_members is validated by a regex"
     # The regex sits inside an HCL string literal within the expression.
@@ -207,74 +326,109 @@ def test_manual_invokers_must_be_named_people_groups_or_service_accounts(member:
     assert (re.fullmatch(_invoker_member_pattern(), member) is not None) is allowed
 
 
-def test_nothing_in_the_module_is_granted_to_the_public() -> None:
+def test_nothing_is_granted_to_the_public() -> None:
     # Variables may name the public principals in their validation messages.
-    granting_blocks = {key: value for key, value in MODULE.items() if key != "variable"}
-    for text in strings_in(granting_blocks):
-        for principal in PUBLIC_PRINCIPALS:
-            assert principal not in text
+    for terraform in (ROOT, MODULE):
+        granting_blocks = {key: value for key, value in terraform.blocks.items() if key != "variable"}
+        for text in strings_in(granting_blocks):
+            for principal in PUBLIC_PRINCIPALS:
+                assert principal not in text
 
     for document in yaml.safe_load_all(RBAC_MANIFEST.read_text()):
         for subject in document.get("subjects", []):
             assert not subject["name"].startswith("system:"), subject
 
 
-def test_the_dry_run_command_calls_the_function_url_with_an_identity_token() -> None:
-    command = local("dry_run_command")
-    assert command.startswith('curl -H "Authorization: Bearer $(gcloud auth print-identity-token)" ')
-    assert command.endswith('"${local.function_url}?dryRun=true"')
-    assert expression(outputs()["dry_run_command"]["value"]) == "local.dry_run_command"
+def test_the_dry_run_commands_call_the_function_urls_with_an_identity_token() -> None:
+    for name, url in (
+        ("dry_run_command", "local.function_url"),
+        ("hpa_floor_dry_run_command", "local.hpa_floor_function_url"),
+    ):
+        # The hpa floor's command sits in a conditional, its quotes escaped.
+        command = MODULE.local(name).replace('\\"', '"')
+        assert 'curl -H "Authorization: Bearer $(gcloud auth print-identity-token)" ' in command
+        assert f'"${{{url}}}?dryRun=true"' in command
+        assert expression(MODULE.outputs()[name]["value"]) == f"local.{name}"
 
 
-# --- what the function may do -------------------------------------------------
+def test_a_single_cluster_still_gets_one_dry_run_command_output() -> None:
+    single = expression(ROOT.outputs()["dry_run_command"]["value"])
+    assert single == "length(local.deployments) == 1 ? one(values(local.deployments)).dry_run_command : null"
 
 
-def test_the_custom_role_lists_exactly_the_permissions_the_code_declares() -> None:
-    assert local("iam_permissions") == list(permissions.IAM_PERMISSIONS)
-    assert local("firestore_iam_permissions") == list(permissions.FIRESTORE_IAM_PERMISSIONS)
-    role = resource("google_project_iam_custom_role", "function")
-    assert expression(role["permissions"]) == "local.function_permissions"
+# --- what the functions may do -------------------------------------------------
 
 
-def test_cluster_permissions_come_with_iam_mode_and_firestore_ones_with_firestore_config() -> None:
-    granted = expression(local("function_permissions"))
-    assert 'var.access_mode == "iam" ? local.iam_permissions : []' in granted
-    assert "local.use_firestore ? local.firestore_iam_permissions : []" in granted
-    assert references(granted) == {
-        "var.access_mode",
-        "local.iam_permissions",
-        "local.use_firestore",
-        "local.firestore_iam_permissions",
+def test_the_custom_roles_list_exactly_the_permissions_the_code_declares() -> None:
+    assert ROOT.local("iam_permissions") == list(permissions.IAM_PERMISSIONS)
+    assert ROOT.local("firestore_iam_permissions") == list(permissions.FIRESTORE_IAM_PERMISSIONS)
+    assert ROOT.local("hpa_floor_iam_permissions") == list(permissions.HPA_FLOOR_IAM_PERMISSIONS)
+    assert ROOT.local("prometheus_iam_permissions") == list(permissions.PROMETHEUS_IAM_PERMISSIONS)
+    definitions = ROOT.local("custom_role_definitions")
+    assert {key: expression(role["permissions"]) for key, role in definitions.items()} == {
+        "cluster": "local.iam_permissions",
+        "firestore": "local.firestore_iam_permissions",
+        "hpa_floor": "local.hpa_floor_iam_permissions",
+        "prometheus": "local.prometheus_iam_permissions",
     }
-    assert expression(local("use_firestore")) == 'var.config_source == "firestore"'
 
 
-def test_the_custom_role_is_granted_to_the_function_account_alone() -> None:
-    grant = resource("google_project_iam_member", "function")
-    assert expression(grant["role"]) == "google_project_iam_custom_role.function[0].name"
+def test_the_custom_roles_are_created_once_per_project_in_the_root_not_per_cluster() -> None:
+    assert MODULE.resources("google_project_iam_custom_role") == {}
+    role = ROOT.resource("google_project_iam_custom_role", "shared")
+    assert "local.custom_role_definitions" in expression(role["for_each"])
+    assert "if role.needed" in expression(role["for_each"])
+    assert expression(role["permissions"]) == "each.value.permissions"
+
+
+@pytest.mark.parametrize(
+    ("role", "needed_when"),
+    [
+        pytest.param("cluster", "any_iam_access", id="cluster"),
+        pytest.param("firestore", "any_firestore", id="firestore"),
+        pytest.param("hpa_floor", "any_hpa_floor_on_iam", id="hpa-floor"),
+        pytest.param("prometheus", "any_managed_prometheus", id="prometheus"),
+    ],
+)
+def test_each_shared_role_exists_while_some_cluster_needs_it(role: str, needed_when: str) -> None:
+    assert expression(ROOT.local("custom_role_definitions")[role]["needed"]) == f"local.{needed_when}"
+
+
+def test_the_compactor_account_gets_cluster_permissions_in_iam_mode_and_firestore_ones_with_firestore() -> None:
+    granted = expression(MODULE.local("function_roles"))
+    assert 'var.access_mode == "iam" ? {cluster = var.custom_roles.cluster} : {}' in granted
+    assert "local.use_firestore ? {firestore = var.custom_roles.firestore} : {}" in granted
+    assert "hpa_floor" not in granted and "prometheus" not in granted
+    grant = MODULE.resource("google_project_iam_member", "function")
+    assert expression(grant["for_each"]) == "local.function_roles"
     assert expression(grant["member"]) == "google_service_account.function.member"
-    holders = [
-        name
-        for name, body in resources("google_project_iam_member").items()
-        if "google_project_iam_custom_role.function" in str(body["role"])
-    ]
-    assert holders == ["function"]
 
 
-def test_rbac_mode_gives_the_function_only_cluster_viewer_in_iam() -> None:
-    grant = resource("google_project_iam_member", "function_cluster_viewer")
-    assert grant["role"] == "roles/container.clusterViewer"
-    assert expression(grant["count"]) == 'var.access_mode == "rbac" ? 1 : 0'
-    assert expression(grant["member"]) == "google_service_account.function.member"
-    function_roles = {
+def test_the_hpa_floor_account_gets_hpa_and_prometheus_permissions_never_the_compactors() -> None:
+    granted = expression(MODULE.local("hpa_floor_roles"))
+    assert granted.startswith("var.hpa_floor_enabled ? ")
+    assert 'var.access_mode == "iam" ? {hpa_floor = var.custom_roles.hpa_floor} : {}' in granted
+    assert "var.hpa_floor_prometheus_server_url == null ? {prometheus = var.custom_roles.prometheus} : {}" in granted
+    assert "custom_roles.cluster" not in granted
+    grant = MODULE.resource("google_project_iam_member", "hpa_floor")
+    assert expression(grant["for_each"]) == "local.hpa_floor_roles"
+    assert expression(grant["member"]) == "google_service_account.hpa_floor[0].member"
+
+
+def test_rbac_mode_gives_the_functions_only_cluster_viewer_in_iam() -> None:
+    for name, count in (
+        ("function_cluster_viewer", 'var.access_mode == "rbac" ? 1 : 0'),
+        ("hpa_floor_cluster_viewer", 'var.access_mode == "rbac" && var.hpa_floor_enabled ? 1 : 0'),
+    ):
+        grant = MODULE.resource("google_project_iam_member", name)
+        assert grant["role"] == "roles/container.clusterViewer"
+        assert expression(grant["count"]) == count
+    predefined_roles = {
         str(body["role"])
-        for body in resources("google_project_iam_member").values()
-        if "google_service_account.function" in str(body["member"])
+        for body in MODULE.resources("google_project_iam_member").values()
+        if not str(body["role"]).startswith("${")
     }
-    assert function_roles == {
-        "${google_project_iam_custom_role.function[0].name}",
-        "roles/container.clusterViewer",
-    }
+    assert predefined_roles == {"roles/container.clusterViewer"}
 
 
 def _rbac_documents() -> dict[str, dict[str, Any]]:
@@ -300,7 +454,7 @@ def test_the_rbac_manifest_has_no_wildcard() -> None:
             assert "*" not in text
 
 
-def test_the_rbac_manifest_binds_its_role_to_the_function_account_terraform_fills_in() -> None:
+def test_the_rbac_manifests_are_filled_in_with_each_clusters_accounts() -> None:
     documents = _rbac_documents()
     binding = documents["ClusterRoleBinding"]
     assert binding["roleRef"] == {
@@ -309,16 +463,23 @@ def test_the_rbac_manifest_binds_its_role_to_the_function_account_terraform_fill
         "name": documents["ClusterRole"]["metadata"]["name"],
     }
     assert binding["subjects"] == [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": RBAC_PLACEHOLDER}]
-    rendered = expression(outputs()["rbac_manifest"]["value"])
-    assert f'"{RBAC_PLACEHOLDER}", google_service_account.function.email' in rendered
-    assert "deploy/rbac.yaml" in rendered
+    assert ROOT.local("rbac_placeholder") == RBAC_PLACEHOLDER
+    assert ROOT.local("rbac_template") == '${file("${path.module}/../deploy/rbac.yaml")}'
+    rendered = expression(ROOT.outputs()["rbac_manifests"]["value"])
+    assert "replace(local.rbac_template, local.rbac_placeholder, deployment.function_service_account_email)" in rendered
+    assert 'access_mode, null) == "rbac"' in rendered
+
+    hpa_floor = expression(ROOT.outputs()["hpa_floor_rbac_manifests"]["value"])
+    assert "deployment.hpa_floor_service_account_email" in hpa_floor
+    assert "fileexists(local.hpa_floor_rbac_path)" in expression(ROOT.local("hpa_floor_rbac_template"))
+    assert ROOT.local("hpa_floor_rbac_path") == "${path.module}/../deploy/rbac-hpa-floor.yaml"
 
 
-# --- what the function is built from ------------------------------------------
+# --- what the functions are built from -----------------------------------------
 
 
 def _excluded(path: str) -> bool:
-    return re.search(local("source_excluded_pattern"), path) is not None
+    return re.search(ROOT.local("source_excluded_pattern"), path) is not None
 
 
 @pytest.mark.parametrize(
@@ -341,13 +502,13 @@ def test_caches_and_hidden_files_never_reach_the_archive(path: str, excluded: bo
 
 
 def test_the_archive_holds_only_main_py_the_compactor_package_and_requirements() -> None:
-    files = expression(local("source_files"))
+    files = expression(ROOT.local("source_files"))
     assert files.startswith('concat(["main.py", "requirements.txt"], ')
     assert re.findall(r'fileset\([^,]+, "([^"]+)"\)', files) == ["compactor/**"]
     assert "regexall(local.source_excluded_pattern, source_file)) == 0" in files
-    assert local("repository_root") == "${path.module}/.."
+    assert ROOT.local("repository_root") == "${path.module}/.."
 
-    archive = MODULE["data"][0]["archive_file"]["source"]
+    archive = ROOT.blocks["data"][0]["archive_file"]["source"]
     source = archive["dynamic"][0]["source"]
     assert expression(source["for_each"]) == "local.source_files"
     assert "source_dir" not in archive
@@ -364,28 +525,32 @@ def test_every_module_of_the_package_is_archived() -> None:
     assert [module for module in modules if _excluded(module)] == []
 
 
-def test_every_code_change_uploads_a_new_object_and_redeploys() -> None:
-    archive_object = resource("google_storage_bucket_object", "source")
+def test_every_code_change_uploads_a_new_object_and_redeploys_both_functions() -> None:
+    archive_object = ROOT.resource("google_storage_bucket_object", "source")
     assert "data.archive_file.source.output_md5" in archive_object["name"]
     assert expression(archive_object["source"]) == "data.archive_file.source.output_path"
-    storage = nested(
-        resource("google_cloudfunctions2_function", "compactor"), "build_config", "source", "storage_source"
-    )
-    assert expression(storage["object"]) == "google_storage_bucket_object.source.name"
+    for function in (compactor_function(), hpa_floor_function()):
+        storage = nested(function, "build_config", "source", "storage_source")
+        assert expression(storage["bucket"]) == "var.source_archive.bucket"
+        assert expression(storage["object"]) == "var.source_archive.object"
 
 
 def test_the_source_bucket_is_private_and_versioned() -> None:
-    bucket = resource("google_storage_bucket", "source")
+    bucket = ROOT.resource("google_storage_bucket", "source")
     assert bucket["uniform_bucket_level_access"] is True
     assert bucket["public_access_prevention"] == "enforced"
     assert nested(bucket, "versioning")["enabled"] is True
 
 
-def test_the_function_is_a_python_function_with_the_compact_entry_point() -> None:
-    build = nested(resource("google_cloudfunctions2_function", "compactor"), "build_config")
-    assert build["entry_point"] == "compact"
+@pytest.mark.parametrize(
+    ("function", "entry_point"),
+    [pytest.param("compactor", "compact", id="compactor"), pytest.param("hpa_floor", "hpa_floor", id="hpa-floor")],
+)
+def test_each_function_is_a_python_function_with_its_entry_point(function: str, entry_point: str) -> None:
+    build = nested(MODULE.resource("google_cloudfunctions2_function", function), "build_config")
+    assert build["entry_point"] == entry_point
     assert expression(build["runtime"]) == "var.runtime"
-    runtime = variables()["runtime"]
+    runtime = MODULE.variables()["runtime"]
     assert runtime["default"] in {"python311", "python312"}
     assert set(re.findall(r'"(python3\d+)"', expression(nested(runtime, "validation")["condition"]))) <= {
         "python311",
@@ -393,54 +558,143 @@ def test_the_function_is_a_python_function_with_the_compact_entry_point() -> Non
     }
 
 
-def test_the_function_runs_one_instance_serving_one_request() -> None:
-    service = nested(resource("google_cloudfunctions2_function", "compactor"), "service_config")
+@pytest.mark.parametrize(
+    "function", [pytest.param("compactor", id="compactor"), pytest.param("hpa_floor", id="hpa-floor")]
+)
+def test_each_function_runs_one_instance_serving_one_request(function: str) -> None:
+    service = nested(MODULE.resource("google_cloudfunctions2_function", function), "service_config")
     assert service["max_instance_count"] == 1
     assert service["max_instance_request_concurrency"] == 1
 
 
-# --- how long each part waits -------------------------------------------------
+# --- what waits for what --------------------------------------------------------
+
+
+def test_no_build_starts_before_the_build_accounts_roles_had_time_to_propagate() -> None:
+    wait = ROOT.resource("time_sleep", "build_iam")
+    assert expression(wait["create_duration"]) == "var.iam_propagation_wait"
+    assert ROOT.variable_default("iam_propagation_wait") == "120s"
+    triggers = {key: expression(value) for key, value in wait["triggers"].items()}
+    assert triggers["service_account"] == "google_service_account.build.id"
+    assert "google_project_iam_member.build" in triggers["project_roles"]
+    assert triggers["repository_role"] == "google_artifact_registry_repository_iam_member.build.id"
+
+    # The functions learn the build account only from the wait.
+    assert expression(CALL["build_service_account"]) == 'time_sleep.build_iam.triggers["service_account"]'
+    for function in (compactor_function(), hpa_floor_function()):
+        assert expression(nested(function, "build_config")["service_account"]) == "var.build_service_account"
+
+
+def test_the_build_account_reads_objects_and_writes_logs_and_images_only() -> None:
+    grant = ROOT.resource("google_project_iam_member", "build")
+    assert set(re.findall(r'"(roles/[^"]+)"', expression(grant["for_each"]))) == {
+        "roles/logging.logWriter",
+        "roles/storage.objectViewer",
+    }
+    repository_grant = ROOT.resource("google_artifact_registry_repository_iam_member", "build")
+    assert repository_grant["role"] == "roles/artifactregistry.writer"
+    # The choice of storage role names the page it follows.
+    iam_tf = (ROOT_DIR / "iam.tf").read_text()
+    assert "https://cloud.google.com/run/docs/configuring/services/build-service-account" in iam_tf
+
+
+def test_an_alert_is_created_only_after_its_log_metric_had_time_to_become_known() -> None:
+    wait = ROOT.resource("time_sleep", "log_metrics")
+    assert expression(wait["count"]) == "local.any_alert ? 1 : 0"
+    assert expression(wait["create_duration"]) == "var.log_metric_propagation_wait"
+    assert ROOT.variable_default("log_metric_propagation_wait") == "600s"
+    assert expression(wait["triggers"]) == "local.log_metric_types"
+    assert expression(ROOT.local("log_metric_types_for_clusters")) == (
+        "local.any_alert ? time_sleep.log_metrics[0].triggers : local.log_metric_types"
+    )
+    assert expression(CALL["log_metric_types"]) == "local.log_metric_types_for_clusters"
+    assert "google_logging_metric.events" in expression(ROOT.local("log_metric_types"))
+
+    threshold = nested(
+        MODULE.resource("google_monitoring_alert_policy", "failed_runs"), "conditions", "condition_threshold"
+    )
+    assert 'var.log_metric_types["failed-runs"]' in threshold["filter"]
+    assert MODULE.resources("google_logging_metric") == {}
 
 
 def test_the_scheduler_waits_longer_than_the_function_which_outlives_its_run_budget() -> None:
-    service = nested(resource("google_cloudfunctions2_function", "compactor"), "service_config")
+    service = nested(compactor_function(), "service_config")
     assert expression(service["timeout_seconds"]) == "var.function_timeout_seconds"
     assert (
-        expression(local("function_environment")).count(
+        expression(MODULE.local("function_environment")).count(
             "COMPACTOR_RUN_BUDGET_SECONDS = tostring(var.run_budget_seconds)"
         )
         == 1
     )
 
-    job = resource("google_cloud_scheduler_job", "compactor")
+    job = MODULE.resource("google_cloud_scheduler_job", "compactor")
     assert job["attempt_deadline"] == "${local.scheduler_attempt_deadline_seconds}s"
     margin = re.fullmatch(
-        r"var\.function_timeout_seconds \+ (\d+)", expression(local("scheduler_attempt_deadline_seconds"))
+        r"var\.function_timeout_seconds \+ (\d+)", expression(MODULE.local("scheduler_attempt_deadline_seconds"))
     )
     assert margin, "the attempt deadline is derived from the function timeout"
 
-    budget = variable_default("run_budget_seconds")
-    timeout = variable_default("function_timeout_seconds")
+    budget = MODULE.variable_default("run_budget_seconds")
+    timeout = MODULE.variable_default("function_timeout_seconds")
     deadline = timeout + int(margin.group(1))
     assert budget < timeout < deadline <= 1800
     assert (budget, timeout, deadline) == (240, 300, 330)
 
 
 def test_a_run_budget_at_or_above_the_function_timeout_is_rejected() -> None:
-    condition = expression(nested(variables()["run_budget_seconds"], "validation")["condition"])
+    condition = expression(nested(MODULE.variables()["run_budget_seconds"], "validation")["condition"])
     assert "var.run_budget_seconds < var.function_timeout_seconds" in condition
+    condition = expression(nested(MODULE.variables()["hpa_floor_run_budget_seconds"], "validation")["condition"])
+    assert "var.hpa_floor_run_budget_seconds < var.hpa_floor_timeout_seconds" in condition
 
 
-def test_the_scheduler_does_not_pile_up_retries() -> None:
-    retry = nested(resource("google_cloud_scheduler_job", "compactor"), "retry_config")
+@pytest.mark.parametrize("job", [pytest.param("compactor", id="compactor"), pytest.param("hpa_floor", id="hpa-floor")])
+def test_the_schedulers_do_not_pile_up_retries(job: str) -> None:
+    retry = nested(MODULE.resource("google_cloud_scheduler_job", job), "retry_config")
     assert 0 <= retry["retry_count"] <= 1
 
 
-# --- configuration and environment -------------------------------------------
+# --- the HPA floor job ----------------------------------------------------------
+
+
+def test_the_hpa_floor_job_is_off_by_default_and_runs_every_minute_when_on() -> None:
+    assert MODULE.variable_default("hpa_floor_enabled") is False
+    assert MODULE.variable_default("hpa_floor_schedule") == "* * * * *"
+    for resource_type, name in (
+        ("google_cloudfunctions2_function", "hpa_floor"),
+        ("google_cloud_scheduler_job", "hpa_floor"),
+        ("google_service_account", "hpa_floor"),
+    ):
+        assert expression(MODULE.resource(resource_type, name)["count"]) == "var.hpa_floor_enabled ? 1 : 0"
+    job = MODULE.resource("google_cloud_scheduler_job", "hpa_floor")
+    assert expression(job["schedule"]) == "var.hpa_floor_schedule"
+
+
+def test_the_hpa_floor_scheduler_calls_with_its_own_oidc_token_and_dry_run_parameter() -> None:
+    target = nested(MODULE.resource("google_cloud_scheduler_job", "hpa_floor"), "http_target")
+    token = nested(target, "oidc_token")
+    assert expression(target["uri"]) == (
+        'var.hpa_floor_dry_run ? "${local.hpa_floor_function_url}?dryRun=true" : local.hpa_floor_function_url'
+    )
+    assert expression(token["audience"]) == "local.hpa_floor_function_url"
+    assert expression(token["service_account_email"]) == "google_service_account.scheduler.email"
+
+
+def test_the_hpa_floor_function_reads_estafettes_variable_names_and_the_shared_cluster_access() -> None:
+    environment = expression(MODULE.local("hpa_floor_environment"))
+    assert environment.startswith("merge(local.function_environment, ")
+    for name in ("MINIMUM_REPLICAS_LOWER_BOUND", "PROMETHEUS_SERVER_URL", "PROMETHEUS_URL_ALLOWLIST"):
+        assert f"{name} = " in environment
+    assert MODULE.variable_default("hpa_floor_minimum_replicas_lower_bound") == 3
+    service = nested(hpa_floor_function(), "service_config")
+    assert expression(service["environment_variables"]) == "local.hpa_floor_environment"
+
+
+# --- configuration, environment and endpoints ---------------------------------
 
 
 def test_the_function_environment_carries_the_names_the_python_code_reads() -> None:
-    environment = expression(local("function_environment"))
+    environment = expression(MODULE.local("function_environment"))
     for name, value in {
         "COMPACTOR_CLUSTER": "local.cluster_id",
         "COMPACTOR_ENDPOINT_MODE": "var.endpoint_mode",
@@ -449,49 +703,69 @@ def test_the_function_environment_carries_the_names_the_python_code_reads() -> N
         assert f"{name} = {value}" in environment
     assert "local.config_source_environment[var.config_source]" in environment
 
-    by_source = local("config_source_environment")
+    by_source = MODULE.local("config_source_environment")
     assert by_source["env"] == {"COMPACTOR_CONFIG": "${local.config_json}"}
     assert by_source["firestore"] == {
-        "COMPACTOR_FIRESTORE_DOCUMENT": "${var.firestore_document}",
+        "COMPACTOR_FIRESTORE_DOCUMENT": "${local.firestore_document}",
         "COMPACTOR_FIRESTORE_DATABASE": "${var.firestore_database}",
     }
-    assert local("cluster_id") == (
+    assert MODULE.local("cluster_id") == (
         "projects/${var.project_id}/locations/${var.cluster.location}/clusters/${var.cluster.name}"
     )
-    assert variable_default("endpoint_mode") == "dns"
-    assert variable_default("lease_namespace") == "kube-system"
-    service = nested(resource("google_cloudfunctions2_function", "compactor"), "service_config")
+    assert MODULE.variable_default("lease_namespace") == "kube-system"
+    service = nested(compactor_function(), "service_config")
     assert expression(service["environment_variables"]) == "local.function_environment"
 
 
+def test_the_endpoint_modes_are_the_ones_the_code_knows_with_dns_by_default() -> None:
+    variable = MODULE.variables()["endpoint_mode"]
+    assert variable["default"] == "dns"
+    allowed = re.findall(r'"([a-z-]+)"', expression(nested(variable, "validation")["condition"]))
+    assert tuple(allowed) == gke.ENDPOINT_MODES
+
+
+def test_the_private_ip_mode_is_refused_without_a_way_into_the_vpc() -> None:
+    conditions = [expression(v["condition"]) for v in MODULE.variables()["direct_vpc_egress"]["validation"]]
+    assert (
+        'var.endpoint_mode != "private-ip" || var.direct_vpc_egress != null || var.vpc_connector != null' in conditions
+    )
+
+
+def test_each_cluster_gets_its_own_firestore_document_by_default() -> None:
+    assert MODULE.variable_default("firestore_document") is None
+    assert (
+        expression(MODULE.local("firestore_document"))
+        == 'coalesce(var.firestore_document, "node-compactor/${var.name}")'
+    )
+    document = MODULE.resource("google_firestore_document", "config")
+    assert expression(document["count"]) == "local.use_firestore ? 1 : 0"
+    assert expression(document["fields"]) == "jsonencode({config = {stringValue = local.config_json}})"
+    database = ROOT.resource("google_firestore_database", "config")
+    assert "var.create_firestore_database" in expression(database["count"])
+    assert ROOT.variable_default("create_firestore_database") is False
+
+
 def test_the_rendered_config_drops_nulls_and_takes_dry_run_from_its_variable() -> None:
-    config = expression(local("config"))
+    config = expression(MODULE.local("config"))
     assert "for key, value in var.config : key => value if value != null" in config
     assert "for key, value in settings : key => value if value != null" in config
     assert "{dryRun = var.dry_run}" in config
-    assert expression(local("config_json")) == "jsonencode(local.config)"
+    assert expression(MODULE.local("config_json")) == "jsonencode(local.config)"
     rejects_dry_run_key = [
         validation
-        for validation in variables()["config"]["validation"]
+        for validation in MODULE.variables()["config"]["validation"]
         if "var.config.dryRun" in str(validation["condition"])
     ]
     assert rejects_dry_run_key
+    assert MODULE.variable_default("schedule") == "*/5 * * * *"
+    assert MODULE.variable_default("dry_run") is False
 
 
-def test_the_firestore_document_holds_the_config_as_one_json_string_field() -> None:
-    document = resource("google_firestore_document", "config")
-    assert expression(document["count"]) == "local.use_firestore ? 1 : 0"
-    assert expression(document["fields"]) == "jsonencode({config = {stringValue = local.config_json}})"
-    database = resource("google_firestore_database", "config")
-    assert "var.create_firestore_database" in expression(database["count"])
-    assert variable_default("create_firestore_database") is False
-
-
-# --- APIs, variables, monitoring ----------------------------------------------
+# --- APIs and monitoring ----------------------------------------------------------
 
 
 def test_apis_are_left_enabled_when_the_module_is_destroyed() -> None:
-    services = resources("google_project_service")
+    services = ROOT.resources("google_project_service")
     assert services
     for body in services.values():
         assert body["disable_on_destroy"] is False
@@ -499,7 +773,7 @@ def test_apis_are_left_enabled_when_the_module_is_destroyed() -> None:
 
 
 def test_every_api_the_module_uses_is_enabled() -> None:
-    apis = set(strings_in(local("apis")))
+    apis = set(strings_in(ROOT.local("apis")))
     for api in (
         "cloudfunctions.googleapis.com",
         "run.googleapis.com",
@@ -512,65 +786,80 @@ def test_every_api_the_module_uses_is_enabled() -> None:
         "iam.googleapis.com",
     ):
         assert any(api in text for text in apis), api
-    assert "firestore.googleapis.com" in str(local("apis"))
+    assert "firestore.googleapis.com" in str(ROOT.local("apis"))
 
 
-@pytest.mark.parametrize("name", sorted(variables()))
-def test_every_variable_has_a_type_and_a_description(name: str) -> None:
-    variable = variables()[name]
-    assert variable.get("type"), f"variable {name} has no type"
-    assert str(variable.get("description", "")).strip(), f"variable {name} has no description"
-
-
-def test_the_schedule_defaults_to_every_five_minutes() -> None:
-    assert variable_default("schedule") == "*/5 * * * *"
-    assert variable_default("dry_run") is False
-
-
-def test_log_metrics_count_the_events_the_function_logs() -> None:
-    metrics = local("log_metrics")
-    assert {metric["event"] for metric in metrics.values()} == {
-        "drain-started",
-        "drain-completed",
-        "rollback",
-        "run-failed",
+def test_one_set_of_log_metrics_counts_the_events_every_clusters_function_logs() -> None:
+    metrics = ROOT.local("log_metrics")
+    assert set(metrics) == set(METRICS)
+    assert {key: metric["event"] for key, metric in metrics.items()} == {
+        "runs": "run-summary",
+        "drains-started": "drain-started",
+        "drains-completed": "drain-completed",
+        "rollbacks": "rollback",
+        "failed-runs": "run-failed",
+        "nodes-awaiting-removal": "run-summary",
     }
-    failed = [metric for metric in metrics.values() if metric["event"] == "run-failed"]
-    assert failed[0]["severity"] == "ERROR"
+    assert metrics["failed-runs"]["severity"] == "ERROR"
+    # The field the run-summary line carries for it (compactor/service.py).
+    assert metrics["nodes-awaiting-removal"]["value_field"] == "jsonPayload.nodesAwaitingRemoval"
 
-    metric = resource("google_logging_metric", "events")
+    metric = ROOT.resource("google_logging_metric", "events")
     assert expression(metric["for_each"]) == "local.log_metrics"
     log_filter = expression(metric["filter"])
     for clause in (
         'resource.type=\\"cloud_run_revision\\"',
-        'resource.labels.service_name=\\"${var.name}\\"',
+        "local.services_filter",
         'jsonPayload.event=\\"${each.value.event}\\"',
     ):
         assert clause in log_filter
+    assert "settings.name" in expression(ROOT.local("compactor_services"))
 
 
-def test_the_failed_run_alert_is_optional_and_watches_the_failed_run_metric() -> None:
-    alert = resource("google_monitoring_alert_policy", "failed_runs")
+def test_the_log_metrics_carry_a_cluster_label_taken_from_the_function_that_logged() -> None:
+    metric = ROOT.resource("google_logging_metric", "events")
+    assert metric["label_extractors"] == {"cluster": "EXTRACT(resource.labels.service_name)"}
+    label = nested(metric, "metric_descriptor", "labels")
+    assert label["key"] == "cluster"
+    assert label["value_type"] == "STRING"
+
+
+def test_each_cluster_has_a_dashboard_of_its_own_series() -> None:
+    dashboard = MODULE.resource("google_monitoring_dashboard", "cluster")
+    assert expression(dashboard["count"]) == "var.dashboard_enabled ? 1 : 0"
+    assert MODULE.variable_default("dashboard_enabled") is True
+    tiles = MODULE.local("dashboard_tiles")
+    assert [tile["metric"] for tile in tiles] == list(METRICS)
+    assert MODULE.local("cluster_series") == 'metric.label.cluster="${var.name}"'
+    rendered = expression(dashboard["dashboard_json"])
+    assert "var.log_metric_types[tile.metric]" in rendered
+    assert "local.cluster_series" in rendered
+
+
+def test_the_failed_run_alert_is_optional_and_watches_this_clusters_failed_runs() -> None:
+    alert = MODULE.resource("google_monitoring_alert_policy", "failed_runs")
     assert expression(alert["count"]) == "var.alert_on_failed_runs ? 1 : 0"
-    assert variable_default("alert_on_failed_runs") is False
+    assert MODULE.variable_default("alert_on_failed_runs") is False
     threshold = nested(alert, "conditions", "condition_threshold")
-    assert 'google_logging_metric.events["failed-runs"].name' in threshold["filter"]
+    assert "local.cluster_series" in threshold["filter"]
     assert expression(alert["notification_channels"]) == "var.notification_channels"
 
 
-def test_outputs_name_the_url_and_both_service_accounts() -> None:
-    declared = outputs()
+def test_outputs_name_each_clusters_url_and_accounts() -> None:
+    declared = MODULE.outputs()
     assert expression(declared["function_url"]["value"]) == "local.function_url"
-    assert expression(declared["function_service_account_email"]["value"]) == ("google_service_account.function.email")
-    assert expression(declared["scheduler_service_account_email"]["value"]) == (
-        "google_service_account.scheduler.email"
-    )
+    assert expression(declared["function_service_account_email"]["value"]) == "google_service_account.function.email"
+    assert expression(declared["scheduler_service_account_email"]["value"]) == "google_service_account.scheduler.email"
+    deployments = ROOT.local("deployments")
+    assert "for key, deployment in module.cluster" in expression(deployments)
+    assert expression(ROOT.outputs()["deployments"]["value"]) == "local.deployments"
 
 
-def test_every_checkov_skip_gives_its_reason() -> None:
+@pytest.mark.parametrize("directory", [pytest.param(ROOT_DIR, id="root"), pytest.param(MODULE_DIR, id="module")])
+def test_every_checkov_skip_gives_its_reason(directory: Path) -> None:
     skips = [
         match
-        for path in TERRAFORM_DIR.glob("*.tf")
+        for path in directory.glob("*.tf")
         for match in re.finditer(r"#\s*checkov:skip=([A-Z0-9_]+)(?::(.*))?", path.read_text())
     ]
     for skip in skips:

@@ -5,8 +5,9 @@ locals {
   # to machine and would change its hash without changing the code.
   source_excluded_pattern = "(^|/)(__pycache__|\\.[^/]+)(/|$)|\\.py[cod]$"
 
-  # Only what the function imports and installs: main.py, the compactor
-  # package and requirements.txt. Tests, docs and virtualenvs stay out.
+  # Only what the functions import and install: main.py, the compactor
+  # package and requirements.txt. Tests, docs and virtualenvs stay out. One
+  # archive serves every cluster and both entry points.
   source_files = concat(
     ["main.py", "requirements.txt"],
     sort([
@@ -74,12 +75,13 @@ resource "google_artifact_registry_repository" "images" {
   location      = var.region
   repository_id = "${var.name}-images"
   format        = "DOCKER"
-  description   = "Images Cloud Build makes of the node-compactor function."
+  description   = "Images Cloud Build makes of the node-compactor functions."
 
   cleanup_policies {
     id     = "keep-recent"
     action = "KEEP"
     most_recent_versions {
+      # Counted per package, i.e. per function.
       keep_count = 5
     }
   }
@@ -94,63 +96,4 @@ resource "google_artifact_registry_repository" "images" {
   }
 
   depends_on = [google_project_service.apis]
-}
-
-resource "google_cloudfunctions2_function" "compactor" {
-  #checkov:skip=CKV_GCP_124:Every caller needs an identity token with run.invoker, held only by the scheduler's account and the listed invoker_members; ALLOW_ALL is the default so that people can make the documented manual dry-run call, and ingress_settings = "ALLOW_INTERNAL_ONLY" closes it.
-  project     = var.project_id
-  location    = var.region
-  name        = var.name
-  description = "node-compactor for ${local.cluster_id}: drains one underutilized node at a time so the Cluster Autoscaler removes it."
-
-  build_config {
-    runtime           = var.runtime
-    entry_point       = "compact"
-    service_account   = google_service_account.build.id
-    docker_repository = google_artifact_registry_repository.images.id
-
-    source {
-      storage_source {
-        bucket = google_storage_bucket.source.name
-        object = google_storage_bucket_object.source.name
-      }
-    }
-  }
-
-  service_config {
-    service_account_email = google_service_account.function.email
-
-    # One run at a time: runs coordinate through a Lease as well, but a
-    # single instance serving a single request keeps them from even trying.
-    min_instance_count               = 0
-    max_instance_count               = 1
-    max_instance_request_concurrency = 1
-
-    available_memory               = var.function_memory
-    available_cpu                  = var.function_cpu
-    timeout_seconds                = var.function_timeout_seconds
-    ingress_settings               = var.ingress_settings
-    all_traffic_on_latest_revision = true
-
-    environment_variables = local.function_environment
-
-    vpc_connector                 = var.vpc_connector
-    vpc_connector_egress_settings = var.vpc_connector == null ? null : var.vpc_connector_egress_settings
-
-    direct_vpc_egress = var.direct_vpc_egress == null ? null : var.direct_vpc_egress.egress
-    dynamic "direct_vpc_network_interface" {
-      for_each = var.direct_vpc_egress == null ? [] : [var.direct_vpc_egress]
-      content {
-        network    = direct_vpc_network_interface.value.network
-        subnetwork = direct_vpc_network_interface.value.subnetwork
-        tags       = direct_vpc_network_interface.value.tags
-      }
-    }
-  }
-
-  depends_on = [
-    google_project_service.apis,
-    google_project_iam_member.build,
-    google_artifact_registry_repository_iam_member.build,
-  ]
 }

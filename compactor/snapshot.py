@@ -1,11 +1,16 @@
 """Turns Kubernetes JSON (Node, Pod, PodDisruptionBudget) into the planner's records.
 
-One parser serves both the `plan --snapshot FILE` command (a `kubectl get
-nodes,pods,poddisruptionbudgets -A -o json` List, streamed with ijson so a
-150,000-pod file never sits in memory whole) and the live reader, which
-feeds it one page of a paginated list at a time.
+One reader serves both the `plan --snapshot FILE` command (a `kubectl get
+nodes,pods,poddisruptionbudgets -A -o json` List, cut into items and decoded
+one item at a time, so a 300,000-pod file never sits in memory whole) and the
+live reader, which hands it one page of a paginated list at a time.
 
-Malformed objects raise `SnapshotError` naming the object and the field.
+The fast path decodes bytes straight into `compactor.decoding`'s typed
+Structs (only the fields the planner reads) and builds the records from them.
+An object the Structs refuse, or whose values do not read (a bad quantity or
+time), is read again as plain JSON by the functions that take mappings
+(`parse_node`, `parse_pod`, `parse_pdb`, also used for single objects), which
+either accept it or raise `SnapshotError` naming the object and the field.
 Our own node annotations are kept verbatim: the planner judges their values
 and explains what it makes of a bad one, instead of refusing the cluster.
 """
@@ -15,15 +20,14 @@ from __future__ import annotations
 import gc
 import re
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
-import ijson
-import orjson
+import msgspec
 
-from compactor import quantity
+from compactor import decoding, quantity
 from compactor.core import requests as pod_requests
 from compactor.core import timing
 from compactor.core.model import (
@@ -51,6 +55,9 @@ from compactor.core.model import (
 from compactor.errors import SnapshotError
 
 MAX_REPORTED_PROBLEMS = 20
+
+_Record = TypeVar("_Record")
+_Key = TypeVar("_Key", bytes, tuple[str, bytes])
 
 
 class _FieldError(Exception):
@@ -140,7 +147,11 @@ def _cache_key(mapping: Mapping[str, Any]) -> tuple[tuple[str, Any], ...] | None
 
 
 def _resources(parent: Mapping[str, Any], key: str, path: str) -> Resources:
-    amounts = _dict(parent, key, path)
+    return _amounts(_dict(parent, key, path), key, path)
+
+
+def _amounts(amounts: Mapping[str, Any] | None, key: str, path: str) -> Resources:
+    """A resource map (`requests`, `allocatable`, `overhead`) as a record, shared by equal maps."""
     if not amounts:
         return ZERO
     cache_key = _cache_key(amounts)
@@ -384,7 +395,10 @@ _NO_TOLERATIONS: tuple[Toleration, ...] = ()
 
 
 def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
-    items = _list(spec, "tolerations", "spec")
+    return _tolerations_of(_list(spec, "tolerations", "spec"))
+
+
+def _tolerations_of(items: list[Any] | None) -> tuple[Toleration, ...]:
     if not items:
         return _NO_TOLERATIONS
     keys = [_cache_key(item) if isinstance(item, dict) else None for item in items]
@@ -467,8 +481,12 @@ def _pod_affinity_terms(affinity: Mapping[str, Any], kind: str, namespace: str) 
 
 
 def _spread_constraints(spec: Mapping[str, Any]) -> tuple[SpreadConstraint, ...]:
+    return _spread_constraints_of(_list(spec, "topologySpreadConstraints", "spec"))
+
+
+def _spread_constraints_of(items: list[Any]) -> tuple[SpreadConstraint, ...]:
     result = []
-    for index, item in enumerate(_list(spec, "topologySpreadConstraints", "spec")):
+    for index, item in enumerate(items):
         where = f"spec.topologySpreadConstraints[{index}]"
         if not isinstance(item, dict):
             raise _FieldError(where, f"expected an object, got {_kind_of(item)}")
@@ -524,6 +542,253 @@ def parse_pdb(obj: Mapping[str, Any]) -> Pdb:
         raise SnapshotError(f"PodDisruptionBudget {namespace}/{name}: {bad}") from None
 
 
+# -- the typed fast path ------------------------------------------------------------------------
+#
+# The same records from `compactor.decoding`'s Structs, field for field as the functions above
+# build them from dicts. The Structs only admit well-typed values; anything these functions
+# cannot accept as it is (a bad quantity or time, an odd nested value) raises, and the object
+# is read again the long way above, which names the object and the field.
+
+_NO_METADATA = decoding.Metadata()
+_NO_SPEC = decoding.Spec()
+_NO_STATUS = decoding.Status()
+_UNREADABLE = (_FieldError, quantity.QuantityError, ValueError, TypeError)
+
+
+def _node_of(item: decoding.Item) -> Node:
+    meta = item.metadata or _NO_METADATA
+    if not meta.name:
+        raise _FieldError("metadata.name", "missing")
+    spec = item.spec or _NO_SPEC
+    status = item.status or _NO_STATUS
+    amounts = status.allocatable
+    pods_text = amounts.get("pods") if amounts else None
+    ready = False
+    for condition in status.conditions or ():
+        if condition.type == "Ready":
+            ready = condition.status == "True"
+    return Node(
+        name=meta.name,
+        allocatable=_amounts(amounts, "allocatable", "status"),
+        allocatable_pods=quantity.units(pods_text) if pods_text is not None else 0,
+        labels=meta.labels if meta.labels is not None else EMPTY,
+        annotations=meta.annotations if meta.annotations is not None else EMPTY,
+        taints=tuple(Taint(t.key, t.value, t.effect) for t in spec.taints) if spec.taints else (),
+        unschedulable=spec.unschedulable,
+        ready=ready,
+        created=timing.parse_rfc3339(meta.creationTimestamp) if meta.creationTimestamp else None,
+    )
+
+
+def _pod_of(item: decoding.Item) -> Pod:
+    meta = item.metadata or _NO_METADATA
+    name = meta.name
+    if not name:
+        raise _FieldError("metadata.name", "missing")
+    namespace = sys.intern(meta.namespace)
+    spec = item.spec or _NO_SPEC
+    status = item.status or _NO_STATUS
+    annotations = meta.annotations if meta.annotations is not None else EMPTY
+
+    controller_kind = controller_name = None
+    for owner in meta.ownerReferences or ():
+        if owner.controller is True:
+            controller_kind = sys.intern(owner.kind)
+            controller_name = owner.name
+
+    containers = spec.containers or []
+    app = tuple([_requests_of(container) for container in containers])
+    init_containers = spec.initContainers or []
+    overhead = _amounts(spec.overhead, "overhead", "spec")
+    if not init_containers and overhead is ZERO and len(app) == 1:
+        requests = app[0]
+    else:
+        init = tuple([(_requests_of(c), c.restartPolicy == "Always") for c in init_containers])
+        formula_key = (app, init, overhead)
+        shared = _pod_requests_cache.get(formula_key)
+        if shared is None:
+            shared = pod_requests.pod_requests(app, init, overhead)
+            if len(_pod_requests_cache) < _CACHE_LIMIT:
+                _pod_requests_cache[formula_key] = shared
+        requests = shared
+
+    local_storage: list[str] = []
+    pvc_names: list[str] = []
+    for volume in spec.volumes or ():
+        if volume.hostPath is not msgspec.UNSET:
+            local_storage.append(volume.name)
+        elif volume.emptyDir is not msgspec.UNSET:
+            empty_dir = volume.emptyDir or {}
+            if not isinstance(empty_dir, dict) or empty_dir.get("medium") != "Memory":
+                local_storage.append(volume.name)
+        elif volume.persistentVolumeClaim is not msgspec.UNSET:
+            claim = volume.persistentVolumeClaim
+            claim_name = claim.get("claimName") if isinstance(claim, dict) else _unreadable(claim)
+            pvc_names.append("" if claim_name is None else claim_name if isinstance(claim_name, str) else _unreadable())
+        elif volume.ephemeral is not msgspec.UNSET:
+            pvc_names.append(f"{name}-{volume.name}")
+
+    safe_to_evict_text = annotations.get(SAFE_TO_EVICT)
+    safe_to_evict = None
+    if safe_to_evict_text is not None and safe_to_evict_text.strip().lower() in ("true", "false"):
+        safe_to_evict = safe_to_evict_text.strip().lower() == "true"
+    try:
+        deletion_cost = int(annotations.get(DELETION_COST, "0"))
+    except ValueError:
+        deletion_cost = 0
+
+    unschedulable = False
+    if not spec.nodeName:  # only a pod not bound to a node waits for room
+        for condition in status.conditions or ():
+            if condition.type == "PodScheduled" and condition.status == "False" and condition.reason == "Unschedulable":
+                unschedulable = True
+
+    node_affinity, pod_affinity, pod_anti_affinity = (
+        _NO_AFFINITY
+        if not spec.affinity
+        else _shared(_affinity_by_text, (namespace, bytes(spec.affinity)), lambda v: _affinity_from(v, namespace))
+    )
+    tolerations = (
+        _shared(_tolerations_by_text, bytes(spec.tolerations), _tolerations_from)
+        if spec.tolerations
+        else _NO_TOLERATIONS
+    )
+    spread = spec.topologySpreadConstraints
+    spread_constraints = (
+        () if spread is msgspec.UNSET else _shared(_spread_by_text, bytes(spread), _spread_constraints_from)
+    )
+    node_name = spec.nodeName or None
+    return Pod(
+        namespace=namespace,
+        name=name,
+        node_name=node_name,
+        phase=sys.intern(status.phase),
+        requests=requests,
+        labels=meta.labels if meta.labels is not None else EMPTY,
+        controller_kind=controller_kind,
+        controller_name=controller_name,
+        is_mirror=MIRROR_POD in annotations or controller_kind == "Node",
+        safe_to_evict=safe_to_evict,
+        do_not_disrupt=annotations.get(DO_NOT_DISRUPT, "").strip().lower() == "true",
+        deletion_cost=deletion_cost,
+        priority=spec.priority,
+        local_storage=tuple(local_storage),
+        pvc_names=tuple(pvc_names),
+        tolerations=tolerations,
+        node_selector=tuple(sorted(spec.nodeSelector.items())) if spec.nodeSelector else (),
+        node_affinity=node_affinity,
+        host_ports=_host_ports_of(containers, init_containers),
+        pod_affinity=pod_affinity,
+        pod_anti_affinity=pod_anti_affinity,
+        spread_constraints=spread_constraints,
+        unschedulable=unschedulable and node_name is None,
+        terminating=meta.deletionTimestamp is not None,
+    )
+
+
+def _requests_of(container: decoding.Container) -> Resources:
+    resources = container.resources
+    if resources is None or not resources.requests:
+        return ZERO
+    return _shared(_requests_by_text, bytes(resources.requests), _requests_from)
+
+
+_Affinity = tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PodAffinityTerm, ...], tuple[PodAffinityTerm, ...]]
+_NO_AFFINITY: _Affinity = (None, (), ())
+
+
+# Records by the JSON text they came from: thousands of pods repeat the same text.
+_requests_by_text: dict[bytes, Resources] = {}
+_tolerations_by_text: dict[bytes, tuple[Toleration, ...]] = {}
+_spread_by_text: dict[bytes, tuple[SpreadConstraint, ...]] = {}
+_affinity_by_text: dict[tuple[str, bytes], _Affinity] = {}
+_pod_requests_cache: dict[tuple[Any, ...], Resources] = {}
+
+
+def _shared(cache: dict[_Key, _Record], text: _Key, build: Callable[[object], _Record]) -> _Record:
+    found = cache.get(text)
+    if found is None:
+        found = build(decoding.ANY.decode(text if isinstance(text, bytes) else text[1]))
+        if len(cache) < _CACHE_LIMIT:
+            cache[text] = found
+    return found
+
+
+def _requests_from(value: object) -> Resources:
+    if not value:
+        return ZERO  # as the long way reads an empty or null `requests`
+    if not isinstance(value, dict):
+        raise _FieldError("spec.containers[].resources.requests", f"expected an object, got {_kind_of(value)}")
+    return _amounts(value, "requests", "spec.containers[].resources")
+
+
+def _tolerations_from(value: object) -> tuple[Toleration, ...]:
+    return _tolerations_of(_as_list(value, "spec.tolerations"))
+
+
+def _spread_constraints_from(value: object) -> tuple[SpreadConstraint, ...]:
+    return _spread_constraints_of(_as_list(value, "spec.topologySpreadConstraints"))
+
+
+def _affinity_from(value: object, namespace: str) -> _Affinity:
+    """Shared per namespace too: pod affinity terms without namespaces mean the pod's own."""
+    if not value:
+        return _NO_AFFINITY
+    if not isinstance(value, dict):
+        raise _FieldError("spec.affinity", f"expected an object, got {_kind_of(value)}")
+    return (
+        _node_affinity(value),
+        _pod_affinity_terms(value, "podAffinity", namespace),
+        _pod_affinity_terms(value, "podAntiAffinity", namespace),
+    )
+
+
+def _as_list(value: object, path: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _FieldError(path, f"expected a list, got {_kind_of(value)}")
+    return value
+
+
+def _host_ports_of(
+    containers: list[decoding.Container], init_containers: list[decoding.Container]
+) -> tuple[HostPort, ...]:
+    ports = []
+    for container in containers:
+        for port in container.ports or ():
+            if port.hostPort > 0:
+                ports.append(HostPort(port.protocol, port.hostPort, port.hostIP))
+    for container in init_containers:
+        if container.restartPolicy == "Always":
+            for port in container.ports or ():
+                if port.hostPort > 0:
+                    ports.append(HostPort(port.protocol, port.hostPort, port.hostIP))
+    return tuple(ports)
+
+
+def _pdb_of(item: decoding.Item) -> Pdb:
+    meta = item.metadata or _NO_METADATA
+    return Pdb(
+        namespace=meta.namespace,
+        name=meta.name,
+        selector=_label_selector((item.spec or _NO_SPEC).selector, "spec.selector"),
+        disruptions_allowed=(item.status or _NO_STATUS).disruptionsAllowed,
+    )
+
+
+def _unreadable(value: object = None) -> Any:
+    """A value the fast path leaves to the long way (None included: the long way decides)."""
+    raise _FieldError("", f"unexpected {_kind_of(value)}")
+
+
+_TYPED_BY_KIND: dict[str, tuple[Callable[[decoding.Item], Any], Callable[[Mapping[str, Any]], Any], str]] = {
+    "Node": (_node_of, parse_node, "nodes"),
+    "Pod": (_pod_of, parse_pod, "pods"),
+    "PodDisruptionBudget": (_pdb_of, parse_pdb, "pdbs"),
+}
+
+
 # -- whole snapshots --------------------------------------------------------------------------
 
 
@@ -549,19 +814,73 @@ class SnapshotBuilder:
         """Items of a kubectl `List`: dispatched on `kind`, other kinds ignored. Returns the count."""
         index = -1
         for index, item in enumerate(items):
-            if not isinstance(item, dict):
-                self._problem(f"items[{index}]: expected an object, got {_kind_of(item)}")
-                continue
-            kind = item.get("kind")
-            if kind == "Pod":
-                self._one(item, parse_pod, self.pods)
-            elif kind == "Node":
-                self._one(item, parse_node, self.nodes)
-            elif kind == "PodDisruptionBudget":
-                self._one(item, parse_pdb, self.pdbs)
-            elif not isinstance(kind, str):
-                self._problem(f"items[{index}]: no kind")
+            self._dispatch(item, index)
         return index + 1
+
+    def add_encoded_items(self, batch: bytes, first_index: int) -> int:
+        """Items of a kubectl `List` given as a JSON array of them, through the typed fast path.
+
+        `first_index` is the first one's index in the List (for messages). Returns the count.
+        Raises `decoding.DecodeError` when `batch` is not JSON at all (the caller knows the file)."""
+        try:
+            items = decoding.ITEMS.decode(batch)
+        except (decoding.ValidationError, RecursionError):
+            raws = decoding.RAW_ITEMS.decode(batch)
+            for offset, raw in enumerate(raws):
+                self.add_encoded_item(raw, first_index + offset)
+            return len(raws)
+        unread = [offset for offset, item in enumerate(items) if not self._add_typed(item, first_index + offset)]
+        if unread:
+            raws = decoding.RAW_ITEMS.decode(batch)
+            for offset in unread:
+                self._dispatch(_decode_any(raws[offset], f"items[{first_index + offset}]"), first_index + offset)
+        return len(items)
+
+    def add_encoded_item(self, raw: bytes, index: int) -> None:
+        """One item of a kubectl `List` as its JSON text; see `add_encoded_items`."""
+        try:
+            item = decoding.ITEM.decode(raw)
+        except (decoding.ValidationError, RecursionError):
+            item = None
+        if item is None or not self._add_typed(item, index):
+            self._dispatch(_decode_any(raw, f"items[{index}]"), index)
+
+    def _add_typed(self, item: decoding.Item, index: int) -> bool:
+        """False when the item must be read the long way, which names what is wrong with it."""
+        if item.kind is None:
+            self._problem(f"items[{index}]: no kind")
+            return True
+        typed = _TYPED_BY_KIND.get(item.kind)
+        if typed is None:
+            return True  # another kind: ignored
+        convert, _, attribute = typed
+        try:
+            getattr(self, attribute).append(convert(item))
+        except _UNREADABLE:
+            return False
+        return True
+
+    def add_page(self, kind: str, page: bytes, *, what: str) -> None:
+        """One page of a list answer (`NodeList`, `PodList`, ...) of `kind`, as the API server sent it."""
+        convert, parse, attribute = _TYPED_BY_KIND[kind]
+        into: list[Any] = getattr(self, attribute)
+        try:
+            decoded = decoding.PAGE.decode(page)
+            if decoded.items is not None:
+                into.extend([convert(item) for item in decoded.items])
+                return
+        except (decoding.DecodeError, RecursionError, *_UNREADABLE):
+            pass
+        # The long way, which names what is wrong (or accepts what the typed Structs were too strict for).
+        try:
+            document = decoding.ANY.decode(page)
+        except RecursionError:
+            raise SnapshotError(f"cannot {what}: the answer is {_TOO_DEEP}") from None
+        except decoding.DecodeError as error:
+            raise SnapshotError(f"cannot {what}: the API server sent invalid JSON ({error})") from error
+        if not isinstance(document, dict) or not isinstance(document.get("items"), list):
+            raise SnapshotError(f"cannot {what}: the answer is not a list")
+        self._add(document["items"], parse, into, kind)
 
     def build(self, pool_autoscaling: Mapping[str, PoolAutoscaling] | None = None) -> Snapshot:
         if self.problems:
@@ -580,6 +899,23 @@ class SnapshotBuilder:
                 continue
             self._one(item, parse, into)
 
+    def _dispatch(self, item: object, index: int) -> None:
+        if not isinstance(item, dict):
+            if isinstance(item, _Undecodable):
+                self._problem(item.message)
+            else:
+                self._problem(f"items[{index}]: expected an object, got {_kind_of(item)}")
+            return
+        kind = item.get("kind")
+        if kind == "Pod":
+            self._one(item, parse_pod, self.pods)
+        elif kind == "Node":
+            self._one(item, parse_node, self.nodes)
+        elif kind == "PodDisruptionBudget":
+            self._one(item, parse_pdb, self.pdbs)
+        elif not isinstance(kind, str):
+            self._problem(f"items[{index}]: no kind")
+
     def _one(self, item: Mapping[str, Any], parse: Any, into: list[Any]) -> None:
         try:
             into.append(parse(item))
@@ -593,6 +929,26 @@ class SnapshotBuilder:
             self.problems.append(message)
         elif len(self.problems) == MAX_REPORTED_PROBLEMS:
             self.problems.append("... more problems not shown")
+
+
+@dataclass(frozen=True)
+class _Undecodable:
+    """An item that is valid JSON syntax but cannot be decoded (too deep, a number out of range)."""
+
+    message: str
+
+
+_TOO_DEEP = (
+    f"nested too deeply (the decoder stops at {sys.getrecursionlimit():,} levels; Kubernetes objects use a few dozen)"
+)
+
+
+def _decode_any(raw: bytes, where: str) -> object:
+    """`raw` as plain JSON values; too deep is a problem of this item, not JSON is the caller's."""
+    try:
+        return decoding.ANY.decode(raw)
+    except RecursionError:
+        return _Undecodable(f"{where}: {_TOO_DEEP}")
 
 
 def read_file(path: str) -> Snapshot:
@@ -618,36 +974,79 @@ def paused_gc() -> Iterator[None]:
 
 
 def read_stream(stream: BinaryIO, *, name: str = "snapshot") -> Snapshot:
+    """A kubectl `List` from `stream`: item by item when kubectl laid it out, else as one document."""
     with paused_gc():
-        builder = SnapshotBuilder()
-        try:
-            items = _pretty_printed_items(stream)
-            if items is not None:
-                builder.add_mixed(items)
+        head = stream.read(_HEAD_BYTES)
+        _check_looks_like_json_object(head, name)
+        match = _ITEMS_START.search(head)
+        if match is not None:
+            builder = SnapshotBuilder()
+            try:
+                count = 0
+                for batch in _item_batches(stream, head, match):
+                    count += builder.add_encoded_items(batch, count)
                 return builder.build()
-        except _UnexpectedLayoutError:
-            pass
+            except (_UnexpectedLayoutError, decoding.DecodeError):
+                pass  # read again as one document, which says what is wrong with it
         stream.seek(0)
-        builder = SnapshotBuilder()
+        return _read_document(stream.read(MAX_DOCUMENT_BYTES + 1), name)
+
+
+# A file not laid out as kubectl prints it is decoded as one document, so it must fit in memory
+# next to its records; kubectl's own output is read item by item at any size.
+MAX_DOCUMENT_BYTES = 1 << 30
+_HEAD_BYTES = 1 << 20
+
+
+def _check_looks_like_json_object(head: bytes, name: str) -> None:
+    """Refuse at once what is not a JSON object at all (a binary file, YAML, a bare array)."""
+    text = head.lstrip(_WHITESPACE)
+    if text.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark, as some editors write
+        text = text[3:].lstrip(_WHITESPACE)
+    if not text:
+        raise SnapshotError(f"{name}: the file is empty; {_EXPECTED}")
+    if text[:1] != b"{":
+        shown = text[:24].decode("utf-8", "replace")
+        raise SnapshotError(f"{name}: expected a List with an `items` array, found {shown!r}...; {_EXPECTED}")
+
+
+_EXPECTED = "expected what `kubectl get nodes,pods,poddisruptionbudgets -A -o json` prints"
+
+
+def _read_document(content: bytes, name: str) -> Snapshot:
+    if len(content) > MAX_DOCUMENT_BYTES:
+        raise SnapshotError(
+            f"{name}: more than {MAX_DOCUMENT_BYTES >> 30} GiB of JSON not laid out as kubectl prints it "
+            f"(indented, one item after another); files this large are read only in kubectl's layout, so that "
+            f"memory stays bounded: save the List again with `kubectl get nodes,pods,poddisruptionbudgets -A -o json`"
+        )
+    try:
+        document = decoding.DOCUMENT.decode(content)
+    except RecursionError:
+        raise SnapshotError(f"{name}: {_TOO_DEEP}") from None
+    except decoding.ValidationError:
+        raise SnapshotError(f"{name}: expected a List with an `items` array (kubectl get ... -o json)") from None
+    except decoding.DecodeError as error:
+        raise SnapshotError(f"{name}: not valid JSON ({error})") from error
+    if document.items is msgspec.UNSET:
+        raise SnapshotError(f"{name}: expected a List with an `items` array (kubectl get ... -o json)")
+    builder = SnapshotBuilder()
+    for index, raw in enumerate(document.items):
         try:
-            count = builder.add_mixed(ijson.items(stream, "items.item", use_float=True))
-            if count == 0:
-                stream.seek(0)
-                _require_items_array(stream, name)
-        except ijson.JSONError as error:
-            detail = " ".join(str(error).split())  # ijson's messages span lines
-            raise SnapshotError(f"{name}: not valid JSON ({detail})") from error
-        return builder.build()
+            builder.add_encoded_item(raw, index)
+        except decoding.DecodeError as error:
+            raise SnapshotError(f"{name}: items[{index}]: {error}") from error
+    return builder.build()
 
 
 # -- the fast path for pretty-printed lists ---------------------------------------------------
 #
 # kubectl prints JSON indented. A JSON string cannot hold a raw newline, so in such
 # a file a line made of exactly the items' indentation and "}" can only close an
-# item: the items can be cut out with bytes.find and parsed by orjson, about twice
-# as fast as a streaming parser and still one item at a time. Anything unexpected
-# (an item orjson refuses, a stray separator, another layout) sends the whole file
-# to ijson instead, which reads any valid JSON and names what is wrong.
+# item: each read is cut after its last complete item (bytes.rfind) and those items
+# are decoded together, so a 300,000-pod file never sits in memory whole. Anything unexpected (an item that is
+# not JSON, a stray separator, another layout) sends the whole file to the one-document
+# path instead, which reads any valid JSON and names what is wrong.
 
 _ITEMS_START = re.compile(rb'"items"\s*:\s*\[[ \t\r]*\n( +)\{')
 _CHUNK = 1 << 24
@@ -658,32 +1057,21 @@ class _UnexpectedLayoutError(Exception):
     pass
 
 
-def _pretty_printed_items(stream: BinaryIO) -> Iterator[dict[str, Any]] | None:
-    head = stream.read(1 << 20)
-    match = _ITEMS_START.search(head)
-    if match is None:
-        return None
-    return _split_items(stream, head, match)
-
-
-def _split_items(stream: BinaryIO, buffer: bytes, match: re.Match[bytes]) -> Iterator[dict[str, Any]]:
+def _item_batches(stream: BinaryIO, buffer: bytes, match: re.Match[bytes]) -> Iterator[bytes]:
+    """The items as JSON arrays of whole items, about one read's worth each."""
     closer = b"\n" + match.group(1) + b"}"
     prefix = buffer[: buffer.index(b"[", match.start())]
     position = match.end() - 1
     while True:
-        end = buffer.find(closer, position)
+        end = buffer.rfind(closer, position)
         while end < 0:
             more = stream.read(_CHUNK)
             if not more:
                 raise _UnexpectedLayoutError
             buffer, position = buffer[position:] + more, 0
-            end = buffer.find(closer, position)
+            end = buffer.rfind(closer, position)
         stop = end + len(closer)
-        try:
-            item = orjson.loads(buffer[position:stop])
-        except orjson.JSONDecodeError:
-            raise _UnexpectedLayoutError from None
-        yield item
+        yield b"".join((b"[", buffer[position:stop], b"]"))
         buffer, index = _significant(stream, buffer, stop)
         if buffer[index : index + 1] == b"]":
             _check_outside_items(prefix, buffer[index + 1 :] + stream.read())
@@ -693,6 +1081,10 @@ def _split_items(stream: BinaryIO, buffer: bytes, match: re.Match[bytes]) -> Ite
         buffer, position = _significant(stream, buffer, index + 1)
         if buffer[position : position + 1] != b"{":
             raise _UnexpectedLayoutError
+        if buffer.find(closer, position) < 0:
+            more = stream.read(_CHUNK)
+            if more:
+                buffer, position = buffer[position:] + more, 0
 
 
 def _significant(stream: BinaryIO, buffer: bytes, index: int) -> tuple[bytes, int]:
@@ -709,18 +1101,10 @@ def _significant(stream: BinaryIO, buffer: bytes, index: int) -> tuple[bytes, in
 
 
 def _check_outside_items(prefix: bytes, suffix: bytes) -> None:
-    """What surrounds the items must itself be a JSON object, as ijson would insist."""
+    """What surrounds the items must itself be a JSON object, as the one-document path would insist."""
     try:
-        document = orjson.loads(prefix + b"[]" + suffix)
-    except orjson.JSONDecodeError:
+        document = decoding.ANY.decode(prefix + b"[]" + suffix)
+    except (decoding.DecodeError, RecursionError):
         raise _UnexpectedLayoutError from None
     if not isinstance(document, dict):
         raise _UnexpectedLayoutError
-
-
-def _require_items_array(stream: BinaryIO, name: str) -> None:
-    """With no items read, tell an empty List from something that is no List at all."""
-    for prefix, event, _ in ijson.parse(stream):
-        if prefix == "items" and event == "start_array":
-            return
-    raise SnapshotError(f"{name}: expected a List with an `items` array (kubectl get ... -o json)")

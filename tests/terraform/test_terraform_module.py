@@ -865,3 +865,39 @@ def test_every_checkov_skip_gives_its_reason(directory: Path) -> None:
     for skip in skips:
         reason = (skip.group(2) or "").strip()
         assert len(reason) > 20, f"{skip.group(1)} has no reason"
+
+
+# --- the deployment guide ---------------------------------------------------------
+
+
+def _deploy_guide_section(heading: str) -> str:
+    text = (REPO_ROOT / "docs" / "deploy.md").read_text()
+    start = text.index(f"## {heading}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else None]
+
+
+def test_the_guide_has_a_row_for_each_kind_of_control_plane_naming_modes_the_code_knows() -> None:
+    section = _deploy_guide_section("Reaching the control plane")
+    rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| the cluster")]
+    kinds = [row.split("|")[1].strip() for row in rows if not set(row) <= {"|", "-", " "}]
+    assert kinds == [
+        "public endpoint, no authorized networks",
+        "public endpoint with authorized networks",
+        "private endpoint only (public endpoint off)",
+        "DNS endpoint only (IP access off)",
+    ]
+    named_modes = set(re.findall(r"`(dns|ip|private-ip)`", section))
+    assert named_modes == set(gke.ENDPOINT_MODES)
+
+
+def test_the_guide_lists_every_permission_to_verify_for_custom_roles() -> None:
+    section = _deploy_guide_section("Access modes")
+    declared = {
+        *permissions.IAM_PERMISSIONS,
+        *permissions.FIRESTORE_IAM_PERMISSIONS,
+        *permissions.HPA_FLOOR_IAM_PERMISSIONS,
+        *permissions.PROMETHEUS_IAM_PERMISSIONS,
+    }
+    command = section[section.index("--filter=") : section.index("--format")]
+    assert set(re.findall(r"[a-z]+\.[A-Za-z]+\.[A-Za-z]+", command)) == declared

@@ -48,19 +48,29 @@ def is_google(url: str) -> bool:
 
 
 def google_token_source() -> TokenSource:
-    """Application-default credentials narrowed to monitoring.read, refreshed when they expire."""
+    """Application-default credentials narrowed to monitoring.read, found on first use, refreshed when they expire.
+
+    Failing to find or refresh them fails the queries that need them (ClusterAccessError), never the run.
+    """
     import google.auth
+    import google.auth.credentials
     import google.auth.exceptions
     import google.auth.transport.requests
 
-    try:
-        credentials, _project = google.auth.default(scopes=[MONITORING_READ_SCOPE])
-    except google.auth.exceptions.DefaultCredentialsError as error:
-        raise ClusterAccessError(f"cannot find Google credentials to query Managed Prometheus: {error}") from error
     lock = threading.Lock()
+    found: list[google.auth.credentials.Credentials] = []
 
     def token() -> str:
         with lock:
+            if not found:
+                try:
+                    credentials, _project = google.auth.default(scopes=[MONITORING_READ_SCOPE])
+                except google.auth.exceptions.DefaultCredentialsError as error:
+                    raise ClusterAccessError(
+                        f"cannot find Google credentials to query Managed Prometheus: {error}"
+                    ) from error
+                found.append(credentials)
+            credentials = found[0]
             if not credentials.valid:
                 try:
                     credentials.refresh(google.auth.transport.requests.Request())  # type: ignore[no-untyped-call]
@@ -72,19 +82,24 @@ def google_token_source() -> TokenSource:
 
 
 class Querier:
-    """Runs instant queries against `default_url` (for `Query.server` None) or the query's own server."""
+    """Runs instant queries against `default_url` (for `Query.server` None) or the query's own server.
+
+    `default_url` None: no default endpoint is known, and `no_default` says why in each answer that needed one.
+    """
 
     def __init__(
         self,
-        default_url: str,
+        default_url: str | None,
         *,
         token_source: TokenSource | None = None,
         timeout: float = QUERY_TIMEOUT,
         concurrency: int = CONCURRENCY,
         deadline: float | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        no_default: str = "no default Prometheus endpoint",
     ) -> None:
-        self.default_url = default_url.rstrip("/")
+        self.default_url = None if default_url is None else default_url.rstrip("/")
+        self.no_default = no_default
         self.token_source = token_source
         self.timeout = timeout
         self.concurrency = concurrency
@@ -100,7 +115,9 @@ class Querier:
         return dict(zip(queries, answers, strict=True))
 
     def one(self, query: Query) -> Answer:
-        base = (query.server or self.default_url).rstrip("/")
+        base = (query.server or self.default_url or "").rstrip("/")
+        if not base:
+            return Answer.failed(self.no_default)
         timeout = self.timeout
         if self.deadline is not None:
             timeout = min(timeout, self.deadline - self.monotonic())

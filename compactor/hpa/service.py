@@ -19,7 +19,7 @@ from typing import Any
 
 from compactor import config as config_source
 from compactor import service as compactor_service
-from compactor.errors import BadInputError, CompactorError, LeaseHeldError
+from compactor.errors import CompactorError, LeaseHeldError
 from compactor.hpa import planner, report
 from compactor.hpa import settings as hpa_settings
 from compactor.hpa.model import Answer, Decision, Plan, Query
@@ -53,35 +53,36 @@ class HpaRunResult:
 
 
 def prometheus_from(env: Mapping[str, str], deadline: float, *, gke_cluster: str | None = None) -> QueryRunner:
-    """PROMETHEUS_SERVER_URL, or Managed Prometheus in the cluster's project (with a monitoring.read token)."""
+    """PROMETHEUS_SERVER_URL, or Managed Prometheus in the cluster's project (with a monitoring.read token).
+
+    Nothing here fails the run: without a project, or without Google credentials, each query that needs
+    them is answered with the reason, and its HPA is left as it is.
+    """
     from compactor.hpa import prometheus
 
     server = env.get(hpa_settings.ENV_SERVER_URL)
-    token_source = None
-    if server:
-        url = server
-        if prometheus.is_google(url):
-            token_source = prometheus.google_token_source()
-    else:
-        url = prometheus.managed_prometheus_url(_project(env, gke_cluster))
-        token_source = prometheus.google_token_source()
-    querier = prometheus.Querier(url, token_source=token_source, deadline=deadline)
+    project = _project(env, gke_cluster)
+    url = server or (prometheus.managed_prometheus_url(project) if project else None)
+    needs_google = url is None or prometheus.is_google(url)
+    querier = prometheus.Querier(
+        url,
+        token_source=prometheus.google_token_source() if needs_google else None,
+        deadline=deadline,
+        no_default=(
+            f"no Prometheus to query: set {hpa_settings.ENV_SERVER_URL}, or {compactor_service.ENV_CLUSTER} / "
+            f"{ENV_PROJECT} for Managed Service for Prometheus in that project"
+        ),
+    )
     return QueryRunner(querier.run, querier.close)
 
 
-def _project(env: Mapping[str, str], gke_cluster: str | None) -> str:
+def _project(env: Mapping[str, str], gke_cluster: str | None) -> str | None:
     cluster = gke_cluster or env.get(compactor_service.ENV_CLUSTER)
     if cluster:
         from compactor import gke
 
         return gke.parse_cluster_name(cluster).project
-    project = env.get(ENV_PROJECT)
-    if project:
-        return project
-    raise BadInputError(
-        f"no Prometheus to query: set {hpa_settings.ENV_SERVER_URL}, or {compactor_service.ENV_CLUSTER} / "
-        f"{ENV_PROJECT} for Managed Service for Prometheus in that project"
-    )
+    return env.get(ENV_PROJECT) or None
 
 
 def run(

@@ -234,3 +234,19 @@ def test_the_run_summary_is_logged(api: FakeApiServer, prom: FakePrometheus, cap
     fields: dict[str, Any] = summary.fields  # type: ignore[attr-defined]
     assert fields["job"] == "hpa-floor"
     assert (fields["raised"], fields["written"], fields["failed"]) == (1, 1, 0)
+
+
+def test_without_any_prometheus_configured_query_hpas_are_left_alone_and_the_rest_go_on(
+    api: FakeApiServer,
+) -> None:
+    from compactor.hpa import service
+    from tests.integration.conftest import connector_for
+
+    api.add(scaled_hpa(annotations=QUERY, min_replicas=2))
+    api.add(scaled_hpa("api", min_replicas=1))
+    result = service.run({"COMPACTOR_RUN_BUDGET_SECONDS": "60"}, connector=connector_for(api))
+    by_name = {h["name"]: h for h in result.report["hpas"]}
+    assert by_name["web"]["action"] == "fail"
+    assert "set PROMETHEUS_SERVER_URL" in by_name["web"]["reason"]
+    assert min_replicas(api) == 2
+    assert min_replicas(api, "api") == 3

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 import orjson
 
 from compactor import config as config_source
-from compactor import report, snapshot
+from compactor import integrity, report, snapshot
 from compactor.core import planner, timing
 from compactor.errors import EXIT_FAILED, EXIT_OK, BadInputError, CompactorError, exit_code
 
@@ -96,7 +96,7 @@ def parse_now(text: str | None) -> datetime:
 def _plan(args: argparse.Namespace) -> int:
     now = parse_now(args.now)
     config = config_source.load(os.environ, config_file=args.config, required=False, read_firestore=_read_firestore)
-    cluster = snapshot.read_file(args.snapshot)
+    cluster = integrity.check_unique(snapshot.read_file(args.snapshot))
     gc.freeze()  # the snapshot lives until exit: keep the collector from rescanning it while planning
     result = planner.plan(cluster, config, now=now)
     if args.json:

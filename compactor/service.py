@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from compactor import config as config_source
-from compactor import report
+from compactor import integrity, report
 from compactor.core import planner
 from compactor.core.plan import Plan
 from compactor.errors import BadInputError, ClusterAccessError, CompactorError, KubeconfigError, LeaseHeldError
@@ -255,7 +255,7 @@ def _run(
             guard = renew
 
         try:
-            snapshot = cluster.read_snapshot(connection.pool_autoscaling)
+            snapshot = integrity.check_unique(cluster.read_snapshot(connection.pool_autoscaling))
             # The snapshot is read-only from here on: keep the collector from rescanning it while planning.
             gc.freeze()
             plan = planner.plan(snapshot, config, now=clock())

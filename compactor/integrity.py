@@ -1,0 +1,40 @@
+"""Checks a whole snapshot must pass before anything is planned from it.
+
+A Kubernetes name is unique per kind (and namespace): the API server never
+lists one object twice in a consistent list. A snapshot that does (two
+`kubectl get` outputs pasted together, an object listed on two pages of a
+list that was not one snapshot) is not a cluster that existed: the last copy
+of a node would silently win and a duplicated pod would count twice in every
+utilization. It is refused, naming the objects.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from compactor.core.model import Snapshot
+from compactor.errors import SnapshotError
+
+# Enough names to find the problem; a file with thousands of duplicates says the rest itself.
+MAX_NAMED = 20
+
+
+def check_unique(snapshot: Snapshot) -> Snapshot:
+    """The snapshot itself, or SnapshotError naming every object it lists more than once."""
+    problems = [
+        *_repeated("Node", (node.name for node in snapshot.nodes)),
+        *_repeated("Pod", (f"{pod.namespace}/{pod.name}" for pod in snapshot.pods)),
+        *_repeated("PodDisruptionBudget", (f"{pdb.namespace}/{pdb.name}" for pdb in snapshot.pdbs)),
+    ]
+    if problems:
+        shown = problems[:MAX_NAMED]
+        if len(problems) > MAX_NAMED:
+            shown.append(f"... and {len(problems) - MAX_NAMED} more objects listed more than once")
+        raise SnapshotError(f"the cluster snapshot lists {len(problems)} object(s) more than once", shown)
+    return snapshot
+
+
+def _repeated(kind: str, keys: Iterable[str]) -> list[str]:
+    counts = Counter(keys)
+    return [f"{kind} {key} is listed {count} times" for key, count in counts.items() if count > 1]

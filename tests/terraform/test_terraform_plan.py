@@ -258,6 +258,11 @@ def test_the_hpa_floor_passes_its_prometheus_settings_under_estafettes_names(scr
             id="public-invoker",
         ),
         pytest.param(
+            f'{{ main = {{ {ONE_CLUSTER}, hpa_floor_prometheus_url_allowlist = ["https://evil.example/x"] }} }}',
+            "must be a host or host:port, without scheme or path",
+            id="allowlist-entry-with-a-scheme",
+        ),
+        pytest.param(
             f"{{ ab = {{ {ONE_CLUSTER} }} }}",
             "A cluster without a name needs a key of 3-17",
             id="key-too-short-for-a-name",

@@ -390,7 +390,7 @@ variable "hpa_floor_schedule" {
 }
 
 variable "hpa_floor_dry_run" {
-  description = "When true, the scheduler calls the HPA floor job with dryRun=true: it reports the minReplicas it would set and writes nothing."
+  description = "When true, the scheduler calls the HPA floor job with dryRun=true: it reports the minReplicas it would set and writes nothing. The job also reads the cluster's configuration, so dry_run = true holds it in dry run as well; this switch keeps the HPA job alone in dry run while the compactor acts."
   type        = bool
   default     = false
   nullable    = false
@@ -427,8 +427,8 @@ variable "hpa_floor_minimum_replicas_lower_bound" {
   nullable    = false
 
   validation {
-    condition     = var.hpa_floor_minimum_replicas_lower_bound >= 1 && floor(var.hpa_floor_minimum_replicas_lower_bound) == var.hpa_floor_minimum_replicas_lower_bound
-    error_message = "hpa_floor_minimum_replicas_lower_bound must be a whole number of at least 1."
+    condition     = var.hpa_floor_minimum_replicas_lower_bound >= 0 && floor(var.hpa_floor_minimum_replicas_lower_bound) == var.hpa_floor_minimum_replicas_lower_bound
+    error_message = "hpa_floor_minimum_replicas_lower_bound must be a whole number, 0 or more."
   }
 }
 
@@ -444,8 +444,13 @@ variable "hpa_floor_prometheus_server_url" {
 }
 
 variable "hpa_floor_prometheus_url_allowlist" {
-  description = "PROMETHEUS_URL_ALLOWLIST: hosts an HPA's own estafette.io/hpa-scaler-prometheus-server-url may name. Empty: that annotation is never honoured."
+  description = "PROMETHEUS_URL_ALLOWLIST: hosts (host or host:port) an HPA's own estafette.io/hpa-scaler-prometheus-server-url may name. Empty: that annotation is never honoured."
   type        = list(string)
   default     = []
   nullable    = false
+
+  validation {
+    condition     = alltrue([for host in var.hpa_floor_prometheus_url_allowlist : can(regex("^[A-Za-z0-9.-]+(:[0-9]+)?$", host))])
+    error_message = "Each entry of hpa_floor_prometheus_url_allowlist must be a host or host:port, without scheme or path."
+  }
 }

@@ -63,6 +63,7 @@ class Spec:
     max_ratio: float | None
     rollout_check: bool
     base: int | None  # our record of the owner's minimum, when we changed it before
+    owner_changed: bool = False  # minReplicas is no longer what we set: the owner's edit is the new base
 
 
 def parse_spec(hpa: Hpa, settings: Settings) -> tuple[Spec | None, list[str]]:
@@ -103,7 +104,30 @@ def parse_spec(hpa: Hpa, settings: Settings) -> tuple[Spec | None, list[str]]:
     base = parse_base(hpa, problems)
     if problems:
         return None, problems
-    return Spec(query, requests_per_replica, delta, server, max_ratio, check_text == "true", base), []
+    owner_changed = base is not None and owner_edited(hpa)
+    spec = Spec(
+        query,
+        requests_per_replica,
+        delta,
+        server,
+        max_ratio,
+        check_text == "true",
+        None if owner_changed else base,
+        owner_changed,
+    )
+    return spec, []
+
+
+def last_set(hpa: Hpa) -> int | None:
+    """The minReplicas we last wrote, from the head of our reason annotation (`7: ...`); None when unknown."""
+    head = (hpa.annotations.get(MIN_REPLICAS_REASON) or "").split(":", 1)[0].strip()
+    return int(head) if _WHOLE.fullmatch(head) else None
+
+
+def owner_edited(hpa: Hpa) -> bool:
+    """minReplicas differs from what we last wrote: someone else set it since (a person, a GitOps sync)."""
+    written = last_set(hpa)
+    return written is not None and written != hpa.min_replicas
 
 
 def parse_base(hpa: Hpa, problems: list[str]) -> int | None:
@@ -161,7 +185,11 @@ def decide(hpa: Hpa, cluster: Cluster, settings: Settings, answers: Mapping[Quer
     floors.append(_ratio_floor(hpa, spec, cluster))
     floors.append(Floor("lowerBound", settings.lower_bound, "MINIMUM_REPLICAS_LOWER_BOUND"))
     base = spec.base if spec.base is not None else hpa.min_replicas
-    floors.append(Floor("base", base, "the owner's minReplicas" + (" (recorded)" if spec.base is not None else "")))
+    if spec.owner_changed:
+        base_detail = f"the owner's minReplicas (changed from the {last_set(hpa)} we set: the new base)"
+    else:
+        base_detail = "the owner's minReplicas" + (" (recorded)" if spec.base is not None else "")
+    floors.append(Floor("base", base, base_detail))
     wanted = max(floor.value for floor in floors if floor.value is not None)
     new_min = min(wanted, hpa.max_replicas)
     capped = new_min < wanted
@@ -234,6 +262,8 @@ def _restore(hpa: Hpa) -> Decision:
     base = parse_base(hpa, problems)
     if problems:
         return _failed(hpa, problems)
+    if base is not None and owner_edited(hpa):
+        base = None  # the owner set minReplicas since we did: theirs stays
     forget: dict[str, Any] = {"resourceVersion": hpa.resource_version}
     forget["annotations"] = {BASE_MIN_REPLICAS: None, MIN_REPLICAS_REASON: None}
     patch: dict[str, Any] = {"metadata": forget}

@@ -316,3 +316,33 @@ def test_only_enabled_hpas_with_the_rollout_check_need_replicasets() -> None:
     assert not planner.needs_replica_sets(cluster(hpa(annotations={SCALE_DOWN_MAX_RATIO: "0.2"})))
     assert not planner.needs_replica_sets(cluster(hpa(enabled=False, annotations={ROLLOUT_CHECK: "true"})))
     assert planner.needs_replica_sets(cluster(hpa(annotations={ROLLOUT_CHECK: "true"})))
+
+
+def test_an_owners_edit_of_min_replicas_since_our_last_write_becomes_the_new_base() -> None:
+    # We set 7 over a base of 2; a person (or a GitOps sync) then set 10.
+    record = hpa(annotations={BASE_MIN_REPLICAS: "2", MIN_REPLICAS_REASON: "7: query floor 7"}, min_replicas=10)
+    decision = decide(record)
+    assert decision.action == "none"
+    assert decision.new_min_replicas == 10
+    assert "changed from the 7 we set" in next(f.detail for f in decision.floors if f.name == "base")
+
+
+def test_an_owners_edit_is_recorded_as_the_base_with_the_next_change() -> None:
+    record = hpa(
+        annotations={BASE_MIN_REPLICAS: "2", MIN_REPLICAS_REASON: "7: ...", PROMETHEUS_QUERY: RATE},
+        min_replicas=4,
+        max_replicas=30,
+    )
+    decision = decide(record, Answer(12.0))
+    assert decision.action == "raise"
+    assert decision.patch is not None
+    assert decision.patch["metadata"]["annotations"][BASE_MIN_REPLICAS] == "4"
+
+
+def test_disabling_after_an_owners_edit_keeps_their_value() -> None:
+    record = hpa(enabled=False, annotations={BASE_MIN_REPLICAS: "2", MIN_REPLICAS_REASON: "7: ..."}, min_replicas=5)
+    decision = decide(record)
+    assert decision.action == "restore"
+    assert decision.new_min_replicas == 5
+    assert decision.patch is not None
+    assert "spec" not in decision.patch

@@ -1,19 +1,21 @@
 """The Kubernetes adapter: reads the cluster into planner records and performs the few writes we make.
 
 Reads are paginated lists (`limit` + `continue`) fetched as raw JSON
-(`_preload_content=False`), parsed with orjson and handed page by page to
-the same parser `plan --snapshot` uses; the client's model objects are never
-built for the pod list. Writes are exactly those of `compactor.permissions`:
-node patches, pod evictions (policy/v1 Eviction; a pod is never DELETEd),
-Events, and the Lease.
+(`_preload_content=False`), the next page while the previous one is
+decoded, and handed page by page to the same typed decoder `plan --snapshot`
+uses; the client's model objects are never built for the lists. Finished
+pods are left out by the API server (fieldSelector on `status.phase`), and
+a read whose list expired while paging (410 Gone) starts again.
+Writes are exactly those of `compactor.permissions`: node patches, pod
+evictions (policy/v1 Eviction; a pod is never DELETEd), Events, and the Lease.
 """
 
 from __future__ import annotations
 
-import gc
 import logging
 import uuid
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
@@ -22,6 +24,7 @@ import orjson
 import urllib3
 from kubernetes import client
 
+from compactor import decoding
 from compactor.core.model import PoolAutoscaling, Snapshot
 from compactor.core.timing import format_stamp, parse_stamp
 from compactor.errors import (
@@ -31,11 +34,15 @@ from compactor.errors import (
     LeaseLostError,
     SnapshotError,
 )
-from compactor.snapshot import SnapshotBuilder
+from compactor.snapshot import SnapshotBuilder, paused_gc
 
 log = logging.getLogger(__name__)
 
 PAGE_SIZE = 500
+# How many times a cluster read starts again after its list expired (410 Gone) while paging.
+LIST_RESTARTS = 2
+# Pods in phase Succeeded or Failed request nothing; fieldSelector on status.phase leaves them out.
+UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 REQUEST_TIMEOUT = (5.0, 60.0)  # connect, read
 MERGE_PATCH = "application/merge-patch+json"
 LEASE_NAME = "node-compactor"
@@ -74,6 +81,21 @@ def access_error(what: str, error: BaseException) -> ClusterAccessError:
     return ClusterAccessError(f"cannot {what}: {_describe(error)}")
 
 
+class ListExpiredError(ClusterAccessError):
+    """A list's `continue` token expired while paging (HTTP 410): the list must start again."""
+
+
+def _continue_token(page: bytes) -> str | None:
+    """The page's `metadata.continue`, read before its items are decoded."""
+    try:
+        head = decoding.PAGE_HEAD.decode(page)
+    except (decoding.DecodeError, RecursionError):
+        return None  # the page itself says what is wrong with it when it is decoded
+    if head.metadata is None or not head.metadata.continue_:
+        return None
+    return head.metadata.continue_
+
+
 class Cluster:
     """One Kubernetes API server, through the official client."""
 
@@ -89,21 +111,38 @@ class Cluster:
     # -- reading ------------------------------------------------------------------------------
 
     def read_snapshot(self, pool_autoscaling: Mapping[str, PoolAutoscaling] | None = None) -> Snapshot:
-        """Nodes, pods of all namespaces and PDBs, parsed page by page."""
+        """Nodes, pods of all namespaces and PDBs, decoded page by page.
+
+        A `continue` token can expire while a long list is paged (410 Gone, reason Expired:
+        etcd compacted the revision the list started from). The list cannot resume where it
+        was, since pages already taken would count twice, so the whole read starts again
+        with a fresh builder, at most LIST_RESTARTS times.
+        """
+        expired: ListExpiredError | None = None
+        for _ in range(1 + LIST_RESTARTS):
+            try:
+                return self._read_snapshot_once(pool_autoscaling)
+            except ListExpiredError as error:
+                expired = error
+                log.warning("%s; reading the cluster again from the start", error)
+        raise ClusterAccessError(
+            f"{expired}; the cluster was read {1 + LIST_RESTARTS} times and the list expired every time "
+            f"(the API server compacts its history faster than {self.page_size}-item pages can be read)"
+        )
+
+    def _read_snapshot_once(self, pool_autoscaling: Mapping[str, PoolAutoscaling] | None) -> Snapshot:
         builder = SnapshotBuilder()
-        # The collector would scan the growing heap of freshly parsed pages over and over;
-        # nothing here makes reference cycles, so it is paused while reading.
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            builder.add_nodes(self._pages("list nodes", self.core.list_node))
-            builder.add_pods(self._pages("list pods", self.core.list_pod_for_all_namespaces))
-            builder.add_pdbs(
-                self._pages("list PodDisruptionBudgets", self.policy.list_pod_disruption_budget_for_all_namespaces)
-            )
-        finally:
-            if was_enabled:
-                gc.enable()
+        with paused_gc():
+            for page in self._raw_pages("list nodes", self.core.list_node):
+                builder.add_page("Node", page, what="list nodes")
+            # Finished pods count for nothing (DESIGN rule 1): the API server leaves them out.
+            for page in self._raw_pages(
+                "list pods", self.core.list_pod_for_all_namespaces, field_selector=UNFINISHED_PODS
+            ):
+                builder.add_page("Pod", page, what="list pods")
+            what = "list PodDisruptionBudgets"
+            for page in self._raw_pages(what, self.policy.list_pod_disruption_budget_for_all_namespaces):
+                builder.add_page("PodDisruptionBudget", page, what=what)
         return builder.build(pool_autoscaling)
 
     def node(self, name: str) -> dict[str, Any] | None:
@@ -151,8 +190,19 @@ class Cluster:
         return (min(REQUEST_TIMEOUT[0], left), min(REQUEST_TIMEOUT[1], left))
 
     def _pages(self, what: str, list_call: Callable[..., Any], **query: Any) -> Iterator[dict[str, Any]]:
-        token: str | None = None
-        while True:
+        for data in self._raw_pages(what, list_call, **query):
+            try:
+                page = orjson.loads(data)
+            except orjson.JSONDecodeError as error:
+                raise SnapshotError(f"cannot {what}: the API server sent invalid JSON ({error})") from error
+            if not isinstance(page, dict) or not isinstance(page.get("items"), list):
+                raise SnapshotError(f"cannot {what}: the answer is not a list")
+            yield from page["items"]
+
+    def _raw_pages(self, what: str, list_call: Callable[..., Any], **query: Any) -> Iterator[bytes]:
+        """The pages of a list as the API server sent them; the next one is fetched while this one is used."""
+
+        def fetch(token: str | None) -> bytes:
             try:
                 response = list_call(
                     limit=self.page_size,
@@ -161,19 +211,29 @@ class Cluster:
                     _request_timeout=self.read_timeout(what),
                     **query,
                 )
-                page = orjson.loads(response.data)
+                data: bytes = response.data
             except client.ApiException as error:
+                if error.status == 410:
+                    raise ListExpiredError(f"cannot {what}: {_describe(error)}") from error
                 raise access_error(what, error) from error
             except urllib3.exceptions.HTTPError as error:
                 raise access_error(what, error) from error
-            except orjson.JSONDecodeError as error:
-                raise SnapshotError(f"cannot {what}: the API server sent invalid JSON ({error})") from error
-            if not isinstance(page, dict) or not isinstance(page.get("items"), list):
-                raise SnapshotError(f"cannot {what}: the answer is not a list")
-            yield from page["items"]
-            token = (page.get("metadata") or {}).get("continue") or None
-            if token is None:
-                return
+            return data
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="list-pages") as prefetch:
+            page = fetch(None)
+            while True:
+                token = _continue_token(page)
+                upcoming = prefetch.submit(fetch, token) if token else None
+                try:
+                    yield page
+                except GeneratorExit:
+                    if upcoming is not None:
+                        upcoming.cancel()
+                    raise
+                if upcoming is None:
+                    return
+                page = upcoming.result()
 
     # -- writing ------------------------------------------------------------------------------
 

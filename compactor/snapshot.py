@@ -986,7 +986,7 @@ def read_stream(stream: BinaryIO, *, name: str = "snapshot") -> Snapshot:
                 for batch in _item_batches(stream, head, match):
                     count += builder.add_encoded_items(batch, count)
                 return builder.build()
-            except (_UnexpectedLayoutError, decoding.DecodeError):
+            except (_UnexpectedLayoutError, decoding.DecodeError, RecursionError):
                 pass  # read again as one document, which says what is wrong with it
         stream.seek(0)
         return _read_document(stream.read(MAX_DOCUMENT_BYTES + 1), name)

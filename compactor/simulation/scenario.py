@@ -52,9 +52,10 @@ class Requests(_Strict):
 
     @model_validator(mode="after")
     def _quantities(self) -> Requests:
-        for field_name in ("cpu", "memory"):
+        # The API server's bounds: cpu in int64 thousandths, memory in int64 bytes.
+        for field_name, read in (("cpu", quantity.millis), ("memory", quantity.units)):
             try:
-                quantity.millis(getattr(self, field_name))
+                read(getattr(self, field_name))
             except quantity.QuantityError as error:
                 raise ValueError(f"{field_name}: {error}") from None
         return self

@@ -297,6 +297,11 @@ class FakeApiServer:
         with self._cluster.lock:
             self._cluster.store.expire_snapshots()
 
+    def expire_continue_tokens_while_listing(self, times: int = 1) -> None:
+        """The next `times` requests that continue a list get 410 Expired, as if etcd compacted just before each."""
+        with self._cluster.lock:
+            self._cluster.store.expire_next_continues = times
+
     # ----------------------------------------------------------------- faults
 
     def add_fault(self, fault: Fault) -> None:

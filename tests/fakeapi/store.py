@@ -101,6 +101,8 @@ class Store:
         self._sorted_keys: dict[str, list[str] | None] = {kind: [] for kind in BY_KIND}
         self._pods_by_node: dict[str, set[str]] = {}
         self._snapshots: OrderedDict[int, _Snapshot] = OrderedDict()
+        # How many of the next requests that continue a list find their snapshot compacted away.
+        self.expire_next_continues = 0
         self._snapshot_ids = itertools.count(1)
 
     def next_resource_version(self) -> int:
@@ -207,6 +209,9 @@ class Store:
         offset = 0
         if continue_token:
             token = _ContinueToken.decode(continue_token, scope)
+            if self.expire_next_continues > 0:
+                self.expire_next_continues -= 1
+                self._snapshots.clear()
             if token.snapshot is not None:
                 snapshot = self._snapshots.get(token.snapshot)
                 if snapshot is None:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 
 from compactor import quantity
+from compactor.errors import BadInputError
+from compactor.simulation import scenario
 
 
 @pytest.mark.parametrize(
@@ -56,3 +61,48 @@ def test_memory_is_read_in_bytes_rounded_up(text: str, units: int) -> None:
 def test_anything_else_is_refused_with_the_text_in_the_message(text: object) -> None:
     with pytest.raises(quantity.QuantityError, match=r"quantity|negative|finite"):
         quantity.millis(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "read"),
+    [
+        pytest.param("1e400", quantity.millis, id="cpu-1e400"),
+        pytest.param("1e400", quantity.units, id="memory-1e400"),
+        pytest.param("1e9999999999", quantity.units, id="huge-exponent"),
+        pytest.param("9223372036854775808", quantity.units, id="one-above-int64"),
+        pytest.param("8Ei", quantity.units, id="8Ei-is-2^63"),
+        pytest.param("9223372036854775.808", quantity.millis, id="one-thousandth-above-int64-millis"),
+        pytest.param("1E18", quantity.millis, id="cpu-of-a-billion-billion-cores"),
+    ],
+)
+def test_quantities_beyond_what_the_api_server_stores_are_refused(text: str, read: Any) -> None:
+    with pytest.raises(quantity.QuantityError, match=r"larger than the API server stores"):
+        read(text)
+
+
+def test_the_largest_quantities_the_api_server_stores_are_read() -> None:
+    assert quantity.units("9223372036854775807") == 2**63 - 1
+    assert quantity.millis("9223372036854775.807") == 2**63 - 1
+    assert quantity.units("7Ei") == 7 * 2**60
+
+
+@pytest.mark.parametrize(
+    ("requests", "field"),
+    [
+        pytest.param({"cpu": "1e400", "memory": "1Gi"}, "cpu", id="cpu"),
+        pytest.param({"cpu": "1", "memory": "8Ei"}, "memory", id="memory"),
+    ],
+)
+def test_scenario_quantities_have_the_same_bounds(requests: dict[str, str], field: str) -> None:
+    with open("examples/scenarios/batch-and-services.json") as stream:
+        document = json.load(stream)
+    document["daemonSets"][0]["requests"] = requests
+    with pytest.raises(BadInputError) as refused:
+        scenario.parse(json.dumps(document), source="s.json")
+    expected = f"{field}: {requests[field]!r} is larger than the API server stores"
+    assert any(expected in problem for problem in refused.value.problems), refused.value.problems
+
+
+def test_a_deeply_nested_scenario_is_refused_at_once() -> None:
+    with pytest.raises(BadInputError, match="not valid JSON"):
+        scenario.parse('{"a":' * 100_000 + "1" + "}" * 100_000, source="s.json")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from typing import Any
 
 import orjson
@@ -290,3 +291,141 @@ def test_pretty_printed_files_are_read_item_by_item(
     else:
         with pytest.raises(AssertionError, match="one document"):
             snapshot.read_stream(io.BytesIO(content))
+
+
+# -- input bounds: values the API server never stores, files that are not kubectl output --------
+
+
+@pytest.mark.parametrize("indent", [pytest.param(None, id="compact"), pytest.param(4, id="kubectl-layout")])
+def test_a_quantity_beyond_the_api_servers_range_names_the_node_and_field(indent: int | None) -> None:
+    node = node_json(allocatable={"cpu": "1e400", "memory": "1Gi", "pods": "110"})
+    content = json.dumps({"kind": "List", "items": [node]}, indent=indent).encode()
+    with pytest.raises(SnapshotError) as caught:
+        snapshot.read_stream(io.BytesIO(content))
+    expected = "Node n1: status.allocatable.cpu: '1e400' is larger than the API server stores"
+    assert any(expected in problem for problem in caught.value.problems), caught.value.problems
+
+
+def deep_list(depth: int) -> bytes:
+    return b'{"kind": "List", "items": [' + b'{"a": ' * depth + b"1" + b"}" * depth + b"]}"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        pytest.param(deep_list(100_000), id="deep-compact"),
+        pytest.param(
+            b'{\n    "items": [\n        {"kind": "Pod", "x": '
+            + b"[" * 100_000
+            + b"]" * 100_000
+            + b"\n        }\n    ]\n}",
+            id="deep-item-in-kubectl-layout",
+        ),
+        pytest.param(b"[" * 100_000 + b"]" * 100_000, id="deep-array"),
+    ],
+)
+def test_deeply_nested_json_is_refused_at_once(content: bytes) -> None:
+    started = time.monotonic()
+    with pytest.raises(SnapshotError) as caught:
+        snapshot.read_stream(io.BytesIO(content))
+    # A generous bound: the reader used to spend minutes on this input, it now stops at the depth limit.
+    assert time.monotonic() - started < 5
+    assert any(word in " ".join(caught.value.problems) for word in ("nested too deeply", "expected a List"))
+
+
+def test_nesting_a_little_deeper_than_kubernetes_objects_still_reads() -> None:
+    pod = pod_json({"containers": [container("1")]})
+    pod["metadata"]["annotations"] = {"deep": "x"}
+    pod["spec"]["extra"] = json.loads('{"a": ' * 200 + "1" + "}" * 200)  # an unknown field, skipped
+    result = snapshot.read_stream(io.BytesIO(json.dumps({"kind": "List", "items": [pod]}, indent=2).encode()))
+    assert [p.name for p in result.pods] == ["p"]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        pytest.param(b"", "the file is empty", id="empty"),
+        pytest.param(b"   \n\t", "the file is empty", id="blank"),
+        pytest.param(bytes(range(256)) * 4, "expected a List with an `items` array, found", id="binary"),
+        pytest.param(b"apiVersion: v1\nkind: List\nitems: []\n", "found 'apiVersion: v1", id="yaml"),
+        pytest.param(b'{"kind": "List", "items": {"a": 1}}', "expected a List", id="items-not-an-array"),
+    ],
+)
+def test_a_file_that_is_not_kubectl_output_at_all_is_refused_clearly(content: bytes, message: str) -> None:
+    with pytest.raises(SnapshotError) as caught:
+        snapshot.read_stream(io.BytesIO(content), name="cluster.json")
+    text = " ".join(caught.value.problems) or caught.value.message
+    assert message in text
+    assert "kubectl get nodes,pods,poddisruptionbudgets -A -o json" in text or "kubectl get ... -o json" in text
+
+
+def test_a_large_file_not_laid_out_as_kubectl_prints_it_is_refused_with_its_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(snapshot, "MAX_DOCUMENT_BYTES", 1 << 10)
+    content = json.dumps(example_document()).encode()  # compact: cannot be read item by item
+    with pytest.raises(SnapshotError) as caught:
+        snapshot.read_stream(io.BytesIO(content), name="cluster.json")
+    assert "not laid out as kubectl prints it" in caught.value.message
+    assert len(snapshot.read_stream(io.BytesIO(json.dumps(example_document(), indent=4).encode())).nodes) == 14
+
+
+# -- the typed fast path and the long way read every object alike -------------------------------
+
+
+def odd_but_valid_items() -> list[Any]:
+    """Objects the typed Structs refuse or take apart differently; the long way decides for them."""
+    pod = pod_json({"containers": [container("250m", "1Gi")]})
+    variants: list[Any] = []
+    for path, value in [
+        (("spec", "volumes"), [{"name": "h", "hostPath": None}, {"name": "e", "emptyDir": None}]),
+        (("spec", "volumes"), [{"name": "m", "emptyDir": {"medium": "Memory"}}, {"name": "c", "ephemeral": {}}]),
+        (("spec", "volumes"), [{"name": "p", "persistentVolumeClaim": None}]),
+        (("spec", "tolerations"), None),
+        (("spec", "tolerations"), [{"operator": "Exists"}]),
+        (("spec", "affinity"), {}),
+        (("spec", "affinity"), None),
+        (("spec", "topologySpreadConstraints"), None),
+        (("spec", "overhead"), {"cpu": "10m"}),
+        (("spec", "overhead"), None),
+        (("spec", "initContainers"), [container("1", restartPolicy="Always"), container("2")]),
+        (("spec", "priority"), True),
+        (("spec", "nodeName"), None),
+        (("metadata", "namespace"), ""),
+        (("metadata", "annotations"), None),
+        (("metadata", "labels"), {}),
+        (("metadata", "ownerReferences"), [{"kind": "ReplicaSet", "name": "r", "controller": "yes"}, 5]),
+        (("status", "conditions"), [{"type": "PodScheduled", "status": "False", "reason": None}, "x"]),
+        (("status",), None),
+        (("spec",), None),
+    ]:
+        variant = json.loads(json.dumps(pod))
+        target = variant
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        variants.append(variant)
+    variants.append({**pod, "spec": {**pod["spec"], "containers": [{"name": "c", "resources": {"requests": None}}]}})
+    variants.append({**pod, "spec": {**pod["spec"], "containers": [{"name": "c", "resources": {"requests": []}}]}})
+    variants.append({**pod, "spec": {**pod["spec"], "containers": [{"name": "c", "ports": [{"hostPort": "80"}]}]}})
+    variants.append(node_json(conditions=[{"type": "Ready", "status": "False"}, {"type": "Ready", "status": "True"}]))
+    variants.append({**node_json(), "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}], "unschedulable": True}})
+    return variants
+
+
+@pytest.mark.parametrize(
+    "item",
+    [pytest.param(item, id=f"example-{index}") for index, item in enumerate(example_document()["items"])]
+    + [pytest.param(item, id=f"odd-{index}") for index, item in enumerate(odd_but_valid_items())],
+)
+def test_the_typed_path_reads_every_object_as_the_long_way_does(item: dict[str, Any]) -> None:
+    typed = snapshot.SnapshotBuilder()
+    typed.add_encoded_item(orjson.dumps(item), 0)
+    long_way = snapshot.SnapshotBuilder()
+    long_way.add_mixed([item])
+    assert (typed.nodes, typed.pods, typed.pdbs, typed.problems) == (
+        long_way.nodes,
+        long_way.pods,
+        long_way.pdbs,
+        long_way.problems,
+    )

@@ -162,6 +162,7 @@ class Setup:
     initial_pods: tuple[JsonObject, ...] = ()
     run_budget_seconds: float = 240.0  # a node-compactor run's time budget (COMPACTOR_RUN_BUDGET_SECONDS)
     source: str = ""
+    sources: tuple[str, ...] = ()  # the scenario file's `sources`: where its numbers come from
 
     def pool(self, name: str) -> PoolSpec | None:
         return next((pool for pool in self.pools if pool.name == name), None)

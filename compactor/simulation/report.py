@@ -60,6 +60,7 @@ def summarize(results: Results) -> dict[str, Any]:
             "name": setup.name,
             "description": setup.description,
             "source": setup.source,
+            "sources": list(setup.sources),
             "start": setup.start.isoformat().replace("+00:00", "Z"),
             "hours": setup.hours,
             "warmupHours": setup.warmup_hours,

@@ -381,6 +381,7 @@ def _setup(scenario: ScenarioFile, *, source: str, config: Config | None) -> Set
         config=config,
         run_budget_seconds=float(scenario.run_budget_seconds),
         source=source,
+        sources=tuple(scenario.sources),
     )
 
 

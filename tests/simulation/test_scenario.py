@@ -55,6 +55,7 @@ def test_the_two_pool_scenario_has_a_tainted_memory_pool_and_pods_from_150m_to_3
     assert (cpus[0], cpus[-1]) == (150, 3000)
     with_budget = {pdb["metadata"]["name"] for pdb in setup.pdbs}
     assert len(with_budget) >= 0.75 * len(setup.workloads)
+    assert setup.sources, "the file says where its numbers come from"
     flat = [w for w in setup.workloads if len(w.replicas.points) == 1 and w.namespace != "kube-system"]
     assert flat, "a flat service beside the curve"
 

@@ -71,18 +71,29 @@ def test_text_that_is_not_plain_json_is_a_value_error(text: str) -> None:
         strictjson.loads(text)
 
 
-def test_a_configuration_naming_a_key_twice_is_refused_from_every_text_source(tmp_path: Path) -> None:
-    text = '{"dryRun": true, "nodePools": {}, "dryRun": false}'
+DUPLICATE_DRY_RUN = '{"dryRun": true, "nodePools": {}, "dryRun": false}'
+
+
+def firestore_text(_document: str, _database: str | None) -> str:
+    return DUPLICATE_DRY_RUN
+
+
+@pytest.mark.parametrize(
+    ("env", "use_file", "firestore"),
+    [
+        pytest.param({config.ENV_CONFIG: DUPLICATE_DRY_RUN}, False, None, id="environment"),
+        pytest.param({}, True, None, id="config-file"),
+        pytest.param({config.ENV_FIRESTORE_DOCUMENT: "c/d"}, False, firestore_text, id="firestore-config-field"),
+    ],
+)
+def test_a_configuration_naming_a_key_twice_is_refused_from_every_text_source(
+    tmp_path: Path, env: dict[str, str], use_file: bool, firestore: config.FirestoreReader | None
+) -> None:
     path = tmp_path / "config.json"
-    path.write_text(text)
-    sources = [
-        lambda: config.load({config.ENV_CONFIG: text}),
-        lambda: config.load({}, config_file=str(path)),
-        lambda: config.load({config.ENV_FIRESTORE_DOCUMENT: "c/d"}, read_firestore=lambda _d, _db: text),
-    ]
-    for load in sources:
-        with pytest.raises(ConfigError, match="'dryRun' is given twice"):
-            load()
+    path.write_text(DUPLICATE_DRY_RUN)
+    config_file = str(path) if use_file else None
+    with pytest.raises(ConfigError, match="'dryRun' is given twice"):
+        config.load(env, config_file=config_file, read_firestore=firestore)
 
 
 def test_an_endless_config_file_is_refused_after_a_bounded_read() -> None:

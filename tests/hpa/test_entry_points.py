@@ -84,6 +84,13 @@ def test_bad_parameters_answer_400_and_write_nothing(
     assert api.requests == []
 
 
+def test_a_body_over_the_compactors_limit_answers_413(http_client: Any, api: FakeApiServer) -> None:
+    api.reset_counters()
+    response = http_client.post("/", data=b"{" + b" " * 20_000 + b"}", content_type="application/json")
+    assert response.status_code == 413
+    assert api.requests == []
+
+
 def test_bad_settings_answer_400(http_client: Any, api: FakeApiServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PROMETHEUS_URL_ALLOWLIST", "https://prom.example/")
     response = http_client.post("/")
@@ -213,7 +220,7 @@ def test_two_hundred_hpas_with_their_own_queries_finish_in_one_run_well_within_t
                 f"svc-{index}", annotations={PROMETHEUS_QUERY: query, REQUESTS_PER_REPLICA: "10"}, min_replicas=2
             )
         )
-        prom.answer(query, Reply(values=(str(40 + index % 50),), delay=0.01))
+        prom.answer(query, Reply(values=(str(40 + index % 50),), delay=0.05))
     started = time.monotonic()
     result = run_hpa(api, prom)
     elapsed = time.monotonic() - started

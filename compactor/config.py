@@ -79,7 +79,6 @@ class PoolConfig(BaseModel):
     # When drains may start (absent: always); marks are kept outside the windows.
     disruption_windows: list[DisruptionWindow] | None = Field(None, alias="disruptionWindows")
 
-
     @model_validator(mode="before")
     @classmethod
     def _environment_defaults(cls, data: Any, info: ValidationInfo) -> Any:
@@ -103,6 +102,8 @@ class Config(BaseModel):
     skip_nodes_with_local_storage: bool = Field(True, alias="skipNodesWithLocalStorage")
     skip_nodes_with_system_pods: bool = Field(True, alias="skipNodesWithSystemPods")
     dry_run: bool = Field(False, alias="dryRun")
+    # Marked nodes carry a PreferNoSchedule taint, so pods moved by a drain go to the fuller nodes first.
+    soft_taint_marked_nodes: bool = Field(True, alias="softTaintMarkedNodes")
     # The IANA time zone of every pool's disruptionWindows.
     time_zone: str = Field("UTC", alias="timeZone", min_length=1)
     # The Cluster Autoscaler removes an empty node only while what stays on it (DaemonSet and mirror pods)
@@ -114,7 +115,6 @@ class Config(BaseModel):
     def _known_time_zone(cls, value: str) -> str:
         windows.zone(value)  # raises ValueError naming the zone
         return value
-
 
     def pool(self, name: str | None) -> PoolConfig | None:
         """The pool's settings, or None when the pool is not configured."""

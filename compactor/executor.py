@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from compactor import snapshot as parsing
+from compactor import tainting
 from compactor.config import Config
 from compactor.core import planner
 from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE, Pod, Snapshot
@@ -82,6 +83,8 @@ class Outcome:
     dry_run: bool
     marks_added: list[str] = field(default_factory=list)
     marks_removed: list[str] = field(default_factory=list)
+    soft_taints_added: list[str] = field(default_factory=list)
+    soft_taints_removed: list[str] = field(default_factory=list)
     drain_started: bool = False
     drain_completed: bool = False
     rolled_back: bool = False
@@ -98,6 +101,8 @@ class Outcome:
             "dryRun": self.dry_run,
             "marksAdded": sorted(self.marks_added),
             "marksRemoved": sorted(self.marks_removed),
+            "softTaintsAdded": sorted(self.soft_taints_added),
+            "softTaintsRemoved": sorted(self.soft_taints_removed),
             "drainStarted": self.drain_started,
             "drainCompleted": self.drain_completed,
             "rolledBack": self.rolled_back,
@@ -152,6 +157,9 @@ class Executor:
         if self.dry_run:
             return self.outcome
         self._write_marks(plan)
+        self.outcome.soft_taints_added, self.outcome.soft_taints_removed = tainting.apply(
+            self.cluster, plan.soft_taints_add, plan.soft_taints_remove
+        )
         decision = plan.decision
         if decision.action == "continue-drain" and decision.node:
             self._evict(decision.node, decision.evictions)

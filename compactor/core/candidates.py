@@ -277,6 +277,8 @@ def cluster_gates(running: inflight.InFlight) -> list[Blocker]:
         return [Blocker("drain-in-progress", running.decision.reason if running.decision else running.hold)]
     if running.draining is not None:
         return [Blocker("drain-in-progress", f"node {running.draining} is being drained; one node at a time")]
+    if running.decision is not None:
+        return [Blocker("rollback", f"this run gives {running.decision.node} back first")]
     return []
 
 

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from compactor.core.cluster import ClusterView, NodeState
-from compactor.core.model import Node, Pod, PodAffinityTerm, SpreadConstraint
+from compactor.core.model import PREFER_NO_SCHEDULE, Node, Pod, PodAffinityTerm, SpreadConstraint
 from compactor.core.selectors import node_affinity_matches, selector_matches
 from compactor.core.wording import mebibytes
 
@@ -83,6 +83,11 @@ def could_use(pod: Pod, node: Node) -> bool:
     return all(amount <= available.get(name, 0) for name, amount in requests.extended)
 
 
+def soft_tainted(node: Node) -> bool:
+    """Whether the node carries a PreferNoSchedule taint (ours, the Cluster Autoscaler's, anyone's)."""
+    return any(taint.effect == PREFER_NO_SCHEDULE for taint in node.taints)
+
+
 def targets_for(view: ClusterView) -> list[NodeState]:
     """Nodes pods may move to; a Simulation orders them by load itself."""
     return [state for state in view.nodes.values() if state.schedulable]
@@ -91,10 +96,19 @@ def targets_for(view: ClusterView) -> list[NodeState]:
 class Simulation:
     """One simulation per candidate node; the view and target order are shared."""
 
-    def __init__(self, view: ClusterView, source: NodeState, targets: Sequence[NodeState]) -> None:
+    def __init__(
+        self,
+        view: ClusterView,
+        source: NodeState,
+        targets: Sequence[NodeState],
+        avoided: frozenset[str] = frozenset(),
+    ) -> None:
         self.view = view
         self.source = source
         self.targets = [target for target in targets if target.name != source.name]
+        # Nodes with a PreferNoSchedule taint: the scheduler's TaintToleration score puts pods
+        # elsewhere first, so they are taken last here too.
+        self.avoided = avoided
         self.usage: dict[str, _Usage] = {}
         self.source_zone = source.node.zone
         self._spread_counts: dict[tuple[str, SpreadConstraint], Counter[str]] = {}
@@ -102,21 +116,21 @@ class Simulation:
     def run(self, pods: Iterable[Pod]) -> FitResult:
         """Place `pods` in the order given; a new Simulation for every order tried."""
         placements: dict[str, str] = {}
-        # (load, name, index): the least allocated target on top.
-        heap = [(self._load(target), target.name, index) for index, target in enumerate(self.targets)]
+        # (avoided, load, name, index): the least allocated target the scheduler does not avoid on top.
+        heap = [(*self._rank(target), target.name, index) for index, target in enumerate(self.targets)]
         heapq.heapify(heap)
         for pod in pods:
             # One pass: the reasons gathered on the way explain a pod that fits nowhere.
             refusals: Counter[str] = Counter()
-            refused: list[tuple[float, str, int]] = []
+            refused: list[tuple[bool, float, str, int]] = []
             while heap:
                 entry = heapq.heappop(heap)
-                target = self.targets[entry[2]]
+                target = self.targets[entry[3]]
                 why = self.why_not(pod, target)
                 if why is None:
                     self.place(pod, target)
                     placements[pod.key] = target.name
-                    heapq.heappush(heap, (self._load(target), target.name, entry[2]))
+                    heapq.heappush(heap, (*self._rank(target), target.name, entry[3]))
                     break
                 refusals[why] += 1
                 refused.append(entry)
@@ -125,6 +139,9 @@ class Simulation:
             if pod.key not in placements:
                 return FitResult(False, placements, self._explain(pod, refusals))
         return FitResult(True, placements)
+
+    def _rank(self, target: NodeState) -> tuple[bool, float]:
+        return target.name in self.avoided, self._load(target)
 
     def _load(self, target: NodeState) -> float:
         """How allocated a target is now, the mean of its cpu and memory shares (LeastAllocated's measure)."""

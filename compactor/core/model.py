@@ -31,6 +31,10 @@ DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 MIRROR_POD = "kubernetes.io/config.mirror"
 CA_DELETING_TAINT = "ToBeDeletedByClusterAutoscaler"
+# PreferNoSchedule taint on marked nodes, so the scheduler puts pods elsewhere first (as Cluster
+# Autoscaler's DeletionCandidateOfClusterAutoscaler does for the nodes it finds unneeded).
+SOFT_TAINT = "node-compactor.dev/underutilized"
+PREFER_NO_SCHEDULE = "PreferNoSchedule"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 

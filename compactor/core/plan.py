@@ -64,3 +64,6 @@ class Plan:
     held_by: str | None = None
     # Emptied nodes waiting for the Cluster Autoscaler to remove them.
     awaiting_removal: tuple[str, ...] = ()
+    # The PreferNoSchedule taint (model.SOFT_TAINT) to put on marked nodes and take off unmarked ones.
+    soft_taints_add: tuple[str, ...] = ()
+    soft_taints_remove: tuple[str, ...] = ()

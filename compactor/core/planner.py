@@ -16,7 +16,7 @@ from compactor.config import Config
 from compactor.core import candidates, fit, inflight, marks, pools, ranking
 from compactor.core.blockers import Blocker
 from compactor.core.cluster import ClusterView, NodeState
-from compactor.core.model import Snapshot
+from compactor.core.model import PREFER_NO_SCHEDULE, SOFT_TAINT, Snapshot
 from compactor.core.plan import Decision, NodeReport, Plan, PoolReport
 from compactor.core.wording import mebibytes, percent
 
@@ -50,6 +50,7 @@ BLOCKER_SUMMARY = {
     "window": "outside the pool's disruption windows",
     "ca-threshold": "the Cluster Autoscaler would not remove (DaemonSets above its threshold)",
     "no-nodes": "no nodes",
+    "rollback": "a node is given back first",
     "no-fit": "with pods that fit nowhere else",
     "not-simulated": "not simulated",
 }
@@ -120,7 +121,8 @@ def plan(snapshot: Snapshot, config: Config, *, now: datetime) -> Plan:
         blockers[state.name].extend(cluster_gates)
     eligible = [state for state in eligible if not blockers[state.name]]
 
-    chosen = _choose(view, eligible, blockers) if running.decision is None else None
+    soft_add, soft_remove, avoided = _soft_taints(states, config, mark_changes)
+    chosen = _choose(view, eligible, blockers, avoided) if running.decision is None else None
     if running.decision is not None:
         decision = running.decision
     elif chosen is not None:
@@ -155,7 +157,33 @@ def plan(snapshot: Snapshot, config: Config, *, now: datetime) -> Plan:
         now=now,
         held_by=_held_by(decision, running, states, blockers, underutilized),
         awaiting_removal=tuple(sorted(leaving)),
+        soft_taints_add=soft_add,
+        soft_taints_remove=soft_remove,
     )
+
+
+def _soft_taints(
+    states: list[NodeState], config: Config, mark_changes: dict[str, marks.MarkChange]
+) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str]]:
+    """Which nodes gain or lose the PreferNoSchedule taint, and which nodes the scheduler will avoid.
+
+    A schedulable node carries the taint while it is marked in an enabled pool; a cordoned node is
+    left as it is (a person's cordon, or a drain's). Nodes with any PreferNoSchedule taint are avoided.
+    """
+    add: list[str] = []
+    remove: list[str] = []
+    avoided: set[str] = set()
+    for state in states:
+        node = state.node
+        has = any(taint.key == SOFT_TAINT and taint.effect == PREFER_NO_SCHEDULE for taint in node.taints)
+        marked = mark_changes[state.name].marked_since is not None
+        wanted = config.soft_taint_marked_nodes and config.enabled_pool(state.pool) is not None and marked
+        if not node.unschedulable and wanted != has:
+            (add if wanted else remove).append(state.name)
+            has = wanted
+        if has or any(taint.effect == PREFER_NO_SCHEDULE for taint in node.taints if taint.key != SOFT_TAINT):
+            avoided.add(state.name)
+    return tuple(add), tuple(remove), frozenset(avoided)
 
 
 def _held_by(
@@ -189,7 +217,9 @@ def _held_by(
     return blockers[closest.name][0].kind if closest is not None else None
 
 
-def _choose(view: ClusterView, eligible: list[NodeState], blockers: dict[str, list[Blocker]]) -> Decision | None:
+def _choose(
+    view: ClusterView, eligible: list[NodeState], blockers: dict[str, list[Blocker]], avoided: frozenset[str]
+) -> Decision | None:
     """Simulate candidates cheapest first; the first whose pods all fit is the one."""
     if not eligible:
         return None
@@ -228,16 +258,9 @@ def _choose(view: ClusterView, eligible: list[NodeState], blockers: dict[str, li
             )
             continue
         simulations += 1
-        # Proven twice: largest first (rule 6), and in the order the evictions hand the pods to
-        # the scheduler, which places each on the least allocated node as it comes.
-        result = fit.Simulation(view, state, targets).run(fit.largest_first(movable))
-        if not result.fits:
-            blockers[state.name].append(Blocker("no-fit", result.failure or "its pods fit nowhere else"))
-            continue
-        in_eviction_order = fit.Simulation(view, state, targets).run(fit.eviction_order(movable))
-        if not in_eviction_order.fits:
-            failure = in_eviction_order.failure or "its pods fit nowhere else"
-            blockers[state.name].append(Blocker("no-fit", f"{failure}, when they arrive in eviction order"))
+        proof = _prove(view, state, targets, avoided)
+        if isinstance(proof, str):
+            blockers[state.name].append(Blocker("no-fit", proof))
             continue
         pods = inflight.evictable(state, view)
         chosen = Decision(
@@ -248,9 +271,35 @@ def _choose(view: ClusterView, eligible: list[NodeState], blockers: dict[str, li
             f"(cpu {percent(state.cpu_ratio)}, memory {percent(state.memory_ratio)}): "
             f"its {len(movable)} pod(s) fit on the other nodes",
             inflight.eviction_order(pods),
-            tuple(sorted(result.placements.items())),
+            tuple(sorted(proof.placements.items())),
         )
     return chosen
+
+
+def _prove(
+    view: ClusterView, state: NodeState, targets: list[NodeState], avoided: frozenset[str]
+) -> fit.FitResult | str:
+    """The fit proof: every placement order and scheduler preference the drain may meet must succeed.
+
+    Orders: largest first (rule 6), and the order the evictions hand the pods to the scheduler,
+    which places each on the least allocated node as it comes. Preferences: plain least-allocated,
+    and, when some targets carry a PreferNoSchedule taint, the scheduler's TaintToleration score
+    putting pods on the other nodes first. Returns the first placement, or why a pod fits nowhere.
+    """
+    movable = state.movable_pods
+    avoided_targets = avoided & {target.name for target in targets}
+    policies = [avoided_targets, frozenset[str]()] if avoided_targets else [frozenset[str]()]
+    first: fit.FitResult | None = None
+    orders = ((fit.largest_first(movable), ""), (fit.eviction_order(movable), ", when they arrive in eviction order"))
+    for policy in policies:
+        for order, suffix in orders:
+            result = fit.Simulation(view, state, targets, policy).run(order)
+            if not result.fits:
+                where = " (marked nodes taken last)" if policy else ""
+                return f"{result.failure or 'its pods fit nowhere else'}{suffix}{where}"
+            first = first or result
+    assert first is not None
+    return first
 
 
 def _summary(states: list[NodeState], blockers: dict[str, list[Blocker]]) -> str:

@@ -671,7 +671,7 @@ def test_the_proof_places_each_pod_on_the_least_allocated_node() -> None:
     nodes = [make_node("n1"), *(make_node(n, marked_since=None) for n in ("n2", "n3", "n4"))]
     keepers = [busy("k2", "n2", cpu="2"), busy("k3", "n3", cpu="2500m"), busy("k4", "n4", cpu="3")]
     movers = [make_pod(f"w{i}", node="n1", cpu="500m") for i in range(3)]
-    plan = run_plan(nodes, [*movers, *keepers])
+    plan = run_plan(nodes, [*movers, *keepers], config=make_config(softTaintMarkedNodes=False))
     # Each pod goes to the node with the most room at that moment: n2 (50%), then n3 and n2 again.
     assert sorted(dict(plan.decision.placements).values()) == ["n2", "n2", "n3"]
     assert plan.decision.evictions == ("default/w0", "default/w1", "default/w2")

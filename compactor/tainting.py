@@ -1,0 +1,73 @@
+"""The PreferNoSchedule taint on marked nodes: written and taken off as the plan says.
+
+Cluster Autoscaler puts `DeletionCandidateOfClusterAutoscaler:PreferNoSchedule`
+on the nodes it finds unneeded, so new pods go elsewhere while it decides
+(utils/taints in kubernetes/autoscaler). node-compactor does the same with
+`node-compactor.dev/underutilized` on the nodes it marked: the pods a drain
+moves then fill the busier nodes first instead of the next candidates, so
+the next drain is not undone by the last one. The scheduler only prefers
+other nodes; a pod that fits nowhere else still lands on a tainted node.
+
+Taints are a list the API replaces as a whole in a merge patch, so each
+write re-reads the node and sends its taints back unchanged but for ours,
+guarded by the node's resourceVersion: a concurrent change wins and the next
+run tries again. A cordoned node is never written (a person's cordon, or a
+drain under way, keeps whatever it carries).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from compactor.core.model import PREFER_NO_SCHEDULE, SOFT_TAINT
+from compactor.errors import CompactorError
+from compactor.kube import ConflictError, NotFoundError
+
+log = logging.getLogger(__name__)
+
+OURS = {"key": SOFT_TAINT, "value": "true", "effect": PREFER_NO_SCHEDULE}
+
+
+class NodeWriter(Protocol):
+    def node(self, name: str) -> dict[str, Any] | None: ...
+
+    def patch_node(self, name: str, patch: dict[str, Any]) -> dict[str, Any]: ...
+
+
+def is_ours(taint: object) -> bool:
+    return isinstance(taint, dict) and taint.get("key") == SOFT_TAINT and taint.get("effect") == PREFER_NO_SCHEDULE
+
+
+def apply(cluster: NodeWriter, add: Iterable[str], remove: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Put the taint on `add` and take it off `remove`; returns the nodes written, per direction."""
+    added = [name for name in add if _write(cluster, name, wanted=True)]
+    removed = [name for name in remove if _write(cluster, name, wanted=False)]
+    return added, removed
+
+
+def _write(cluster: NodeWriter, name: str, *, wanted: bool) -> bool:
+    try:
+        node = cluster.node(name)
+        if node is None:
+            return False
+        spec = node.get("spec") or {}
+        if spec.get("unschedulable"):
+            return False
+        current = spec.get("taints") or []
+        if not isinstance(current, list):
+            return False
+        kept = [taint for taint in current if not is_ours(taint)]
+        taints = [*kept, OURS] if wanted else kept
+        if taints == current:
+            return False
+        patch = {"metadata": {"resourceVersion": node["metadata"]["resourceVersion"]}, "spec": {"taints": taints}}
+        cluster.patch_node(name, patch)
+    except (ConflictError, NotFoundError):
+        return False  # changed or gone since it was read: the next run looks again
+    except CompactorError as error:
+        # The taint only steers the scheduler; failing to write it never fails the run.
+        log.warning("could not %s the %s taint on %s: %s", "put" if wanted else "take off", SOFT_TAINT, name, error)
+        return False
+    return True

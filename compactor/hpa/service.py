@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compactor import config as config_source
 from compactor import service as compactor_service
@@ -23,6 +23,9 @@ from compactor.errors import CompactorError, LeaseHeldError
 from compactor.hpa import planner, report
 from compactor.hpa import settings as hpa_settings
 from compactor.hpa.model import Answer, Decision, Plan, Query
+
+if TYPE_CHECKING:
+    from compactor.hpa.cluster import HpaCluster
 
 log = logging.getLogger(__name__)
 
@@ -204,7 +207,7 @@ def outcome_dict(outcome: Outcome) -> dict[str, Any]:
 _EVENT_REASONS = {"raise": "MinReplicasRaised", "lower": "MinReplicasLowered", "restore": "MinReplicasRestored"}
 
 
-def _apply(cluster: Any, plan: Plan, *, dry_run: bool, clock: Callable[[], datetime]) -> Outcome:
+def _apply(cluster: HpaCluster, plan: Plan, *, dry_run: bool, clock: Callable[[], datetime]) -> Outcome:
     from compactor.hpa.cluster import PatchFailedError
 
     written: list[str] = []

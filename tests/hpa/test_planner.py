@@ -346,3 +346,15 @@ def test_disabling_after_an_owners_edit_keeps_their_value() -> None:
     assert decision.new_min_replicas == 5
     assert decision.patch is not None
     assert "spec" not in decision.patch
+
+
+def test_the_table_shows_each_hpa_with_its_floors_new_minimum_and_why() -> None:
+    from compactor.hpa import report
+
+    capped = hpa("web", annotations={PROMETHEUS_QUERY: RATE}, min_replicas=2, max_replicas=10, current_replicas=4)
+    plan = planner.plan(cluster(capped), SETTINGS, {Query(None, RATE): Answer(40.0)})
+    header, row = report.to_table(plan).splitlines()
+    assert header.split()[:8] == ["HPA", "CURRENT", "MIN", "MAX", "QUERY", "RATIO", "NEW", "MIN"]
+    assert row.split()[:9] == ["default/web", "4", "2", "10", "40", "-", "10", "(capped)", "raise"]
+    assert "capped at maxReplicas 10" in row
+    assert report.to_table(planner.plan(cluster(), SETTINGS, {})) == "no HorizontalPodAutoscalers\n"

@@ -8,7 +8,9 @@ topology spread, volume zone). Among feasible nodes the one with the most
 free cpu and memory after placement wins (NodeResourcesFit LeastAllocated,
 integer scores as the scheduler computes them); ties are broken at random,
 from the run's seed. A pod that fits nowhere is marked Unschedulable, which
-is what the Cluster Autoscaler and the planner read.
+is what the Cluster Autoscaler and the planner read. TaintToleration scoring
+comes first: a node with a PreferNoSchedule taint the pod does not tolerate
+(node-compactor's soft taint on marked nodes) is taken only when no other fits.
 
 With `most_allocated` (GKE's optimize-utilization profile) the score is
 turned around: the feasible node with the least free cpu and memory after
@@ -24,10 +26,12 @@ from datetime import datetime
 from compactor.config import Config
 from compactor.core import fit
 from compactor.core.cluster import ClusterView, NodeState
-from compactor.core.model import ZERO, Node, Pod, Snapshot
+from compactor.core.model import PREFER_NO_SCHEDULE, ZERO, Node, Pod, Snapshot
 from compactor.simulation.world import World
 
 _NO_POOLS = Config.model_validate({})
+# TaintToleration's weight in the default scheduler profile.
+TAINT_TOLERATION_WEIGHT = 3
 
 
 def node_state(node: Node, pods: tuple[Pod, ...] = (), config: Config = _NO_POOLS) -> NodeState:
@@ -78,7 +82,8 @@ class Scheduler:
             for target in simulation.targets:
                 if simulation.why_not(pod, target) is not None:
                     continue
-                score = (_most_allocated if self.most_allocated else _least_allocated)(target, used[target.name], pod)
+                fitness = (_most_allocated if self.most_allocated else _least_allocated)(target, used[target.name], pod)
+                score = fitness + _taint_toleration(pod, target)
                 if score > best_score:
                     best, best_score, ties = target, score, 1
                 elif score == best_score:
@@ -97,6 +102,20 @@ class Scheduler:
             self.world.bind(key, best.name, at)
             bound += 1
         return bound
+
+
+def _taint_toleration(pod: Pod, target: NodeState) -> int:
+    """TaintToleration's score: nodes with no PreferNoSchedule taint the pod does not tolerate first.
+
+    kube-scheduler normalizes it to 0-100 (the node with the most such taints scores 0) and weighs it
+    3 in the default profile (pkg/scheduler/apis/config/v1/default_plugins.go), against 1 for
+    NodeResourcesFit: a node the pod need not avoid wins whatever its load.
+    """
+    intolerable = any(
+        taint.effect == PREFER_NO_SCHEDULE and not any(t.tolerates(taint) for t in pod.tolerations)
+        for taint in target.node.taints
+    )
+    return 0 if intolerable else TAINT_TOLERATION_WEIGHT * 100
 
 
 def _least_allocated(target: NodeState, used: list[int], pod: Pod) -> int:

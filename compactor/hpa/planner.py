@@ -37,6 +37,7 @@ from compactor.hpa.model import (
     REQUESTS_PER_REPLICA,
     ROLLOUT_CHECK,
     SCALE_DOWN_MAX_RATIO,
+    Action,
     Answer,
     Cluster,
     Decision,
@@ -194,10 +195,10 @@ def decide(hpa: Hpa, cluster: Cluster, settings: Settings, answers: Mapping[Quer
     new_min = min(wanted, hpa.max_replicas)
     capped = new_min < wanted
     highest = [floor for floor in floors if floor.value == wanted]
-    why = _explain(new_min, highest[0], capped, wanted, hpa.max_replicas)
+    why = _explain(highest[0], capped, wanted, hpa.max_replicas)
     if new_min == hpa.min_replicas:
         return Decision(hpa, "none", new_min, f"minReplicas stays {new_min}: {why}", tuple(floors), capped)
-    action: Any = "raise" if new_min > hpa.min_replicas else "lower"
+    action: Action = "raise" if new_min > hpa.min_replicas else "lower"
     annotations: dict[str, str | None] = {MIN_REPLICAS_REASON: _record(new_min, floors, why)}
     if spec.base is None:
         annotations[BASE_MIN_REPLICAS] = str(hpa.min_replicas)
@@ -242,7 +243,7 @@ def _ratio_floor(hpa: Hpa, spec: Spec, cluster: Cluster) -> Floor:
     return Floor("ratio", value, f"{current} - max(1, floor({current} x {spec.max_ratio:g})) = {value}")
 
 
-def _explain(new_min: int, highest: Floor, capped: bool, wanted: int, max_replicas: int) -> str:
+def _explain(highest: Floor, capped: bool, wanted: int, max_replicas: int) -> str:
     names = {"query": "query floor", "ratio": "ratio floor", "lowerBound": "lower bound", "base": "owner's minimum"}
     text = f"{names[highest.name]} {highest.value} ({highest.detail})"
     if capped:

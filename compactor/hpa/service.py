@@ -188,6 +188,15 @@ def _run(
                 finally:
                     runner.close()
             plan = planner.plan(state, settings, answers)
+            if not dry_run and any(d.patch is not None or d.action == "fail" for d in plan.decisions):
+                # The queries may have taken a while: prove the Lease is still ours before writing.
+                cluster.kube.renew_lease(
+                    namespace,
+                    holder,
+                    duration_seconds=budget_seconds + compactor_service.LEASE_MARGIN_SECONDS,
+                    now=clock(),
+                    name=LEASE_NAME,
+                )
             outcome = _apply(cluster, plan, dry_run=dry_run, clock=clock)
         finally:
             if not dry_run:

@@ -250,3 +250,28 @@ def test_without_any_prometheus_configured_query_hpas_are_left_alone_and_the_res
     assert "set PROMETHEUS_SERVER_URL" in by_name["web"]["reason"]
     assert min_replicas(api) == 2
     assert min_replicas(api, "api") == 3
+
+
+def test_a_lease_lost_while_querying_stops_the_run_before_any_patch(api: FakeApiServer) -> None:
+    from compactor.errors import LeaseLostError
+    from compactor.hpa import service
+    from compactor.hpa.model import Answer, Query
+    from tests.integration.conftest import connector_for
+
+    api.add(scaled_hpa(annotations=QUERY, min_replicas=2))
+
+    def slow_prometheus(env: Any, deadline: float) -> service.QueryRunner:
+        def run(queries: list[Query]) -> dict[Query, Answer]:
+            # Meanwhile the Lease expired and another run took it.
+            api.add(k8s.lease("node-compactor-hpa", holder="node-compactor-other"))
+            return {query: Answer(65.0) for query in queries}
+
+        return service.QueryRunner(run, lambda: None)
+
+    with pytest.raises(LeaseLostError):
+        service.run(
+            {"COMPACTOR_RUN_BUDGET_SECONDS": "60"}, connector=connector_for(api), querier_factory=slow_prometheus
+        )
+    assert min_replicas(api) == 2
+    assert api.writes_of("HorizontalPodAutoscaler") == []
+    assert hpa_events(api) == []

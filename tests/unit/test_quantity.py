@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kubernetes.utils import parse_quantity
 
 from compactor import quantity
 from compactor.errors import BadInputError
@@ -106,3 +110,19 @@ def test_scenario_quantities_have_the_same_bounds(requests: dict[str, str], fiel
 def test_a_deeply_nested_scenario_is_refused_at_once() -> None:
     with pytest.raises(BadInputError, match="not valid JSON"):
         scenario.parse('{"a":' * 100_000 + "1" + "}" * 100_000, source="s.json")
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(st.from_regex(quantity._SYNTAX, fullmatch=True))
+def test_quantities_read_as_the_kubernetes_clients_parse_quantity_reads_them(text: str) -> None:
+    try:
+        expected = parse_quantity(text)
+    except ValueError:  # an exponent too large for Decimal
+        with pytest.raises(quantity.QuantityError):
+            quantity.units(text)
+        return
+    if expected < 0 or expected > quantity.MAX_INT64:
+        with pytest.raises(quantity.QuantityError):
+            quantity.units(text)
+    else:
+        assert quantity.units(text) == math.ceil(expected)

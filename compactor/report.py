@@ -214,6 +214,8 @@ def outcome_lines(outcome: dict[str, Any]) -> str:
         lines.append("Drain started: the node is cordoned.")
     if outcome.get("evicted") or outcome.get("waiting"):
         lines.append(f"Evicted {len(outcome['evicted'])} pod(s); {len(outcome['waiting'])} still waiting.")
+    if outcome.get("interrupted"):
+        lines.append(f"Evictions stopped: {outcome['interrupted']}.")
     if outcome.get("drainCompleted"):
         lines.append("Drain completed: the node stays cordoned for the Cluster Autoscaler.")
     if outcome.get("rolledBack"):

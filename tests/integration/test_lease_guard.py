@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compactor import service
+from compactor import report, service
 from compactor.core.model import DRAIN_STARTED_AT, UNDERUTILIZED_SINCE
 from compactor.core.timing import format_stamp
 from compactor.errors import CompactorError, LeaseHeldError, RunFailedError
@@ -289,6 +289,7 @@ def test_the_uncordon_check_reads_the_live_node_not_the_snapshot(api: FakeApiSer
     assert outcome["drainCompleted"] is False
     assert len(outcome["evicted"]) == 8 and len(outcome["waiting"]) == 4
     assert all("uncordoned" in why for why in outcome["waiting"].values())
+    assert "Evictions stopped: someone else uncordoned the node" in report.outcome_lines(outcome)
     assert "NodeCompactorDrainInterrupted" in event_reasons(api, "n1")
     assert "NodeCompactorDrainCompleted" not in event_reasons(api, "n1")
     assert not cordoned(api, "n1"), "the person's uncordon stands"

@@ -49,7 +49,11 @@ def test_a_run_cordons_the_node_and_evicts_its_pods_through_the_eviction_api(api
 def test_the_cordon_and_the_drain_annotation_are_one_guarded_patch(api: FakeApiServer) -> None:
     light_cluster(api)
     run_once(api)
-    patches = [w for w in api.writes_of("Node", "PATCH") if w.name == "n1" and w.body and "spec" in w.body]
+    patches = [
+        w
+        for w in api.writes_of("Node", "PATCH")
+        if w.name == "n1" and w.body and "unschedulable" in (w.body.get("spec") or {})
+    ]
     assert len(patches) == 1
     body = patches[0].body
     assert body is not None
@@ -75,7 +79,9 @@ def test_the_next_run_waits_for_the_autoscaler_and_then_gives_the_node_back(api:
     run_once(api)
     waiting = run_once(api, at=later(300))
     assert waiting.report["decision"]["action"] == "none"
-    assert "waiting for the Cluster Autoscaler to remove it" in waiting.report["decision"]["reason"]
+    assert waiting.report["awaitingRemoval"] == ["n1"]
+    n1 = next(node for node in waiting.report["nodes"] if node["name"] == "n1")
+    assert n1["blockers"] == ["emptied; waiting for the Cluster Autoscaler to remove it"]
     assert cordoned(api, "n1")
     given_back = run_once(api, at=later(1801))
     assert given_back.report["decision"]["action"] == "rollback"
@@ -154,7 +160,8 @@ def test_two_runs_at_once_exactly_one_acts(api: FakeApiServer) -> None:
         thread.join(timeout=30)
     assert sum(isinstance(r, LeaseHeldError) for r in results) == 1
     assert sum(isinstance(r, service.RunResult) for r in results) == 1
-    assert len([w for w in api.writes_of("Node", "PATCH") if w.body and "spec" in w.body]) == 1
+    cordons = [w for w in api.writes_of("Node", "PATCH") if "unschedulable" in ((w.body or {}).get("spec") or {})]
+    assert len(cordons) == 1
 
 
 def test_the_lease_is_released_so_the_next_run_need_not_wait(api: FakeApiServer) -> None:

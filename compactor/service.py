@@ -210,6 +210,8 @@ def run(
                 "evicted": len(outcome.evicted),
                 "waiting": len(outcome.waiting),
                 "stale": outcome.stale,
+                "heldBy": (result.report.get("heldBy") or {}).get("kind"),
+                "nodesAwaitingRemoval": len(result.report.get("awaitingRemoval") or ()),
                 "durationSeconds": round(monotonic() - started, 3),
             }
         },

@@ -171,6 +171,8 @@ def test_logs_are_json_lines_with_severity_and_one_summary(
     summaries = [entry for entry in entries if entry.get("event") == "run-summary"]
     assert len(summaries) == 1
     assert summaries[0]["action"] == "drain" and summaries[0]["node"] == "n1"
+    # The fields the deployment's log-based metrics and dashboard read.
+    assert summaries[0]["nodesAwaitingRemoval"] == 0 and summaries[0]["heldBy"] is None
     assert any(entry.get("event") == "drain-started" for entry in entries)
 
 

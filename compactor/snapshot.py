@@ -1005,9 +1005,11 @@ def _check_looks_like_json_object(head: bytes, name: str) -> None:
         text = text[3:].lstrip(_WHITESPACE)
     if not text:
         raise SnapshotError(f"{name}: the file is empty; {_EXPECTED}")
+    if text[:1] == b"[":
+        raise SnapshotError(f"{name}: expected a List with an `items` array, found a bare array; {_EXPECTED}")
     if text[:1] != b"{":
         shown = text[:24].decode("utf-8", "replace")
-        raise SnapshotError(f"{name}: expected a List with an `items` array, found {shown!r}...; {_EXPECTED}")
+        raise SnapshotError(f"{name}: not valid JSON: it starts with {shown!r}; {_EXPECTED}")
 
 
 _EXPECTED = "expected what `kubectl get nodes,pods,poddisruptionbudgets -A -o json` prints"

@@ -346,8 +346,9 @@ def test_nesting_a_little_deeper_than_kubernetes_objects_still_reads() -> None:
     [
         pytest.param(b"", "the file is empty", id="empty"),
         pytest.param(b"   \n\t", "the file is empty", id="blank"),
-        pytest.param(bytes(range(256)) * 4, "expected a List with an `items` array, found", id="binary"),
-        pytest.param(b"apiVersion: v1\nkind: List\nitems: []\n", "found 'apiVersion: v1", id="yaml"),
+        pytest.param(bytes(range(256)) * 4, "not valid JSON: it starts with", id="binary"),
+        pytest.param(b"apiVersion: v1\nkind: List\nitems: []\n", "it starts with 'apiVersion: v1", id="yaml"),
+        pytest.param(b"[" * 10 + b"]" * 10, "found a bare array", id="bare-array"),
         pytest.param(b'{"kind": "List", "items": {"a": 1}}', "expected a List", id="items-not-an-array"),
     ],
 )

@@ -26,8 +26,9 @@ class QuantityError(ValueError):
 
 # The grammar of resource.Quantity (apimachinery): sign, digits, then an
 # exponent or a suffix. parse_quantity is more lenient (it accepts "1 Gi"),
-# so the syntax is checked first.
-_SYNTAX = re.compile(r"(?P<number>[+-]?(?:\d+\.?\d*|\.\d+))(?P<suffix>[eE][+-]?\d+|[KMGTPE]i|[numkMGTPE])?")
+# so the syntax is checked first. Digits are ASCII only, as apimachinery's
+# parseQuantityString reads them ('0' to '9'); Decimal would also take "１" or "٣".
+_SYNTAX = re.compile(r"(?P<number>[+-]?(?:\d+\.?\d*|\.\d+))(?P<suffix>[eE][+-]?\d+|[KMGTPE]i|[numkMGTPE])?", re.ASCII)
 # Powers of the suffixes: base 1000 for n, u, m, k, M, G, T, P, E; base 1024 for Ki ... Ei.
 _EXPONENTS = {"n": -3, "u": -2, "m": -1, "K": 1, "k": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
 

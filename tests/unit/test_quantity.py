@@ -61,7 +61,9 @@ def test_memory_is_read_in_bytes_rounded_up(text: str, units: int) -> None:
     assert quantity.units(text) == units
 
 
-@pytest.mark.parametrize("text", ["", "abc", "1Qi", "--1", "1.2.3", "-1", "1 Gi", "Infinity", "NaN", None, True, [1]])
+@pytest.mark.parametrize(
+    "text", ["", "abc", "1Qi", "--1", "1.2.3", "-1", "1 Gi", "Infinity", "NaN", None, True, [1], "１", "٣", "1e٣"]
+)
 def test_anything_else_is_refused_with_the_text_in_the_message(text: object) -> None:
     with pytest.raises(quantity.QuantityError, match=r"quantity|negative|finite"):
         quantity.millis(text)

@@ -127,13 +127,19 @@ def _child_orjson(snapshot_path: str) -> dict[str, Any]:
     start = time.perf_counter()
     cpu = time.process_time()
     with open(snapshot_path, "rb") as stream:
-        document = orjson.loads(stream.read())
+        content = stream.read()
+    try:
+        items: int | None = len(orjson.loads(content)["items"])
+        refused = None
+    except orjson.JSONDecodeError as error:  # orjson refuses documents over about 2 GiB
+        items, refused = None, str(error)
     result = {
-        "seconds": time.perf_counter() - start,
+        "seconds": None if refused else time.perf_counter() - start,
         "cpu_seconds": time.process_time() - cpu,
         "peak_mib": _peak_mib(),
         "peak_reset": reset,
-        "items": len(document["items"]),
+        "items": items,
+        "refused": refused,
     }
     os._exit(_report(result))  # freeing millions of dicts one by one is not part of the measure
 
@@ -265,6 +271,8 @@ CHILDREN: dict[str, Callable[..., dict[str, Any]]] = {
 
 
 def _median_run(results: list[dict[str, Any]]) -> dict[str, Any]:
+    if any(result["seconds"] is None for result in results):
+        return {**results[0], "all_seconds": []}  # the decoder refused the file
     ordered = sorted(results, key=lambda result: float(result["seconds"]))
     middle = dict(ordered[len(ordered) // 2])
     middle["all_seconds"] = [result["seconds"] for result in results]
@@ -400,11 +408,18 @@ def against_decoders(measurements: list[Measurement]) -> str:
     ]
     for m in measurements:
         floor, plain, whole = m.floor["seconds"], m.orjson["seconds"], m.whole["seconds"]
+        if plain is None:
+            plain_text, plain_ratios = f"refused: {m.orjson['refused']}", "| - | - | - |"
+        else:
+            plain_text = f"{plain:.2f} ({m.orjson['peak_mib']:,.0f})"
+            plain_ratios = (
+                f"| {_ratio(plain, floor)} | {_ratio(plain, whole)} "
+                f"| {_ratio(m.whole['peak_mib'], m.orjson['peak_mib'])} |"
+            )
         lines.append(
             f"| {_size_label(m)} | {whole:.2f} ({m.whole['peak_mib']:,.0f}) | {m.parse['seconds']:.2f} "
-            f"| {plain:.2f} ({m.orjson['peak_mib']:,.0f}) | {floor:.2f} ({m.floor['peak_mib']:,.0f}) "
-            f"| {_ratio(whole, floor)} | {_ratio(m.parse['seconds'], floor)} | {_ratio(plain, floor)} "
-            f"| {_ratio(plain, whole)} | {_ratio(m.whole['peak_mib'], m.orjson['peak_mib'])} |"
+            f"| {plain_text} | {floor:.2f} ({m.floor['peak_mib']:,.0f}) "
+            f"| {_ratio(whole, floor)} | {_ratio(m.parse['seconds'], floor)} {plain_ratios}"
         )
     return "\n".join(lines)
 
@@ -460,7 +475,8 @@ def details(measurements: list[Measurement]) -> str:
 
 
 def _runs(result: dict[str, Any]) -> str:
-    return "/".join(f"{seconds:.2f}" for seconds in result.get("all_seconds", [result["seconds"]]))
+    seconds = result.get("all_seconds", [result["seconds"]])
+    return "/".join(f"{value:.2f}" for value in seconds) if seconds else "refused"
 
 
 def verdicts(measurements: list[Measurement]) -> list[str]:

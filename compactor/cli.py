@@ -7,6 +7,7 @@ configuration (one message per problem on stderr), 1 for a failed run.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import os
 import sys
@@ -17,7 +18,7 @@ import orjson
 
 from compactor import config as config_source
 from compactor import integrity, report, snapshot
-from compactor.core import planner, timing
+from compactor.core import path, planner, timing
 from compactor.errors import EXIT_FAILED, EXIT_OK, BadInputError, CompactorError, exit_code
 
 
@@ -40,6 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--config", metavar="FILE", help="configuration JSON")
     plan.add_argument("--now", metavar="RFC3339", help="the time to plan at (default: now)")
     plan.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
+    plan.add_argument(
+        "--path-steps",
+        type=int,
+        default=path.MAX_STEPS,
+        metavar="N",
+        help=f"drains the consolidation path may show (default {path.MAX_STEPS}; 0 leaves it out)",
+    )
 
     run = commands.add_parser("run", help="one full run against a live cluster, exactly what the function does")
     where = run.add_mutually_exclusive_group()
@@ -99,6 +107,11 @@ def _plan(args: argparse.Namespace) -> int:
     cluster = integrity.check_unique(snapshot.read_file(args.snapshot))
     gc.freeze()  # the snapshot lives until exit: keep the collector from rescanning it while planning
     result = planner.plan(cluster, config, now=now)
+    if args.path_steps < 0:
+        raise BadInputError(f"--path-steps: {args.path_steps} is negative (0 leaves the path out)")
+    if args.path_steps > 0:
+        found = path.consolidation_path(cluster, config, result, now=now, max_steps=args.path_steps)
+        result = dataclasses.replace(result, path=found)
     if args.json:
         sys.stdout.buffer.write(report.to_json(result) + b"\n")
     else:

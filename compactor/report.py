@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from compactor.core.plan import Plan
+from compactor.core.plan import ConsolidationPath, Plan
 from compactor.core.planner import BLOCKER_SUMMARY
 from compactor.core.timing import format_stamp, human, seconds_between
 from compactor.core.wording import percent
@@ -59,6 +59,20 @@ class PoolModel(_Model):
     excess_nodes: int = Field(serialization_alias="excessNodes")
 
 
+class PathStepModel(_Model):
+    node: str
+    pool: str | None
+    pods_moved: int = Field(serialization_alias="podsMoved")
+    nodes_after: int = Field(serialization_alias="nodesAfter")
+
+
+class PathModel(_Model):
+    steps: list[PathStepModel]
+    reaches_lower_bound: bool = Field(serialization_alias="reachesLowerBound")
+    stopped_because: str = Field(serialization_alias="stoppedBecause")
+    estimated_minutes: float = Field(serialization_alias="estimatedMinutes")
+
+
 class ReportModel(_Model):
     decision: DecisionModel
     marks: MarksModel
@@ -69,6 +83,9 @@ class ReportModel(_Model):
     # When nothing is done: the gate that held this run ({"kind", "summary"}), else None.
     held_by: dict[str, str] | None = Field(serialization_alias="heldBy")
     awaiting_removal: list[str] = Field(serialization_alias="awaitingRemoval")
+    soft_taints: MarksModel = Field(serialization_alias="softTaints")
+    # The drains that would follow if nothing changed; null where it was not computed (acting runs).
+    path: PathModel | None
     # What the run did, filled by the executor for live runs (absent for `plan`).
     outcome: dict[str, Any] | None = None
 
@@ -121,7 +138,24 @@ def to_model(plan: Plan, *, outcome: dict[str, Any] | None = None) -> ReportMode
         now=format_stamp(plan.now),
         held_by=held_by(plan),
         awaiting_removal=list(plan.awaiting_removal),
+        soft_taints=MarksModel(add=list(plan.soft_taints_add), remove=list(plan.soft_taints_remove)),
+        path=_path_model(plan),
         outcome=outcome,
+    )
+
+
+def _path_model(plan: Plan) -> PathModel | None:
+    path = plan.path
+    if path is None:
+        return None
+    return PathModel(
+        steps=[
+            PathStepModel(node=step.node, pool=step.pool, pods_moved=step.pods_moved, nodes_after=step.nodes_after)
+            for step in path.steps
+        ],
+        reaches_lower_bound=path.reaches_lower_bound,
+        stopped_because=path.stopped_because,
+        estimated_minutes=path.estimated_minutes,
     )
 
 
@@ -200,7 +234,21 @@ def to_table(plan: Plan) -> str:
         lines.append(f"Held back by: {held['kind']} ({held['summary']}).")
     if plan.awaiting_removal:
         lines.append(f"Awaiting removal by the Cluster Autoscaler: {_names(plan.awaiting_removal)}.")
+    if plan.path is not None:
+        lines += _path_lines(plan.path)
     return "\n".join(lines) + "\n"
+
+
+def _path_lines(path: ConsolidationPath) -> list[str]:
+    if not path.steps:
+        return [f"Path: no drain would follow ({path.stopped_because})."]
+    goal = "reaches the lower bound" if path.reaches_lower_bound else f"then {path.stopped_because}"
+    duration = human(path.estimated_minutes * 60)
+    lines = [f"Path if nothing changed: {len(path.steps)} drain(s), about {duration}; {goal}."]
+    for number, step in enumerate(path.steps, start=1):
+        moved = f"{step.pods_moved} pod(s) moved; pool {step.pool} then has {step.nodes_after} node(s)"
+        lines.append(f"  {number}. {step.node} ({moved})")
+    return lines
 
 
 def outcome_lines(outcome: dict[str, Any]) -> str:

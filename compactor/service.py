@@ -8,6 +8,7 @@ the whole run so two runs never act at once.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 import os
@@ -20,7 +21,7 @@ from typing import Any
 
 from compactor import config as config_source
 from compactor import integrity, report
-from compactor.core import planner
+from compactor.core import path, planner
 from compactor.core.plan import Plan
 from compactor.errors import BadInputError, ClusterAccessError, CompactorError, KubeconfigError, LeaseHeldError
 from compactor.executor import Budget, Executor, Guard, Outcome
@@ -261,6 +262,10 @@ def _run(
             # The snapshot is read-only from here on: keep the collector from rescanning it while planning.
             gc.freeze()
             plan = planner.plan(snapshot, config, now=clock())
+            if dry_run:
+                # A dry run is how people look before they let it act: show where the drains would lead.
+                found = path.consolidation_path(snapshot, config, plan, now=plan.now)
+                plan = dataclasses.replace(plan, path=found)
             executor = Executor(
                 cluster,
                 config,

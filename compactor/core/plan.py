@@ -52,6 +52,24 @@ class PoolReport:
 
 
 @dataclass(frozen=True, slots=True)
+class PathStep:
+    node: str
+    pool: str | None
+    pods_moved: int
+    nodes_after: int  # nodes left in the pool
+
+
+@dataclass(frozen=True, slots=True)
+class ConsolidationPath:
+    """The drains the planner would make one after another if nothing changed (`core.path`)."""
+
+    steps: tuple[PathStep, ...]
+    reaches_lower_bound: bool
+    stopped_because: str
+    estimated_minutes: float
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     decision: Decision
     marks_add: tuple[str, ...]
@@ -67,3 +85,5 @@ class Plan:
     # The PreferNoSchedule taint (model.SOFT_TAINT) to put on marked nodes and take off unmarked ones.
     soft_taints_add: tuple[str, ...] = ()
     soft_taints_remove: tuple[str, ...] = ()
+    # Filled by the callers that show it (`plan`, dry runs); planning itself never computes it.
+    path: ConsolidationPath | None = None

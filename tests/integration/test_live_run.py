@@ -308,3 +308,12 @@ def test_pool_settings_come_from_the_configuration(api: FakeApiServer) -> None:
     result = run_once(api, env=env_with(config))
     assert result.report["decision"]["action"] == "none"
     assert not cordoned(api, "n1")
+
+
+def test_a_dry_run_shows_the_consolidation_path_and_an_acting_run_does_not_compute_it(api: FakeApiServer) -> None:
+    light_cluster(api)
+    looked = run_once(api, dry_run=True)
+    assert looked.report["path"]["steps"][0]["node"] == "n1"
+    assert looked.report["path"]["steps"][0]["podsMoved"] == 2
+    acted = run_once(api)
+    assert acted.report["path"] is None

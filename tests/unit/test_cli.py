@@ -86,7 +86,9 @@ def test_the_table_shows_pools_nodes_and_the_decision(capsys: pytest.CaptureFixt
     assert header.split()[:6] == ["NODE", "POOL", "CPU", "MEM", "MARKED", "FOR"]
     chosen = next(line for line in lines if line.startswith("gke-shop-prod-default-pool-8c1f-7wq9"))
     assert " yes " in chosen and "50m" in chosen
-    assert lines[-1].startswith("Decision: drain gke-shop-prod-default-pool-8c1f-7wq9.")
+    decision = next(i for i, line in enumerate(lines) if line.startswith("Decision: "))
+    assert lines[decision].startswith("Decision: drain gke-shop-prod-default-pool-8c1f-7wq9.")
+    assert lines[decision + 1].startswith("Path if nothing changed: 3 drain(s)")
 
 
 def write(tmp_path: Path, name: str, content: str) -> str:

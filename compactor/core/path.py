@@ -1,0 +1,148 @@
+"""The consolidation path: the drains the planner would make, one after another, if nothing changed.
+
+Pure, like the planner it drives. The first step is the decision made now
+(when it is a drain); from there each step plans again
+on the cluster the previous drain leaves behind: the drained node is gone
+(the Cluster Autoscaler removes it) and its pods run where the fit proof
+placed them. Waiting is assumed over: marks are old enough, nodes old enough,
+backoffs, drain intervals and disruption windows passed, and nodes awaiting
+removal removed. What cannot pass by waiting still stops the path: pods that
+cannot be scheduled, PodDisruptionBudgets at zero, pods that block a drain,
+pods that fit nowhere, and the pools' own limits.
+
+The path is bounded (at most `MAX_STEPS` drains, and at most `WORK_LIMIT`
+pods planned over all steps, so a 5,000-node cluster costs a few plans),
+and it says when it stopped early. Its time estimate assumes one run every
+`schedule_minutes` and the Cluster Autoscaler removing an emptied node after
+`removal_minutes` (its scale-down-unneeded-time, 10 minutes by default).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from compactor.config import Config
+from compactor.core import planner
+from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE, Node, Pod, Snapshot
+from compactor.core.plan import ConsolidationPath, Decision, PathStep, Plan
+from compactor.core.timing import format_stamp
+
+MAX_STEPS = 50
+WORK_LIMIT = 1_500_000  # pods planned, summed over the steps
+SCHEDULE_MINUTES = 5.0
+REMOVAL_MINUTES = 10.0
+# Long enough before `now` for every time gate the configuration can set (int32 seconds).
+MATURED = timedelta(days=400)
+
+
+def consolidation_path(
+    snapshot: Snapshot,
+    config: Config,
+    first: Plan,
+    *,
+    now: datetime,
+    schedule_minutes: float = SCHEDULE_MINUTES,
+    removal_minutes: float = REMOVAL_MINUTES,
+    max_steps: int = MAX_STEPS,
+) -> ConsolidationPath:
+    if any(DRAIN_STARTED_AT in node.annotations and _has_pods_to_move(node, snapshot) for node in snapshot.nodes):
+        return ConsolidationPath((), False, "a drain in progress comes first; the path starts once it is done", 0.0)
+    limit = min(max_steps, max(1, WORK_LIMIT // max(1, len(snapshot.pods))))
+    matured_config = _without_waiting(config)
+    steps: list[PathStep] = []
+    if first.decision.action == "drain" and first.decision.node is not None:
+        # The first step is the decision made now; the waits are assumed over only after it.
+        snapshot, step = _apply(snapshot, first.decision, config.pool_label)
+        steps.append(step)
+    current = _matured(snapshot, now)
+    while True:
+        plan = planner.plan(current, matured_config, now=now)
+        reached = _at_lower_bound(plan, config)
+        if reached:
+            stopped = "every enabled pool is at its lower bound"
+            break
+        if plan.decision.action != "drain" or plan.decision.node is None:
+            stopped = _why_stopped(plan)
+            break
+        if len(steps) == limit:
+            stopped = f"stopped after {limit} step(s) to keep planning bounded"
+            break
+        current, step = _apply(current, plan.decision, config.pool_label)
+        steps.append(step)
+    return _path(steps, reached, stopped, config, schedule_minutes, removal_minutes)
+
+
+def _path(
+    steps: list[PathStep],
+    reached: bool,
+    stopped: str,
+    config: Config,
+    schedule_minutes: float,
+    removal_minutes: float,
+) -> ConsolidationPath:
+    if not steps:
+        return ConsolidationPath((), reached, stopped, 0.0)
+    # Drains start one run apart while emptied nodes wait for removal, at most that many at once per pool.
+    awaiting = min((pool.max_awaiting_removal for pool in config.node_pools.values() if pool.enabled), default=1)
+    per_step = max(schedule_minutes, removal_minutes / max(1, awaiting))
+    minutes = (len(steps) - 1) * per_step + schedule_minutes + removal_minutes
+    return ConsolidationPath(tuple(steps), reached, stopped, math.ceil(minutes))
+
+
+def _has_pods_to_move(node: Node, snapshot: Snapshot) -> bool:
+    return any(pod.node_name == node.name and not pod.is_terminal and not pod.stays_on_node for pod in snapshot.pods)
+
+
+def _without_waiting(config: Config) -> Config:
+    pools = {
+        name: pool.model_copy(update={"drain_interval_seconds": 0, "disruption_windows": None})
+        for name, pool in config.node_pools.items()
+    }
+    return config.model_copy(update={"node_pools": pools})
+
+
+def _matured(snapshot: Snapshot, now: datetime) -> Snapshot:
+    """The snapshot once every wait is over: old marks and nodes, no backoff, awaiting nodes gone."""
+    long_ago = now - MATURED
+    stamp = format_stamp(long_ago)
+    gone = {node.name for node in snapshot.nodes if DRAIN_STARTED_AT in node.annotations}
+    nodes = []
+    for node in snapshot.nodes:
+        if node.name in gone:
+            continue
+        annotations = {k: v for k, v in node.annotations.items() if k != DRAIN_FAILED_AT}
+        annotations[UNDERUTILIZED_SINCE] = stamp
+        created = long_ago if node.created is None or node.created > long_ago else node.created
+        nodes.append(replace(node, annotations=annotations, created=created))
+    pods = tuple(pod for pod in snapshot.pods if pod.node_name not in gone)
+    return replace(snapshot, nodes=tuple(nodes), pods=pods)
+
+
+def _apply(snapshot: Snapshot, decision: Decision, pool_label: str) -> tuple[Snapshot, PathStep]:
+    """The cluster after the drain: the node gone, its pods where the proof placed them."""
+    drained = decision.node
+    placements = dict(decision.placements)
+    pods: list[Pod] = []
+    for pod in snapshot.pods:
+        if pod.node_name != drained:
+            pods.append(pod)
+        elif pod.key in placements:
+            pods.append(replace(pod, node_name=placements[pod.key]))
+    nodes = tuple(node for node in snapshot.nodes if node.name != drained)
+    left = sum(1 for node in nodes if node.labels.get(pool_label) == decision.pool)
+    return replace(snapshot, nodes=nodes, pods=tuple(pods)), PathStep(
+        drained or "", decision.pool, len(placements), left
+    )
+
+
+def _at_lower_bound(plan: Plan, config: Config) -> bool:
+    enabled = [report for report in plan.pools if config.enabled_pool(report.name) is not None]
+    return bool(enabled) and all(report.excess_nodes == 0 for report in enabled)
+
+
+def _why_stopped(plan: Plan) -> str:
+    if plan.held_by is not None:
+        return f"held back by {plan.held_by} ({planner.BLOCKER_SUMMARY.get(plan.held_by, plan.held_by)})"
+    return plan.decision.reason

@@ -1,0 +1,159 @@
+"""The consolidation path: the plans that would follow one another if nothing changed."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from compactor.core import path, planner
+from compactor.core.model import DRAIN_STARTED_AT, UNDERUTILIZED_SINCE, Snapshot
+from compactor.core.plan import ConsolidationPath, Plan
+from tests.builders import NOW, ago, busy, make_config, make_node, make_pod, make_snapshot, stamp
+
+
+def light_cluster(light: int = 3) -> Snapshot:
+    """`light` nodes at 25% and two at 75%: room for the light ones' pods on fewer nodes."""
+    nodes = [make_node(f"l{i}") for i in range(light)] + [make_node(f"b{i}", marked_since=None) for i in range(2)]
+    pods = [make_pod(f"web{i}", node=f"l{i}", cpu="1") for i in range(light)]
+    pods += [busy(f"busy{i}", f"b{i}") for i in range(2)]
+    return make_snapshot(nodes, pods)
+
+
+def plan_and_path(snapshot: Snapshot, **config: Any) -> tuple[Plan, ConsolidationPath]:
+    settings = make_config(**config)
+    first = planner.plan(snapshot, settings, now=NOW)
+    return first, path.consolidation_path(snapshot, settings, first, now=NOW)
+
+
+def after(snapshot: Snapshot, decision: Any) -> Snapshot:
+    """The oracle's own reading of a drain: the node gone, its pods where the decision placed them."""
+    placed = dict(decision.placements)
+    pods = tuple(
+        dataclasses.replace(pod, node_name=placed[pod.key]) if pod.node_name == decision.node else pod
+        for pod in snapshot.pods
+        if pod.node_name != decision.node or pod.key in placed
+    )
+    return dataclasses.replace(snapshot, nodes=tuple(n for n in snapshot.nodes if n.name != decision.node), pods=pods)
+
+
+def test_each_step_is_the_plan_that_would_be_made_on_the_cluster_the_last_one_leaves() -> None:
+    snapshot = light_cluster()
+    first, found = plan_and_path(snapshot)
+    assert found.steps, found.stopped_because
+    assert found.steps[0].node == first.decision.node
+    current, decision = snapshot, first.decision
+    for step in found.steps:
+        assert step.node == decision.node
+        assert step.pods_moved == len(decision.placements)
+        current = after(current, decision)
+        assert step.nodes_after == len(current.nodes)
+        # Marks stay where they are (all old): the next plan is the real planner's answer.
+        decision = planner.plan(current, make_config(), now=NOW).decision
+    if not found.reaches_lower_bound:
+        assert decision.action != "drain", "the path stops only where the planner would"
+
+
+def test_the_path_ends_at_the_lower_bound() -> None:
+    # 3 cpu of light pods plus 6 of busy ones on five 4-cpu nodes: three nodes hold it all.
+    _, found = plan_and_path(light_cluster())
+    assert found.reaches_lower_bound
+    assert found.stopped_because == "every enabled pool is at its lower bound"
+    assert [step.nodes_after for step in found.steps] == [4, 3]
+
+
+def test_waits_are_assumed_over_after_the_first_step() -> None:
+    snapshot = light_cluster()
+    young = dataclasses.replace(
+        snapshot,
+        nodes=tuple(
+            dataclasses.replace(node, annotations={**node.annotations, UNDERUTILIZED_SINCE: stamp(ago(10))})
+            for node in snapshot.nodes
+        ),
+    )
+    first, found = plan_and_path(young)
+    assert first.decision.action == "none" and first.held_by == "marked-recently"
+    assert len(found.steps) == 2  # once the marks are old enough, the same two drains
+
+
+def test_a_drain_in_progress_comes_first() -> None:
+    nodes = [make_node("n1", unschedulable=True, annotations={DRAIN_STARTED_AT: stamp(ago(60))})]
+    nodes += [make_node("n2", marked_since=None)]
+    _, found = plan_and_path(make_snapshot(nodes, [make_pod("web", node="n1")]))
+    assert found.steps == ()
+    assert "a drain in progress comes first" in found.stopped_because
+
+
+def test_pods_that_wait_for_room_stop_the_path_with_the_reason() -> None:
+    snapshot = light_cluster()
+    stuck = make_pod("stuck", node=None, unschedulable=True, phase="Pending")
+    _, found = plan_and_path(dataclasses.replace(snapshot, pods=(*snapshot.pods, stuck)))
+    assert found.steps == ()
+    assert found.stopped_because.startswith("held back by pending-pods")
+
+
+def test_the_path_is_bounded_and_says_so() -> None:
+    settings = make_config()
+    snapshot = light_cluster(light=6)
+    first = planner.plan(snapshot, settings, now=NOW)
+    found = path.consolidation_path(snapshot, settings, first, now=NOW, max_steps=2)
+    assert len(found.steps) == 2
+    assert found.stopped_because == "stopped after 2 step(s) to keep planning bounded"
+
+
+@pytest.mark.parametrize(
+    ("awaiting", "minutes"),
+    [
+        # Two drains: the second a run later (5 min), then the autoscaler's 10 minutes after the last.
+        pytest.param(2, 5 + 5 + 10, id="pipelined"),
+        # One emptied node at a time: each drain waits for the autoscaler to remove the last.
+        pytest.param(1, 10 + 5 + 10, id="one-at-a-time"),
+    ],
+)
+def test_the_time_estimate_follows_the_schedule_and_the_autoscaler(awaiting: int, minutes: float) -> None:
+    _, found = plan_and_path(light_cluster(), pools={"default-pool": {"maxNodesAwaitingRemoval": awaiting}})
+    assert len(found.steps) == 2
+    assert found.estimated_minutes == minutes
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "compactor",
+            "plan",
+            "--snapshot",
+            "examples/offpeak-snapshot.json",
+            "--config",
+            "examples/config.json",
+            "--now",
+            "2026-11-21T03:00:00Z",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_plan_prints_the_path_under_the_decision_and_in_the_json() -> None:
+    table = run_cli()
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    decision = next(i for i, line in enumerate(lines) if line.startswith("Decision: drain"))
+    assert lines[decision + 1].startswith("Path if nothing changed: ")
+    report = json.loads(run_cli("--json").stdout)
+    assert report["path"]["steps"][0]["node"] == report["decision"]["node"]
+    assert set(report["path"]) == {"steps", "reachesLowerBound", "stoppedBecause", "estimatedMinutes"}
+    assert json.loads(run_cli("--json", "--path-steps", "0").stdout)["path"] is None
+
+
+def test_a_negative_path_length_is_bad_input() -> None:
+    answer = run_cli("--path-steps", "-1")
+    assert answer.returncode == 2
+    assert "--path-steps: -1 is negative" in answer.stderr

@@ -12,7 +12,11 @@ Scale-down: a node is unneeded when it has only DaemonSet and static pods,
 or when its requests are below the utilization threshold (50%, the larger of
 cpu and memory, DaemonSet pods included) and every other pod may be evicted
 (the drainability rules of `compactor.core.blockers`, PDBs included) and
-fits on the other nodes (`fit.Simulation`). A node unneeded for
+fits on the other nodes (`fit.Simulation`). In each loop that starts no
+removal, unneeded nodes get the soft taint
+`DeletionCandidateOfClusterAutoscaler:PreferNoSchedule` and nodes no longer
+unneeded lose it, at most `max-bulk-soft-taint-count` (10) changes a loop,
+so the scheduler puts new pods elsewhere first. A node unneeded for
 `unneeded_seconds` is removed, one at a time, never while a scale-up is
 under way nor within `delay_after_add_seconds` of one: it is tainted
 ToBeDeletedByClusterAutoscaler, its pods are evicted (PDBs respected, retried
@@ -44,6 +48,10 @@ from compactor.simulation.scheduler import NOWHERE, node_state, prepared
 from compactor.simulation.world import World
 
 TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
+# The soft taint on unneeded nodes (cluster-autoscaler/utils/taints) and how many nodes a loop may (un)taint
+# (--max-bulk-soft-taint-count, default 10, cluster-autoscaler/main.go).
+DELETION_CANDIDATE = "DeletionCandidateOfClusterAutoscaler"
+MAX_BULK_SOFT_TAINT_COUNT = 10
 BOOTSTRAP_AGE = timedelta(days=1)
 
 
@@ -258,15 +266,40 @@ class Autoscaler:
             self._continue_removal(now)
             return
         self._update_unneeded(now)
+        if not self._removal_started(now, scaled=scaled):
+            self._soft_taint(now)
+
+    def _removal_started(self, now: datetime, *, scaled: bool) -> bool:
         if scaled or self.upcoming:
-            return
+            return False
         delay = timedelta(seconds=self.settings.delay_after_add_seconds)
         if self.last_scale_up is not None and now - self.last_scale_up < delay:
-            return
+            return False
         unneeded_for = timedelta(seconds=self.settings.unneeded_seconds)
         ripe = [name for name, since in self.unneeded_since.items() if now - since >= unneeded_for]
-        if ripe:
-            self._start_removal(min(ripe, key=lambda name: (self.unneeded_since[name], name)), now)
+        if not ripe:
+            return False
+        self._start_removal(min(ripe, key=lambda name: (self.unneeded_since[name], name)), now)
+        return True
+
+    def _soft_taint(self, now: datetime) -> None:
+        """Unneeded nodes get the DeletionCandidate soft taint, the others lose it; a bounded number a loop."""
+        budget = MAX_BULK_SOFT_TAINT_COUNT
+        for name in sorted(self.world.nodes):
+            if budget <= 0:
+                return
+            taints = self.world.nodes[name]["spec"].get("taints") or []
+            tainted = any(taint.get("key") == DELETION_CANDIDATE for taint in taints)
+            wanted = name in self.unneeded_since
+            if tainted == wanted:
+                continue
+            if wanted:
+                mark = {"key": DELETION_CANDIDATE, "value": str(int(now.timestamp())), "effect": "PreferNoSchedule"}
+                kept = [*taints, mark]
+            else:
+                kept = [taint for taint in taints if taint.get("key") != DELETION_CANDIDATE]
+            self.world.patch_node(name, {"spec": {"taints": kept or None}})
+            budget -= 1
 
     def _update_unneeded(self, now: datetime) -> None:
         view = ClusterView(self.world.snapshot(now), self.rules)

@@ -121,3 +121,22 @@ def test_a_pool_never_goes_below_its_minimum() -> None:
     cluster = idle_cluster(3, minNodes=2)
     minutes(cluster, 0, 30)
     assert len(cluster.world.nodes) == 2
+
+
+def soft_tainted(cluster: Cluster, node: str) -> bool:
+    taints = cluster.world.nodes[node]["spec"].get("taints") or []
+    return any(t["key"] == "DeletionCandidateOfClusterAutoscaler" and t["effect"] == "PreferNoSchedule" for t in taints)
+
+
+def test_an_unneeded_node_carries_the_soft_taint_until_it_is_needed_again() -> None:
+    cluster = idle_cluster(2)
+    light, busy = names(cluster)
+    fill(cluster, light, "1")
+    fill(cluster, busy, "2500m")
+    minutes(cluster, 0, 1)
+    assert soft_tainted(cluster, light)
+    assert not soft_tainted(cluster, busy), "above half: needed"
+    add_pod(cluster.world, "more", node=light, cpu="1500m", owner=("ReplicaSet", "more"))
+    minutes(cluster, 1, 2)
+    assert not soft_tainted(cluster, light), "above half now: needed again"
+    assert names(cluster) == sorted([light, busy])

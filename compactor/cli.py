@@ -167,6 +167,14 @@ def _simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def one_line(problem: str) -> str:
+    """A problem as one line: a line break or other control character in a name from the input is shown
+    escaped, so each problem stays one `error:` line and input cannot forge lines of its own."""
+    if problem.isprintable():
+        return problem
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in problem)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -183,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise BadInputError(f"unknown command {args.command}")
     except CompactorError as error:
         for problem in error.problems:
-            print(f"error: {problem}", file=sys.stderr)
+            print(f"error: {one_line(problem)}", file=sys.stderr)
         return exit_code(error)
     except KeyboardInterrupt:
         return EXIT_FAILED

@@ -142,6 +142,12 @@ def test_bad_arguments_exit_2_with_a_clear_message(
             ["nodePools.p.enabld: unknown key", "nodePools.p.minNodes: Input should be greater"],
             id="two-config-problems",
         ),
+        pytest.param(
+            '{"kind": "List", "items": []}',
+            '{"nodePools": {"p\\r\\nerror: forged": 5}}',
+            ["nodePools.p\\r\\nerror: forged: Input should be a valid dictionary"],
+            id="a-line-break-in-a-name",
+        ),
     ],
 )
 def test_bad_files_exit_2_with_one_message_per_problem(

@@ -44,9 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument(
         "--path-steps",
         type=int,
-        default=path.MAX_STEPS,
         metavar="N",
-        help=f"drains the consolidation path may show (default {path.MAX_STEPS}; 0 leaves it out)",
+        help=(
+            f"drains the consolidation path shows (default: up to {path.MAX_STEPS}, fewer on big clusters to keep "
+            "planning within about a second; 0 leaves it out)"
+        ),
     )
 
     run = commands.add_parser("run", help="one full run against a live cluster, exactly what the function does")
@@ -107,9 +109,9 @@ def _plan(args: argparse.Namespace) -> int:
     cluster = integrity.check_unique(snapshot.read_file(args.snapshot))
     gc.freeze()  # the snapshot lives until exit: keep the collector from rescanning it while planning
     result = planner.plan(cluster, config, now=now)
-    if args.path_steps < 0:
+    if args.path_steps is not None and args.path_steps < 0:
         raise BadInputError(f"--path-steps: {args.path_steps} is negative (0 leaves the path out)")
-    if args.path_steps > 0:
+    if args.path_steps != 0:
         found = path.consolidation_path(cluster, config, result, now=now, max_steps=args.path_steps)
         result = dataclasses.replace(result, path=found)
     if args.json:

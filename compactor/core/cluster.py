@@ -40,7 +40,7 @@ class NodeState:
 
 
 class ClusterView:
-    def __init__(self, snapshot: Snapshot, config: Config) -> None:
+    def __init__(self, snapshot: Snapshot, config: Config, pdbs: PdbIndex | None = None) -> None:
         self.snapshot = snapshot
         self.config = config
         pods_by_node: dict[str, list[Pod]] = defaultdict(list)
@@ -75,7 +75,8 @@ class ClusterView:
             self.nodes_in_pool_zone[(state.pool, state.node.zone)] += 1
             if state.schedulable:
                 self.schedulable_in_pool[state.pool] += 1
-        self.pdbs = PdbIndex(snapshot.pdbs)
+        # An index built for the same PDBs may be passed in, with what it already found (`core.path`).
+        self.pdbs = pdbs if pdbs is not None else PdbIndex(snapshot.pdbs)
 
 
 class PdbIndex:
@@ -91,6 +92,8 @@ class PdbIndex:
         # namespace mostly select on one key ("app"), so a pod needs one or two lookups.
         self._by_label: dict[str, dict[str, dict[str, list[Pdb]]]] = {}
         self._always: dict[str, list[Pdb]] = {}
+        # What covering() found per pod object; the pod is kept beside it so a reused id() never matches.
+        self._found: dict[int, tuple[Pod, list[Pdb]]] = {}
         for pdb in pdbs:
             if pdb.selector is None:
                 continue  # selects no pod
@@ -102,6 +105,14 @@ class PdbIndex:
                 self._always.setdefault(pdb.namespace, []).append(pdb)
 
     def covering(self, pod: Pod) -> list[Pdb]:
+        known = self._found.get(id(pod))
+        if known is not None and known[0] is pod:
+            return known[1]
+        found = self._covering(pod)
+        self._found[id(pod)] = (pod, found)
+        return found
+
+    def _covering(self, pod: Pod) -> list[Pdb]:
         always = self._always.get(pod.namespace)
         by_key = self._by_label.get(pod.namespace)
         if always is None and by_key is None:

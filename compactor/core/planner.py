@@ -15,7 +15,7 @@ from datetime import datetime
 from compactor.config import Config
 from compactor.core import candidates, fit, inflight, marks, pools, ranking
 from compactor.core.blockers import Blocker
-from compactor.core.cluster import ClusterView, NodeState
+from compactor.core.cluster import ClusterView, NodeState, PdbIndex
 from compactor.core.model import PREFER_NO_SCHEDULE, SOFT_TAINT, Snapshot
 from compactor.core.plan import Decision, NodeReport, Plan, PoolReport
 from compactor.core.wording import mebibytes, percent
@@ -80,8 +80,9 @@ NODE_LEVEL_KINDS = frozenset(
 )
 
 
-def plan(snapshot: Snapshot, config: Config, *, now: datetime) -> Plan:
-    view = ClusterView(snapshot, config)
+def plan(snapshot: Snapshot, config: Config, *, now: datetime, pdbs: PdbIndex | None = None) -> Plan:
+    """The decision for this snapshot; `pdbs` may carry an index of the same PDBs from an earlier plan."""
+    view = ClusterView(snapshot, config, pdbs)
     states = sorted(view.nodes.values(), key=lambda state: state.name)
 
     underutilized: dict[str, bool] = {}

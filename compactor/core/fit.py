@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from compactor.core.cluster import ClusterView, NodeState
-from compactor.core.model import PREFER_NO_SCHEDULE, Node, Pod, PodAffinityTerm, SpreadConstraint
+from compactor.core.model import PREFER_NO_SCHEDULE, UNSCHEDULABLE_TAINT, Node, Pod, PodAffinityTerm, SpreadConstraint
 from compactor.core.selectors import node_affinity_matches, selector_matches
 from compactor.core.wording import mebibytes
 
@@ -59,9 +59,11 @@ def eviction_order(pods: Iterable[Pod]) -> list[Pod]:
     return sorted(pods, key=lambda p: (p.priority, p.deletion_cost, p.key))
 
 
-def static_refusal(pod: Pod, node: Node) -> str | None:
+def static_refusal(pod: Pod, node: Node, ignored_taints: frozenset[str] = frozenset()) -> str | None:
     """The first predicate that keeps `pod` off `node` whatever runs there: taints, nodeSelector, node affinity."""
     for taint in node.taints:
+        if taint.key in ignored_taints:
+            continue
         if taint.effect in SCHEDULING_EFFECTS and not any(t.tolerates(taint) for t in pod.tolerations):
             return "taint"
     for key, value in pod.node_selector:
@@ -72,9 +74,14 @@ def static_refusal(pod: Pod, node: Node) -> str | None:
     return None
 
 
-def could_use(pod: Pod, node: Node) -> bool:
-    """Whether `pod` could run on `node` were it empty: the static predicates, and requests within allocatable."""
-    if static_refusal(pod, node) is not None:
+def could_use(pod: Pod, node: Node, *, uncordoned: bool = False) -> bool:
+    """Whether `pod` could run on `node` were it empty (and, with `uncordoned`, no longer cordoned).
+
+    The static predicates and requests within allocatable. Uncordoning also takes away the
+    unschedulable taint the node lifecycle controller put there for the cordon.
+    """
+    ignored = frozenset({UNSCHEDULABLE_TAINT}) if uncordoned else frozenset[str]()
+    if static_refusal(pod, node, ignored) is not None:
         return False
     requests, allocatable = pod.requests, node.allocatable
     if requests.cpu_millis > allocatable.cpu_millis or requests.memory_bytes > allocatable.memory_bytes:

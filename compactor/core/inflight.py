@@ -173,7 +173,9 @@ def _capacity_needed(emptied: list[_Started], view: ClusterView) -> Decision | N
     if not pending or not emptied:
         return None
     for item in sorted(emptied, key=_started_order, reverse=True):
-        users = [pod for pod in pending if fit.could_use(pod, item.state.node)]
+        if item.state.node.being_deleted_by_autoscaler:
+            continue  # already on its way out: uncordoning would not keep it
+        users = [pod for pod in pending if fit.could_use(pod, item.state.node, uncordoned=True)]
         if users:
             example = ", ".join(pod.key for pod in users[:3])
             return Decision(

@@ -31,6 +31,8 @@ DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 MIRROR_POD = "kubernetes.io/config.mirror"
 CA_DELETING_TAINT = "ToBeDeletedByClusterAutoscaler"
+# The taint the node lifecycle controller mirrors spec.unschedulable into (TaintNodesByCondition).
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 # PreferNoSchedule taint on marked nodes, so the scheduler puts pods elsewhere first (as Cluster
 # Autoscaler's DeletionCandidateOfClusterAutoscaler does for the nodes it finds unneeded).
 SOFT_TAINT = "node-compactor.dev/underutilized"

@@ -366,3 +366,13 @@ def test_a_bad_new_key_is_named_with_its_path(top: Any, pool: Any, problem: str)
     with pytest.raises(ConfigError) as raised:
         make_config(pools={"default-pool": pool}, **top)
     assert any(problem in text for text in raised.value.problems), raised.value.problems
+
+
+def test_the_give_back_looks_past_the_cordon_taint_but_not_past_the_autoscaler_removing_the_node() -> None:
+    cordon_taint = taint("node.kubernetes.io/unschedulable")
+    nodes = [*base_nodes(), emptied("e1", 60, taints=[cordon_taint])]
+    pods = [make_pod("web", node="n1"), daemon("ds-e1", "e1"), *base_pods(), pending()]
+    plan = run_plan(nodes, pods)
+    assert (plan.decision.action, plan.decision.node) == ("rollback", "e1")
+    deleting = [*base_nodes(), emptied("e1", 60, taints=[cordon_taint, taint("ToBeDeletedByClusterAutoscaler")])]
+    assert run_plan(deleting, pods).decision.action != "rollback"

@@ -220,10 +220,20 @@ class Cluster:
                 raise access_error(what, error) from error
             return data
 
+        # kube-apiserver never hands out a continue token twice in one list; a server that does
+        # would be paged until the run's budget ran out, thousands of requests a second.
+        tokens_seen: set[str] = set()
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="list-pages") as prefetch:
             page = fetch(None)
             while True:
                 token = _continue_token(page)
+                if token is not None:
+                    if token in tokens_seen:
+                        raise SnapshotError(
+                            f"cannot {what}: the API server sent the continue token {token[:60]!r} a second time; "
+                            "the list would never end"
+                        )
+                    tokens_seen.add(token)
                 upcoming = prefetch.submit(fetch, token) if token else None
                 try:
                     yield page

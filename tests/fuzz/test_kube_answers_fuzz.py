@@ -1,0 +1,187 @@
+"""Fuzz: hostile answers of the Kubernetes API server to the cluster read of a run.
+
+The fake API server (real HTTP) answers one list (nodes, pods or PDBs) with a page
+that is broken: a mutated item (wrong types, missing `metadata`, wrong kinds, odd
+quantities, unicode, huge lists, deep nesting), a page of another kind, a page
+cut short, a continue token that never ends, or text that is no JSON. The run
+either plans with what it read or fails with a CompactorError that names what it
+was reading; never another exception, never a write but the run's own Lease
+(dry runs: no write at all), never longer than the time bound.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import event, given
+from hypothesis import strategies as st
+from kubernetes import client
+
+from compactor import service
+from compactor.errors import CompactorError
+from tests.fakeapi import FakeApiServer, Fault
+from tests.fakeapi import builders as k8s
+from tests.fuzz import mutations, profiles
+from tests.fuzz.mutations import Mutation
+
+TOKEN = "fuzz-token"
+# Pools left disabled: an accepted read plans and reports, and never marks or drains,
+# so the only write a run may make is its Lease.
+CONFIG = {"nodePools": {"default-pool": {"enabled": False}}}
+LISTS = {
+    "Node": ("list nodes", r"^/api/v1/nodes$", "NodeList", "v1"),
+    "Pod": ("list pods", r"^/api/v1/pods$", "PodList", "v1"),
+    "PodDisruptionBudget": (
+        "list PodDisruptionBudgets",
+        r"^/apis/policy/v1/poddisruptionbudgets$",
+        "PodDisruptionBudgetList",
+        "policy/v1",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def api() -> Iterator[FakeApiServer]:
+    with FakeApiServer(token=TOKEN) as server:
+        server.add(k8s.node("n1"))  # no mark: a run would remove a mark in a disabled pool
+        server.add(k8s.node("n2", taints=[k8s.taint("dedicated", "batch")]))
+        server.add(k8s.pod("web-1", node="n1", cpu="300m", labels={"app": "web"}))
+        server.add(
+            k8s.pod(
+                "db-0",
+                node="n2",
+                owner_kind="StatefulSet",
+                cpu="1",
+                volumes=[k8s.persistent_volume_claim("data", "data-db-0"), k8s.empty_dir("tmp")],
+                tolerations=[k8s.toleration("dedicated", "batch")],
+            )
+        )
+        server.add(k8s.pdb("web", match_labels={"app": "web"}, disruptions_allowed=1))
+        yield server
+
+
+def real_page(api: FakeApiServer, kind: str) -> dict[str, Any]:
+    """The list answer as kube-apiserver sends it: items without kind and apiVersion.
+
+    Read once per module: hypothesis needs the same page in every example.
+    """
+    if kind not in _PAGES:
+        _PAGES[kind] = _read_page(api, kind)
+    page: dict[str, Any] = json.loads(json.dumps(_PAGES[kind]))
+    return page
+
+
+_PAGES: dict[str, dict[str, Any]] = {}
+
+
+def _read_page(api: FakeApiServer, kind: str) -> dict[str, Any]:
+    _, _, list_kind, api_version = LISTS[kind]
+    items = []
+    for item in api.objects(kind):
+        item.pop("kind", None)
+        item.pop("apiVersion", None)
+        items.append(item)
+    return {"kind": list_kind, "apiVersion": api_version, "metadata": {"resourceVersion": "42"}, "items": items}
+
+
+def connector_for(api: FakeApiServer) -> service.Connector:
+    def connect() -> service.ClusterConnection:
+        api_client = client.ApiClient(api.client_configuration())
+        return service.ClusterConnection(api_client, None, api_client.close)
+
+    return connect
+
+
+def run_against(api: FakeApiServer, *, dry_run: bool) -> tuple[service.RunResult | None, CompactorError | None]:
+    env = {"COMPACTOR_CONFIG": json.dumps(CONFIG), "COMPACTOR_RUN_BUDGET_SECONDS": "30"}
+    try:
+        return service.run(env, connector=connector_for(api), force_dry_run=dry_run), None
+    except CompactorError as error:
+        return None, error
+
+
+def assert_nothing_but_the_lease_was_written(api: FakeApiServer, *, dry_run: bool) -> None:
+    writes = api.writes
+    if dry_run:
+        assert writes == [], f"a dry run wrote: {writes}"
+    assert all(write.kind == "Lease" for write in writes), f"a run wrote more than its Lease: {writes}"
+
+
+def assert_names_the_list(error: CompactorError, kind: str) -> None:
+    what = LISTS[kind][0]
+    text = "\n".join([error.message, *error.problems])
+    assert error.problems and all(isinstance(p, str) and p.strip() for p in error.problems)
+    assert "Traceback" not in text
+    assert what in text or kind in text or "object" in text, f"the error does not say what was read: {text}"
+
+
+@st.composite
+def broken_answers(draw: st.DrawFn, api: FakeApiServer) -> tuple[str, str, Any]:
+    """(kind, how it is broken, the answer's body: a dict sent as JSON, or bytes)."""
+    kind = draw(st.sampled_from(sorted(LISTS)))
+    page = real_page(api, kind)
+    how = draw(st.sampled_from(["mutated", "mutated", "mutated", "cut-short", "other-kind", "not-json"]))
+    if how == "mutated":
+        places = mutations.paths(page)
+        mutation = draw(mutations.mutations_at(places[draw(st.integers(0, len(places) - 1))]))
+        return kind, f"mutated: {mutation.describe()}", _mutated_body(page, mutation)
+    if how == "cut-short":
+        text = json.dumps(page).encode()
+        cut = draw(st.integers(0, len(text) - 1))
+        return kind, f"cut short at byte {cut} of {len(text)}", text[:cut]
+    if how == "other-kind":
+        other = draw(st.sampled_from(sorted(set(LISTS) - {kind})))
+        return kind, f"a page of {other} items", real_page(api, other)
+    body = draw(st.sampled_from([b"<html>502 Bad Gateway</html>", b"", b"null", b"[]", b'"items"', b"\xff\xfe"]))
+    return kind, f"not JSON: {body!r}", body
+
+
+def _mutated_body(page: dict[str, Any], mutation: Mutation) -> Any:
+    mutated = mutations.apply(page, mutation)
+    if mutation.action == "deep":
+        return mutations.encode(mutated)  # the nesting is written as text
+    return json.loads(json.dumps(mutated))  # big integers and all, as the fake sends them
+
+
+@profiles.fuzz_settings(examples=120)
+@given(data=st.data())
+def test_a_broken_list_answer_is_planned_or_fails_naming_the_list(data: st.DataObject, api: FakeApiServer) -> None:
+    kind, how, body = data.draw(broken_answers(api))
+    dry_run = data.draw(st.booleans())
+    profiles.tried["kubernetes"] += 1
+    api.clear_faults()
+    api.reset_counters()
+    path = LISTS[kind][1]
+    api.add_fault(Fault(method="GET", path_regex=path, status=200, body=body, times=-1))
+    started = time.monotonic()
+    _, error = run_against(api, dry_run=dry_run)
+    elapsed = time.monotonic() - started
+    api.clear_faults()
+    event(f"{how.split(':')[0]}: {'refused' if error is not None else 'planned'}")
+    if error is not None:
+        assert_names_the_list(error, kind)
+    assert_nothing_but_the_lease_was_written(api, dry_run=dry_run)
+    assert elapsed < profiles.TIME_BOUND_SECONDS, f"{kind} {how} took {elapsed:.1f} s"
+
+
+@pytest.mark.parametrize("kind", sorted(LISTS))
+def test_a_continue_token_that_comes_back_ends_the_read_at_once(api: FakeApiServer, kind: str) -> None:
+    profiles.tried["kubernetes"] += 1
+    api.clear_faults()
+    api.reset_counters()
+    page = real_page(api, kind)
+    page["metadata"]["continue"] = "the-same-token"
+    api.add_fault(Fault(method="GET", path_regex=LISTS[kind][1], status=200, body=page, times=-1))
+    started = time.monotonic()
+    result, error = run_against(api, dry_run=False)
+    api.clear_faults()
+    assert result is None and error is not None
+    assert "continue token 'the-same-token' a second time" in error.message
+    assert_names_the_list(error, kind)
+    assert len([r for r in api.requests if r.method == "GET" and "continue" in r.query]) == 1
+    assert_nothing_but_the_lease_was_written(api, dry_run=False)
+    assert time.monotonic() - started < profiles.TIME_BOUND_SECONDS

@@ -131,7 +131,8 @@ class ItemKind(msgspec.Struct, gc=False):
 
 
 class ListMeta(msgspec.Struct, gc=False):
-    continue_: str = msgspec.field(default="", name="continue")
+    # null reads as no token, as Go's encoding/json leaves a string field on null.
+    continue_: str | None = msgspec.field(default="", name="continue")
     resourceVersion: str = ""  # noqa: N815
 
 
@@ -150,8 +151,9 @@ class RawPage(msgspec.Struct, gc=False):
 
 
 class PageHead(msgspec.Struct, gc=False):
-    """Only the list's metadata: the continue token, read before the items are decoded."""
+    """Only the list's kind and metadata (the continue token), read before the items are decoded."""
 
+    kind: str | None = None
     metadata: ListMeta | None = None
 
 

@@ -85,12 +85,27 @@ class ListExpiredError(ClusterAccessError):
     """A list's `continue` token expired while paging (HTTP 410): the list must start again."""
 
 
-def _continue_token(page: bytes) -> str | None:
-    """The page's `metadata.continue`, read before its items are decoded."""
+def _page_head(page: bytes, what: str, list_kind: str | None) -> decoding.PageHead:
+    """The page's kind and metadata, read before its items are decoded.
+
+    A page whose `metadata.continue` cannot be read is refused: taken for the last
+    page, it would cut the list short without a word. So is a page of another kind
+    (a `PodList` where nodes were asked for); the API server names its lists' kinds.
+    """
     try:
         head = decoding.PAGE_HEAD.decode(page)
-    except (decoding.DecodeError, RecursionError):
-        return None  # the page itself says what is wrong with it when it is decoded
+    except RecursionError:
+        raise SnapshotError(f"cannot {what}: the answer is nested too deeply to be a list") from None
+    except decoding.ValidationError as error:
+        raise SnapshotError(f"cannot {what}: the list's kind or metadata cannot be read ({error})") from None
+    except decoding.DecodeError as error:
+        raise SnapshotError(f"cannot {what}: the API server sent invalid JSON ({error})") from None
+    if list_kind is not None and head.kind and head.kind != list_kind:
+        raise SnapshotError(f"cannot {what}: the answer is a {head.kind[:60]!r}, not a {list_kind}")
+    return head
+
+
+def _continue_token(head: decoding.PageHead) -> str | None:
     if head.metadata is None or not head.metadata.continue_:
         return None
     return head.metadata.continue_
@@ -133,15 +148,17 @@ class Cluster:
     def _read_snapshot_once(self, pool_autoscaling: Mapping[str, PoolAutoscaling] | None) -> Snapshot:
         builder = SnapshotBuilder()
         with paused_gc():
-            for page in self._raw_pages("list nodes", self.core.list_node):
+            for page in self._raw_pages("list nodes", self.core.list_node, list_kind="NodeList"):
                 builder.add_page("Node", page, what="list nodes")
             # Finished pods count for nothing (DESIGN rule 1): the API server leaves them out.
             for page in self._raw_pages(
-                "list pods", self.core.list_pod_for_all_namespaces, field_selector=UNFINISHED_PODS
+                "list pods", self.core.list_pod_for_all_namespaces, list_kind="PodList", field_selector=UNFINISHED_PODS
             ):
                 builder.add_page("Pod", page, what="list pods")
             what = "list PodDisruptionBudgets"
-            for page in self._raw_pages(what, self.policy.list_pod_disruption_budget_for_all_namespaces):
+            for page in self._raw_pages(
+                what, self.policy.list_pod_disruption_budget_for_all_namespaces, list_kind="PodDisruptionBudgetList"
+            ):
                 builder.add_page("PodDisruptionBudget", page, what=what)
         return builder.build(pool_autoscaling)
 
@@ -199,8 +216,13 @@ class Cluster:
                 raise SnapshotError(f"cannot {what}: the answer is not a list")
             yield from page["items"]
 
-    def _raw_pages(self, what: str, list_call: Callable[..., Any], **query: Any) -> Iterator[bytes]:
-        """The pages of a list as the API server sent them; the next one is fetched while this one is used."""
+    def _raw_pages(
+        self, what: str, list_call: Callable[..., Any], *, list_kind: str | None = None, **query: Any
+    ) -> Iterator[bytes]:
+        """The pages of a list as the API server sent them; the next one is fetched while this one is used.
+
+        With `list_kind` (`NodeList`, ...), a page that names another kind is refused.
+        """
 
         def fetch(token: str | None) -> bytes:
             try:
@@ -226,7 +248,7 @@ class Cluster:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="list-pages") as prefetch:
             page = fetch(None)
             while True:
-                token = _continue_token(page)
+                token = _continue_token(_page_head(page, what, list_kind))
                 if token is not None:
                     if token in tokens_seen:
                         raise SnapshotError(

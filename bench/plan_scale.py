@@ -403,8 +403,9 @@ def against_decoders(measurements: list[Measurement]) -> str:
     """Ours beside orjson.loads of the whole file and the bare typed decode (the floor), in one run."""
     lines = [
         "| size | whole s (peak MiB) | parse s | orjson.loads s (peak MiB) | floor s (peak MiB) "
-        "| whole / floor | parse / floor | orjson / floor | orjson / whole | peak: whole / orjson |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| whole / floor | parse / floor | orjson / floor | orjson / whole | peak: whole / orjson "
+        "| CPU s: whole, parse, floor | CPU: whole / floor, parse / floor |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for m in measurements:
         floor, plain, whole = m.floor["seconds"], m.orjson["seconds"], m.whole["seconds"]
@@ -420,6 +421,9 @@ def against_decoders(measurements: list[Measurement]) -> str:
             f"| {_size_label(m)} | {whole:.2f} ({m.whole['peak_mib']:,.0f}) | {m.parse['seconds']:.2f} "
             f"| {plain_text} | {floor:.2f} ({m.floor['peak_mib']:,.0f}) "
             f"| {_ratio(whole, floor)} | {_ratio(m.parse['seconds'], floor)} {plain_ratios}"
+            f" {m.whole['cpu_seconds']:.2f}, {m.parse['cpu_seconds']:.2f}, {m.floor['cpu_seconds']:.2f} "
+            f"| {_ratio(m.whole['cpu_seconds'], m.floor['cpu_seconds'])}, "
+            f"{_ratio(m.parse['cpu_seconds'], m.floor['cpu_seconds'])} |"
         )
     return "\n".join(lines)
 

@@ -37,17 +37,17 @@ _EXPONENTS = {"n": -3, "u": -2, "m": -1, "K": 1, "k": 1, "M": 2, "G": 3, "T": 4,
 def _decimal(text: str) -> Decimal:
     match = _SYNTAX.fullmatch(text)
     if match is None:
-        raise QuantityError(f"{text!r} is not a Kubernetes quantity")
+        raise QuantityError(f"{_shown(text)} is not a Kubernetes quantity")
     try:
         value = _parse(match["number"], match["suffix"])
     except DecimalException as error:
-        raise QuantityError(f"{text!r} is not a Kubernetes quantity") from error
+        raise QuantityError(f"{_shown(text)} is not a Kubernetes quantity") from error
     if not value.is_finite():
-        raise QuantityError(f"{text!r} is not a finite quantity")
+        raise QuantityError(f"{_shown(text)} is not a finite quantity")
     if value < 0:
-        raise QuantityError(f"{text!r} is negative")
+        raise QuantityError(f"{_shown(text)} is negative")
     if value > _MAX_VALUE:
-        raise QuantityError(f"{text!r} is larger than the API server stores (2^63-1)")
+        raise QuantityError(f"{_shown(text)} is larger than the API server stores (2^63-1)")
     return Decimal(value)
 
 
@@ -61,6 +61,16 @@ def _parse(number: str, suffix: str | None) -> Decimal:
     return Decimal(number) * (base ** Decimal(_EXPONENTS[suffix[0]]))
 
 
+def _shown(value: object) -> str:
+    """The value in a message, short: a message names a bad value, it does not echo a megabyte of it."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
+
+
 MAX_INT64 = 2**63 - 1
 _MAX_VALUE = Decimal(MAX_INT64)
 _MAX_MILLI_VALUE = Decimal(MAX_INT64) / 1000
@@ -68,7 +78,7 @@ _MAX_MILLI_VALUE = Decimal(MAX_INT64) / 1000
 
 def _text(value: object) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise QuantityError(f"{value!r} is not a Kubernetes quantity")
+        raise QuantityError(f"{_shown(value)} is not a Kubernetes quantity")
     return value if isinstance(value, str) else str(value)
 
 
@@ -77,7 +87,7 @@ def millis(value: object) -> int:
     text = _text(value)
     amount = _decimal(text)
     if amount > _MAX_MILLI_VALUE:
-        raise QuantityError(f"{text!r} is larger than the API server stores in thousandths (2^63-1)")
+        raise QuantityError(f"{_shown(text)} is larger than the API server stores in thousandths (2^63-1)")
     return math.ceil(amount * 1000)
 
 

@@ -897,7 +897,7 @@ class SnapshotBuilder:
             if not isinstance(item, dict):
                 self._problem(f"{kind} list item {index}: expected an object, got {_kind_of(item)}")
                 continue
-            self._one(item, parse, into)
+            self._one(item, parse, into, f"{kind} list item {index}")
 
     def _dispatch(self, item: object, index: int) -> None:
         if not isinstance(item, dict):
@@ -908,21 +908,22 @@ class SnapshotBuilder:
             return
         kind = item.get("kind")
         if kind == "Pod":
-            self._one(item, parse_pod, self.pods)
+            self._one(item, parse_pod, self.pods, f"Pod items[{index}]")
         elif kind == "Node":
-            self._one(item, parse_node, self.nodes)
+            self._one(item, parse_node, self.nodes, f"Node items[{index}]")
         elif kind == "PodDisruptionBudget":
-            self._one(item, parse_pdb, self.pdbs)
+            self._one(item, parse_pdb, self.pdbs, f"PodDisruptionBudget items[{index}]")
         elif not isinstance(kind, str):
             self._problem(f"items[{index}]: no kind")
 
-    def _one(self, item: Mapping[str, Any], parse: Any, into: list[Any]) -> None:
+    def _one(self, item: Mapping[str, Any], parse: Any, into: list[Any], where: str | None = None) -> None:
+        """`where` names an item whose own fields cannot (a list page's items carry no kind)."""
         try:
             into.append(parse(item))
         except SnapshotError as error:
             self._problem(error.message)
         except _FieldError as bad:
-            self._problem(f"{item.get('kind', 'object')}: {bad}")
+            self._problem(f"{where or item.get('kind', 'object')}: {bad}")
 
     def _problem(self, message: str) -> None:
         if len(self.problems) < MAX_REPORTED_PROBLEMS:

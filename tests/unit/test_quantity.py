@@ -86,6 +86,20 @@ def test_quantities_beyond_what_the_api_server_stores_are_refused(text: str, rea
         read(text)
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param("9" * 10_000 + "x", id="a-long-string"),
+        pytest.param(["0"] * 2_000, id="a-long-list"),
+        pytest.param({"x": {"x": {}}}, id="an-object"),
+    ],
+)
+def test_a_bad_value_is_named_briefly_not_echoed_whole(value: object) -> None:
+    with pytest.raises(quantity.QuantityError) as refused:
+        quantity.units(value)
+    assert len(str(refused.value)) < 120
+
+
 def test_the_largest_quantities_the_api_server_stores_are_read() -> None:
     assert quantity.units("9223372036854775807") == 2**63 - 1
     assert quantity.millis("9223372036854775.807") == 2**63 - 1

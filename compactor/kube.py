@@ -105,6 +105,18 @@ def _page_head(page: bytes, what: str, list_kind: str | None) -> decoding.PageHe
     return head
 
 
+def _named_object(item: object, index: int, what: str) -> dict[str, Any]:
+    """An item its caller parses by itself: an object whose metadata names it, or SnapshotError."""
+    if not isinstance(item, dict):
+        raise SnapshotError(f"cannot {what}: item {index} is not an object")
+    meta = item.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        raise SnapshotError(f"cannot {what}: item {index} has no metadata.name")
+    if not isinstance(meta.get("namespace", ""), str):
+        raise SnapshotError(f"cannot {what}: item {index} has a metadata.namespace that is not a string")
+    return item
+
+
 def _continue_token(head: decoding.PageHead) -> str | None:
     if head.metadata is None or not head.metadata.continue_:
         return None
@@ -172,9 +184,18 @@ class Cluster:
             raise access_error(f"read node {name}", error) from error
         except urllib3.exceptions.HTTPError as error:
             raise access_error(f"read node {name}", error) from error
-        node: dict[str, Any] = orjson.loads(response.data)
-        node.setdefault("kind", "Node")
-        return node
+        try:
+            node = orjson.loads(response.data)
+        except orjson.JSONDecodeError as error:
+            raise SnapshotError(f"cannot read node {name}: the API server sent invalid JSON ({error})") from error
+        meta = node.get("metadata") if isinstance(node, dict) else None
+        if not isinstance(meta, dict) or meta.get("name") != name or not isinstance(meta.get("resourceVersion"), str):
+            raise SnapshotError(
+                f"cannot read node {name}: the answer is not that Node (metadata with its name and resourceVersion)"
+            )
+        checked: dict[str, Any] = node
+        checked.setdefault("kind", "Node")
+        return checked
 
     def pods_on(self, node_name: str) -> list[dict[str, Any]]:
         """The raw pods bound to one node (fieldSelector spec.nodeName)."""
@@ -214,7 +235,8 @@ class Cluster:
                 raise SnapshotError(f"cannot {what}: the API server sent invalid JSON ({error})") from error
             if not isinstance(page, dict) or not isinstance(page.get("items"), list):
                 raise SnapshotError(f"cannot {what}: the answer is not a list")
-            yield from page["items"]
+            for index, item in enumerate(page["items"]):
+                yield _named_object(item, index, what)
 
     def _raw_pages(
         self, what: str, list_call: Callable[..., Any], *, list_kind: str | None = None, **query: Any

@@ -53,6 +53,8 @@ def _write(cluster: NodeWriter, name: str, *, wanted: bool) -> bool:
         if node is None:
             return False
         spec = node.get("spec") or {}
+        if not isinstance(spec, dict):
+            return False  # an unreadable spec: the node is left as it is
         if spec.get("unschedulable"):
             return False
         current = spec.get("taints") or []

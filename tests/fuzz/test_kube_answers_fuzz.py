@@ -207,3 +207,97 @@ def test_a_page_whose_continue_token_is_unreadable_is_never_taken_for_the_last_p
         assert result is None and error is not None, f"continue={token!r} was read as the last page"
         assert_names_the_list(error, kind)
     assert api.writes == []
+
+
+# -- the re-read before a drain ----------------------------------------------------------------
+#
+# A run that decides to drain re-reads the node and its pods first (Karpenter's validation).
+# A broken answer there must make the drain a no-op (or the run fail), never a cordon.
+
+DRAINING_CONFIG = {
+    "nodePools": {
+        "default-pool": {
+            "enabled": True,
+            "scaleDownCPURequestRatioLimit": 0.75,
+            "neededMarkedTimeSeconds": 300,
+            "minimumNodeAgeSeconds": 1200,
+            "scaleUpCooldownSeconds": 600,
+        }
+    }
+}
+
+
+def light_cluster(api: FakeApiServer) -> None:
+    """n1 is light and marked long ago, so a run decides to drain it; n2 and n3 have room."""
+    api.add(k8s.node("n1", annotations={"node-compactor.dev/underutilized-since": "2026-01-01T00:00:00Z"}))
+    api.add(k8s.node("n2"))
+    api.add(k8s.node("n3"))
+    api.add(k8s.pod("web-a1", node="n1", cpu="300m"))
+    api.add(k8s.pod("web-a2", node="n1", cpu="300m"))
+    api.add(k8s.pod("busy-b2", node="n2", cpu="3"))
+    api.add(k8s.pod("busy-b3", node="n3", cpu="3"))
+
+
+_REREAD: dict[str, dict[str, Any]] = {}
+
+
+def reread_answer(target: str) -> dict[str, Any]:
+    """What the API server answers to the re-read: node n1, or the pods on n1 (read once)."""
+    if not _REREAD:
+        with FakeApiServer(token=TOKEN) as server:
+            light_cluster(server)
+            node = server.get("Node", "n1")
+            assert node is not None
+            pods = [pod for pod in server.objects("Pod") if pod["spec"].get("nodeName") == "n1"]
+        _REREAD["node"] = node
+        _REREAD["pods"] = {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "9"}, "items": pods}
+    answer: dict[str, Any] = json.loads(json.dumps(_REREAD[target]))
+    return answer
+
+
+@st.composite
+def broken_rereads(draw: st.DrawFn) -> tuple[str, Mutation]:
+    target = draw(st.sampled_from(["node", "pods"]))
+    places = mutations.paths(reread_answer(target))
+    if draw(st.booleans()):  # half at the top: the object itself, metadata, spec, status, items
+        places = [path for path in places if len(path) <= 2] + [()]
+    path = places[draw(st.integers(0, len(places) - 1))]
+    if path == ():
+        return target, Mutation(("answer",), "replace", draw(mutations.hostile_values()))
+    return target, draw(mutations.mutations_at(path))
+
+
+@profiles.fuzz_settings(examples=40)
+@given(case=broken_rereads())
+def test_a_broken_answer_to_the_re_read_before_a_drain_never_cordons(case: tuple[str, Mutation]) -> None:
+    target, mutation = case
+    profiles.tried["kubernetes"] += 1
+    if mutation.path == ("answer",):
+        body = mutations.encode(mutation.value)  # the whole answer replaced
+    else:
+        body = mutations.encode(mutations.apply(reread_answer(target), mutation))
+    with FakeApiServer(token=TOKEN) as api:
+        light_cluster(api)
+        if target == "node":
+            # Every read of n1: the soft taint's, then the re-read before the drain.
+            api.add_fault(Fault(method="GET", path_regex=r"^/api/v1/nodes/n1$", status=200, body=body, times=-1))
+        else:
+            # The pods are listed twice (the whole cluster, then those on n1): break the second.
+            arm = Fault(method="GET", path_regex=r"^/api/v1/pods$", status=200, body=body)
+            api.on_request("GET", r"^/api/v1/nodes/n1$", lambda: api.add_fault(arm))
+        started = time.monotonic()
+        env = {"COMPACTOR_CONFIG": json.dumps(DRAINING_CONFIG), "COMPACTOR_RUN_BUDGET_SECONDS": "30"}
+        try:
+            result: service.RunResult | None = service.run(env, connector=connector_for(api))
+            error = None
+        except CompactorError as failed:
+            result, error = None, failed
+        elapsed = time.monotonic() - started
+        node = api.get("Node", "n1")
+        cordoned = bool(node and (node.get("spec") or {}).get("unschedulable"))
+        refused = error is not None or (result is not None and result.outcome.stale is not None)
+        event(f"{target}: {'refused' if refused else 'drained' if cordoned else 'no drain'}")
+        if refused:
+            assert not cordoned and api.evictions == [], f"{mutation.describe()} was refused but n1 was drained"
+        assert api.pod_deletes == []
+    assert elapsed < profiles.TIME_BOUND_SECONDS, f"{target} {mutation.describe()} took {elapsed:.1f} s"

@@ -305,7 +305,14 @@ class Cluster:
             raise access_error(f"patch node {name}", error) from error
         except urllib3.exceptions.HTTPError as error:
             raise access_error(f"patch node {name}", error) from error
-        result: dict[str, Any] = orjson.loads(response.data)
+        try:
+            result = orjson.loads(response.data)
+        except orjson.JSONDecodeError:
+            result = None
+        if not isinstance(result, dict) or not isinstance(result.get("metadata"), dict):
+            # The status said the patch was applied; only the Event's reference comes from the answer.
+            log.warning("the API server's answer to the patch of node %s is not a Node; the patch was applied", name)
+            return {"kind": "Node", "metadata": {"name": name}}
         return result
 
     def evict(self, namespace: str, name: str) -> EvictionResult:

@@ -301,3 +301,25 @@ def test_a_broken_answer_to_the_re_read_before_a_drain_never_cordons(case: tuple
             assert not cordoned and api.evictions == [], f"{mutation.describe()} was refused but n1 was drained"
         assert api.pod_deletes == []
     assert elapsed < profiles.TIME_BOUND_SECONDS, f"{target} {mutation.describe()} took {elapsed:.1f} s"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(b"<html>200 OK</html>", id="not-json"),
+        pytest.param(b"[]", id="a-list"),
+        pytest.param(b"null", id="null"),
+        pytest.param(b'{"metadata": 5}', id="metadata-a-number"),
+    ],
+)
+def test_an_unreadable_answer_to_a_node_patch_is_taken_as_applied(body: bytes) -> None:
+    """The status says the patch was applied; the body only names the node for the Event."""
+    profiles.tried["kubernetes"] += 1
+    with FakeApiServer(token=TOKEN) as api:
+        light_cluster(api)
+        api.add_fault(Fault(method="PATCH", path_regex=r"^/api/v1/nodes/", status=200, body=body, times=-1))
+        env = {"COMPACTOR_CONFIG": json.dumps(DRAINING_CONFIG), "COMPACTOR_RUN_BUDGET_SECONDS": "30"}
+        result = service.run(env, connector=connector_for(api))
+        assert result.report["decision"]["node"] == "n1"
+        assert result.outcome.drain_started
+        assert [event["involvedObject"]["name"] for event in api.objects("Event")].count("n1") >= 1

@@ -416,7 +416,7 @@ class Cluster:
                 ),
             )
             return
-        spec = lease.get("spec") or {}
+        spec = _lease_spec_of(lease)
         current = spec.get("holderIdentity")
         if current and current != holder:
             expires = _lease_expiry(spec)
@@ -450,7 +450,7 @@ class Cluster:
         lease = self._read_lease(namespace, name)
         if lease is None:
             raise LeaseLostError(f"{where} no longer exists; this run stopped acting")
-        spec = lease.get("spec") or {}
+        spec = _lease_spec_of(lease)
         current = spec.get("holderIdentity")
         if current != holder:
             raise LeaseLostError(
@@ -528,6 +528,12 @@ def _lease_spec(holder: str, duration_seconds: int, now: datetime, *, transition
         "renewTime": stamp,
         "leaseTransitions": transitions,
     }
+
+
+def _lease_spec_of(lease: Mapping[str, Any]) -> dict[str, Any]:
+    """The Lease's spec; one that is not an object reads as empty (no holder, no time), like a missing one."""
+    spec = lease.get("spec")
+    return spec if isinstance(spec, dict) else {}
 
 
 def _lease_expiry(spec: Mapping[str, Any]) -> datetime | None:

@@ -323,3 +323,37 @@ def test_an_unreadable_answer_to_a_node_patch_is_taken_as_applied(body: bytes) -
         assert result.report["decision"]["node"] == "n1"
         assert result.outcome.drain_started
         assert [event["involvedObject"]["name"] for event in api.objects("Event")].count("n1") >= 1
+
+
+# -- the Lease -----------------------------------------------------------------------------------
+
+
+@st.composite
+def broken_leases(draw: st.DrawFn) -> tuple[Mutation, bytes]:
+    """The run's Lease as another run left it (expired or not), with one thing broken."""
+    renewed = draw(st.sampled_from(["2026-01-01T00:00:00.000000Z", "2999-01-01T00:00:00.000000Z"]))
+    lease = k8s.lease(holder="another-run", renew_time=renewed, acquire_time=renewed, duration_seconds=60)
+    lease["metadata"]["resourceVersion"] = "7"
+    places = mutations.paths(lease)
+    mutation = draw(mutations.mutations_at(places[draw(st.integers(0, len(places) - 1))]))
+    return mutation, mutations.encode(mutations.apply(lease, mutation))
+
+
+@profiles.fuzz_settings(examples=60)
+@given(case=broken_leases())
+def test_a_broken_lease_answer_is_taken_refused_or_held_never_a_traceback(
+    api: FakeApiServer, case: tuple[Mutation, bytes]
+) -> None:
+    mutation, body = case
+    profiles.tried["kubernetes"] += 1
+    api.clear_faults()
+    api.reset_counters()
+    api.add_fault(Fault(method="GET", path_regex=r"/leases/node-compactor$", status=200, body=body, times=-1))
+    started = time.monotonic()
+    _, error = run_against(api, dry_run=False)
+    api.clear_faults()
+    event("refused" if error is not None else "taken")
+    if error is not None:
+        assert "Lease" in error.message, error.message
+    assert_nothing_but_the_lease_was_written(api, dry_run=False)
+    assert time.monotonic() - started < profiles.TIME_BOUND_SECONDS, mutation.describe()

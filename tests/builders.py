@@ -212,3 +212,13 @@ def blockers_of(plan: Plan, name: str) -> str:
 def busy(name: str, node: str, cpu: str = "3", memory: str = "1Gi", **fields: Any) -> Pod:
     """A pod that fills a node enough that it is not underutilized."""
     return make_pod(name, node=node, cpu=cpu, memory=memory, **fields)
+
+
+def base_nodes(**light: Any) -> list[Node]:
+    """n1 is light (a candidate; `light` sets its fields), n2 and n3 are 75% busy with 1 cpu free each."""
+    return [make_node("n1", **light), make_node("n2", marked_since=None), make_node("n3", marked_since=None)]
+
+
+def base_pods() -> list[Pod]:
+    """The pods that keep n2 and n3 of `base_nodes` busy."""
+    return [busy("b2", "n2"), busy("b3", "n3")]

@@ -13,6 +13,8 @@ from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, PREFER_NO_SC
 from compactor.errors import ConfigError
 from tests.builders import (
     ago,
+    base_nodes,
+    base_pods,
     blockers_of,
     busy,
     make_config,
@@ -24,16 +26,6 @@ from tests.builders import (
     taint,
     toleration,
 )
-
-# n1 is light (a candidate); n2 and n3 are 75% busy with 1 cpu free each.
-
-
-def base_nodes(**light: Any) -> list[Any]:
-    return [make_node("n1", **light), make_node("n2", marked_since=None), make_node("n3", marked_since=None)]
-
-
-def base_pods() -> list[Any]:
-    return [busy("b2", "n2"), busy("b3", "n3")]
 
 
 def emptied(name: str, started_ago: float, **kwargs: Any) -> Any:

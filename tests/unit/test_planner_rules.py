@@ -17,6 +17,8 @@ from compactor.core.model import (
 from tests.builders import (
     NOW,
     ago,
+    base_nodes,
+    base_pods,
     blockers_of,
     busy,
     make_config,
@@ -28,16 +30,6 @@ from tests.builders import (
     stamp,
     taint,
 )
-
-
-def base_nodes(**light: Any) -> list[Any]:
-    """n1 is light (a candidate), n2 and n3 are 75% busy with 1 cpu free each."""
-    return [make_node("n1", **light), make_node("n2", marked_since=None), make_node("n3", marked_since=None)]
-
-
-def base_pods() -> list[Any]:
-    return [busy("b2", "n2"), busy("b3", "n3")]
-
 
 # -- rule 0: a drain in progress ------------------------------------------------------------
 

@@ -45,6 +45,12 @@ class InFlight:
     # When the decision is "none": the gate that holds every new drain (e.g. several draining nodes).
     hold: str | None = None
 
+    @property
+    def started(self) -> frozenset[str]:
+        """Every node that carries drain-started-at and is accounted for: draining or awaiting removal."""
+        awaiting = (name for names in self.awaiting.values() for name in names)
+        return frozenset((*awaiting, *((self.draining,) if self.draining else ())))
+
 
 @dataclass(frozen=True, slots=True)
 class _Started:

@@ -94,13 +94,13 @@ def plan(snapshot: Snapshot, config: Config, *, now: datetime, pdbs: PdbIndex | 
         mark_changes[state.name] = marks.mark_change(state, pool, underutilized[state.name], now)
 
     running = inflight.in_flight(view, now)
-    leaving = {name for names in running.awaiting.values() for name in names}
+    started = running.started
 
     blockers: dict[str, list[Blocker]] = {}
     for state in states:
         if state.name == running.draining:
             blockers[state.name] = [Blocker("drain-in-progress", "this node is being drained")]
-        elif state.name in leaving:
+        elif state.name in started:
             blockers[state.name] = [
                 Blocker("awaiting-removal", "emptied; waiting for the Cluster Autoscaler to remove it")
             ]
@@ -110,9 +110,7 @@ def plan(snapshot: Snapshot, config: Config, *, now: datetime, pdbs: PdbIndex | 
             )
 
     per_pool_underutilized: Counter[str | None] = Counter(
-        state.pool
-        for state in states
-        if underutilized[state.name] and state.name != running.draining and state.name not in leaving
+        state.pool for state in states if underutilized[state.name] and state.name not in started
     )
     pool_gates = candidates.pool_gates(view, per_pool_underutilized, running, now)
     cluster_gates = candidates.cluster_gates(running)
@@ -157,7 +155,7 @@ def plan(snapshot: Snapshot, config: Config, *, now: datetime, pdbs: PdbIndex | 
         dry_run=config.dry_run,
         now=now,
         held_by=_held_by(decision, running, states, blockers, underutilized),
-        awaiting_removal=tuple(sorted(leaving)),
+        awaiting_removal=tuple(sorted(started - {running.draining})),
         soft_taints_add=soft_add,
         soft_taints_remove=soft_remove,
     )
@@ -211,9 +209,10 @@ def _held_by(
             tier = 0  # every node check passed: a pool or cluster gate, or the fit, held it
         return tier, ranking.disruption_cost(state)
 
-    started = {name for names in running.awaiting.values() for name in names} | {running.draining}
     closest = min(
-        (state for state in states if blockers[state.name] and state.name not in started), key=closeness, default=None
+        (state for state in states if blockers[state.name] and state.name not in running.started),
+        key=closeness,
+        default=None,
     )
     return blockers[closest.name][0].kind if closest is not None else None
 

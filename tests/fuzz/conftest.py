@@ -12,4 +12,4 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         return
     terminalreporter.section(f"fuzz inputs tried (profile {profiles.profile_name()})")
     for category, count in sorted(profiles.tried.items()):
-        terminalreporter.write_line(f"{category:<12} {count:>7}")
+        terminalreporter.write_line(f"{category:<18} {count:>7}")

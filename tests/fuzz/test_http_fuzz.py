@@ -11,8 +11,14 @@ cluster for a refused call, never longer than the time bound.
 
 from __future__ import annotations
 
+import http.client as http_client
 import io
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -229,3 +235,84 @@ def test_a_hostile_call_answers_200_400_or_413_and_writes_nothing(
         assert api.requests == [], f"a refused call reached the cluster: {call}"
     assert api.writes == [], f"a call wrote to the cluster: {call}"
     assert elapsed < profiles.TIME_BOUND_SECONDS, f"{call} took {elapsed:.1f} s"
+
+
+# -- chunked uploads through a real functions-framework process ----------------------------------
+#
+# The test client above marks a chunked stream by hand; here a real server reads one. A chunked
+# {"dryRun": true} that went unread would make the call act for real: the configuration of this
+# process does not force dry runs, so such a call would write, and the test would see it.
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def function_process(api: FakeApiServer) -> Iterator[int]:
+    port = free_port()
+    acting = {**CONFIG, "dryRun": False}
+    command = [sys.executable, "-m", "functions_framework", "--target=compact", f"--source={ROOT / 'main.py'}"]
+    process = subprocess.Popen(
+        [*command, "--host=127.0.0.1", f"--port={port}"],
+        cwd=ROOT,
+        env={**os.environ, "COMPACTOR_CONFIG": json.dumps(acting)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline, "functions-framework did not start"
+                time.sleep(0.2)
+        yield port
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=10)
+
+
+def post_chunked(port: int, body: bytes) -> tuple[int, bytes]:
+    connection = http_client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        connection.putrequest("POST", "/")
+        connection.putheader("Content-Type", "application/json")
+        connection.putheader("Transfer-Encoding", "chunked")
+        connection.endheaders()
+        for start in range(0, len(body), 4096):
+            chunk = body[start : start + 4096]
+            connection.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        connection.send(b"0\r\n\r\n")
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "words"),
+    [
+        pytest.param(b'{"dryRun": true}', 200, '"dryRun":true', id="dry-run-honoured"),
+        pytest.param(b'{"dryRun": "maybe"}', 400, "valid boolean", id="not-a-boolean"),
+        pytest.param(b'{"dryRun": true, "dryRun": false}', 400, "twice", id="given-twice"),
+        pytest.param(b'{"dryRun": true}' + b" " * (1 << 20), 413, "at most 16384 bytes", id="a-megabyte"),
+    ],
+)
+def test_a_chunked_body_is_read_and_bounded_by_a_real_server(
+    function_process: int, api: FakeApiServer, body: bytes, status: int, words: str
+) -> None:
+    profiles.tried["http"] += 1
+    api.reset_counters()
+    started = time.monotonic()
+    answer_status, answer = post_chunked(function_process, body)
+    assert answer_status == status, answer[:300]
+    assert words in answer.decode(), answer[:300]
+    assert api.writes == [], "a chunked call wrote to the cluster"
+    assert time.monotonic() - started < profiles.TIME_BOUND_SECONDS

@@ -38,6 +38,8 @@ from compactor.simulation.model import (
 Name = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)]
 Quantity = Annotated[str, StringConstraints(min_length=1)]
 Hour = Annotated[float, Field(ge=0, le=24)]
+# A workload's `spec.replicas` is an int32 in the Kubernetes API; more cannot be asked of a controller.
+Replicas = Annotated[int, Field(ge=0, le=2**31 - 1)]
 
 DEFAULT_POOL_SETTINGS: dict[str, Any] = {"enabled": True, "scaleDownCPURequestRatioLimit": 0.75}
 
@@ -91,12 +93,12 @@ class Pool(_Strict):
 
 
 class Points(_Strict):
-    points: list[tuple[Hour, Annotated[float, Field(ge=0)]]] = Field(min_length=1)
+    points: list[tuple[Hour, Annotated[float, Field(ge=0, le=2**31 - 1)]]] = Field(min_length=1)
 
 
 class ProfileRef(_Strict):
     profile: str
-    peak: int = Field(ge=0)
+    peak: Replicas
 
 
 class Pdb(_Strict):
@@ -118,7 +120,7 @@ class Workload(_Strict):
     namespace: Name = "default"
     pool: str | None = None
     requests: Requests
-    replicas: int | Points | ProfileRef
+    replicas: Replicas | Points | ProfileRef
     pdb: Pdb | None = None
     startup_seconds: int = Field(30, alias="startupSeconds", ge=0)
     priority: int = 0

@@ -357,3 +357,17 @@ def test_a_broken_lease_answer_is_taken_refused_or_held_never_a_traceback(
         assert "Lease" in error.message, error.message
     assert_nothing_but_the_lease_was_written(api, dry_run=False)
     assert time.monotonic() - started < profiles.TIME_BOUND_SECONDS, mutation.describe()
+
+
+@pytest.mark.parametrize("kind", sorted(LISTS))
+def test_a_list_item_without_metadata_is_named_by_its_kind_and_index(api: FakeApiServer, kind: str) -> None:
+    """Items of a live list carry no `kind`: the error says which list and which item."""
+    profiles.tried["kubernetes"] += 1
+    api.clear_faults()
+    page = real_page(api, kind)
+    page["items"][0]["metadata"] = 5
+    api.add_fault(Fault(method="GET", path_regex=LISTS[kind][1], status=200, body=mutations.encode(page)))
+    _, error = run_against(api, dry_run=True)
+    api.clear_faults()
+    assert error is not None
+    assert f"{kind} list item 0: metadata: expected an object" in "\n".join(error.problems), error.problems

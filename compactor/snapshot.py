@@ -18,6 +18,7 @@ and explains what it makes of a bad one, instead of refusing the cluster.
 from __future__ import annotations
 
 import gc
+import io
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -989,8 +990,16 @@ def read_stream(stream: BinaryIO, *, name: str = "snapshot") -> Snapshot:
                 return builder.build()
             except (_UnexpectedLayoutError, decoding.DecodeError, RecursionError):
                 pass  # read again as one document, which says what is wrong with it
+        size = stream.seek(0, io.SEEK_END)
         stream.seek(0)
-        return _read_document(stream.read(MAX_DOCUMENT_BYTES + 1), name)
+        if size > MAX_DOCUMENT_BYTES:
+            raise SnapshotError(
+                f"{name}: {size / 1e6:,.0f} MB of JSON not laid out as kubectl prints it (indented, one item "
+                f"after another); a file over {MAX_DOCUMENT_BYTES / 2**30:g} GiB is read only in kubectl's layout, "
+                f"so that memory stays bounded: save the List again with "
+                f"`kubectl get nodes,pods,poddisruptionbudgets -A -o json`"
+            )
+        return _read_document(stream.read(), name)
 
 
 # A file not laid out as kubectl prints it is decoded as one document, so it must fit in memory
@@ -1017,12 +1026,6 @@ _EXPECTED = "expected what `kubectl get nodes,pods,poddisruptionbudgets -A -o js
 
 
 def _read_document(content: bytes, name: str) -> Snapshot:
-    if len(content) > MAX_DOCUMENT_BYTES:
-        raise SnapshotError(
-            f"{name}: more than {MAX_DOCUMENT_BYTES >> 30} GiB of JSON not laid out as kubectl prints it "
-            f"(indented, one item after another); files this large are read only in kubectl's layout, so that "
-            f"memory stays bounded: save the List again with `kubectl get nodes,pods,poddisruptionbudgets -A -o json`"
-        )
     try:
         document = decoding.DOCUMENT.decode(content)
     except RecursionError:

@@ -112,11 +112,15 @@ def _config_text(fields: Mapping[str, Any], where: str) -> str:
     return orjson.dumps(_plain(fields, where, path="")).decode()
 
 
+_MAX_INT64 = 2**63 - 1
+
+
 def _plain(value: Any, where: str, *, path: str) -> Any:
     """A Firestore value as JSON data; values JSON cannot hold are errors naming the field."""
-    if isinstance(value, float) and value.is_integer():
+    if isinstance(value, float) and value.is_integer() and abs(value) <= _MAX_INT64:
         # Firestore tools blur integer and double (a console "number", a
         # JavaScript number): 300.0 stored for neededMarkedTimeSeconds means 300.
+        # A double beyond int64 stays a double, for validation to refuse by name.
         return int(value)
     if value is None or isinstance(value, bool | int | float | str):
         return value

@@ -284,3 +284,31 @@ def _assert_names_document(error: ConfigError, name: str, path: mutations.Path) 
     text = "\n".join(error.problems)
     assert name in text, text
     assert any(prefix in text for prefix in dotted(path)) or "field" in text, text
+
+
+@pytest.mark.emulator
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        pytest.param({"nodePools": 1.8446744073709552e19}, "nodePools", id="a-whole-double-beyond-int64"),
+        pytest.param({"nodePools": {"p": {"minNodes": 1e300}}}, "nodePools.p.minNodes", id="a-huge-double"),
+        pytest.param({"nodePools": {"p": {"minNodes": float("nan")}}}, "nodePools.p.minNodes", id="nan"),
+    ],
+)
+def test_a_firestore_number_no_configuration_holds_is_refused_naming_the_field(
+    fields: dict[str, Any],
+    field: str,
+    firestore_emulator: FirestoreEmulator,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from google.cloud import firestore as firestore_client
+
+    profiles.tried["config-firestore"] += 1
+    monkeypatch.setenv("FIRESTORE_EMULATOR_HOST", firestore_emulator.host)
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", firestore_emulator.project)
+    monkeypatch.delenv("GCLOUD_PROJECT", raising=False)
+    name = f"fuzz-numbers/{field.replace('.', '-')}"
+    firestore_client.Client(project=firestore_emulator.project).document(name).set(fields)
+    with pytest.raises(ConfigError) as refused:
+        config_source.load({config_source.ENV_FIRESTORE_DOCUMENT: name}, read_firestore=firestore.read_config_document)
+    assert any(field in problem for problem in refused.value.problems), refused.value.problems

@@ -15,10 +15,14 @@ from typing import Any
 
 import orjson
 
+from compactor import jsonfiles
 from compactor.errors import EXIT_OK, BadInputError
 from compactor.hpa import planner, reading, report, results
 from compactor.hpa import settings as hpa_settings
 from compactor.hpa.model import Answer
+
+# A query's answer is a few hundred bytes; even thousands of HPAs stay far below this.
+MAX_METRICS_BYTES = 64 << 20
 
 
 def add_parser(commands: Any) -> None:
@@ -75,15 +79,9 @@ def _offline(args: argparse.Namespace) -> int:
 
 def read_metrics(path: str) -> dict[str, Answer]:
     """`{"query text": 12.5 | {"status": "success", "data": ...}}` -> the answer for each query text."""
-    try:
-        with open(path, "rb") as stream:
-            document = orjson.loads(stream.read())
-    except OSError as error:
-        raise BadInputError(f"cannot read metrics file {path}: {error.strerror or error}") from error
-    except orjson.JSONDecodeError as error:
-        raise BadInputError(f"metrics file {path} is not JSON: {error}") from error
-    if not isinstance(document, dict):
-        raise BadInputError(f"metrics file {path} must be a JSON object of query text -> value")
+    document = jsonfiles.read_object(
+        path, what="metrics file", limit=MAX_METRICS_BYTES, error=BadInputError, hint=" of query text -> value"
+    )
     return {str(text): results.from_document(value) for text, value in document.items()}
 
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import orjson
-
+from compactor import jsonfiles
 from compactor.errors import SnapshotError
 from compactor.hpa.model import Cluster, Hpa
 
 HPA_KIND = "HorizontalPodAutoscaler"
 REPLICA_SET_KIND = "ReplicaSet"
+# HPAs and ReplicaSets of a large cluster (tens of thousands of objects at a few KiB) fit well below this.
+MAX_SNAPSHOT_BYTES = 512 << 20
 
 
 def hpa_from(obj: Mapping[str, Any]) -> Hpa:
@@ -82,15 +83,13 @@ def cluster_from(hpas: Iterable[Mapping[str, Any]], replica_sets: Iterable[Mappi
 
 def read_file(path: str) -> Cluster:
     """`kubectl get hpa,replicasets -A -o json` output (a List), or a single HPA object."""
-    try:
-        with open(path, "rb") as stream:
-            document = orjson.loads(stream.read())
-    except OSError as error:
-        raise SnapshotError(f"cannot read snapshot {path}: {error.strerror or error}") from error
-    except orjson.JSONDecodeError as error:
-        raise SnapshotError(f"snapshot {path} is not JSON: {error}") from error
-    if not isinstance(document, dict):
-        raise SnapshotError(f"snapshot {path} is not a Kubernetes List object")
+    document = jsonfiles.read_object(
+        path,
+        what="snapshot",
+        limit=MAX_SNAPSHOT_BYTES,
+        error=SnapshotError,
+        hint=": it is not a Kubernetes List object",
+    )
     items = document.get("items") if "items" in document else [document]
     if not isinstance(items, list):
         raise SnapshotError(f"snapshot {path}: items is not a list")

@@ -17,9 +17,8 @@ from collections import Counter, defaultdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import orjson
-
 from compactor import config as config_module
+from compactor import jsonfiles
 from compactor import snapshot as parsing
 from compactor.config import Config
 from compactor.core import timing
@@ -39,18 +38,14 @@ from compactor.simulation.scenario import default_config
 from compactor.simulation.world import owner_of
 
 NODE_SPECIFIC_LABELS = ("kubernetes.io/hostname", objects.ZONE_LABEL, "failure-domain.beta.kubernetes.io/zone")
+# What `plan --snapshot` reads as one document when it is not in kubectl's layout (compactor.snapshot).
+MAX_SNAPSHOT_BYTES = 1 << 30
 TRANSIENT_TAINTS = ("node.kubernetes.io/", "ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler")
 
 
 def load(path: str, *, config: Config | None, hours: float) -> Setup:
-    try:
-        with open(path, "rb") as stream:
-            data = orjson.loads(stream.read())
-    except OSError as error:
-        raise SnapshotError(f"cannot read snapshot {path}: {error.strerror or error}") from error
-    except orjson.JSONDecodeError as error:
-        raise SnapshotError(f"{path}: not valid JSON ({error})") from error
-    if not isinstance(data, dict) or not isinstance(data.get("items"), list):
+    data = jsonfiles.read_object(path, what="snapshot", limit=MAX_SNAPSHOT_BYTES, error=SnapshotError)
+    if not isinstance(data.get("items"), list):
         raise SnapshotError(f"{path}: expected a List with an `items` array (kubectl get ... -o json)")
     items: list[Any] = data["items"]
     builder = parsing.SnapshotBuilder()

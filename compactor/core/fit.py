@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from compactor.core.cluster import ClusterView, NodeState
-from compactor.core.model import PREFER_NO_SCHEDULE, UNSCHEDULABLE_TAINT, Node, Pod, PodAffinityTerm, SpreadConstraint
+from compactor.core.model import UNSCHEDULABLE_TAINT, Node, Pod, PodAffinityTerm, SpreadConstraint
 from compactor.core.selectors import node_affinity_matches, selector_matches
 from compactor.core.wording import mebibytes
 
@@ -88,11 +88,6 @@ def could_use(pod: Pod, node: Node, *, uncordoned: bool = False) -> bool:
         return False
     available = dict(allocatable.extended)
     return all(amount <= available.get(name, 0) for name, amount in requests.extended)
-
-
-def soft_tainted(node: Node) -> bool:
-    """Whether the node carries a PreferNoSchedule taint (ours, the Cluster Autoscaler's, anyone's)."""
-    return any(taint.effect == PREFER_NO_SCHEDULE for taint in node.taints)
 
 
 def targets_for(view: ClusterView) -> list[NodeState]:

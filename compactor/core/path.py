@@ -1,21 +1,22 @@
 """The consolidation path: the drains the planner would make, one after another, if nothing changed.
 
 Pure, like the planner it drives. The first step is the decision made now
-(when it is a drain); from there each step plans again
-on the cluster the previous drain leaves behind: the drained node is gone
-(the Cluster Autoscaler removes it) and its pods run where the fit proof
-placed them. Waiting is assumed over: marks are old enough, nodes old enough,
-backoffs, drain intervals and disruption windows passed, and nodes awaiting
-removal removed. What cannot pass by waiting still stops the path: pods that
-cannot be scheduled, PodDisruptionBudgets at zero, pods that block a drain,
-pods that fit nowhere, and the pools' own limits.
+(when it is a drain); from there each step plans again on the cluster the
+previous drain leaves behind: the drained node is gone (the Cluster
+Autoscaler removes it) and its pods run where the fit proof placed them.
+Waiting is assumed over: marks are old enough, nodes old enough, backoffs,
+drain intervals and disruption windows passed, and nodes awaiting removal
+removed. What cannot pass by waiting still stops the path: pods that cannot
+be scheduled, PodDisruptionBudgets at zero, pods that block a drain, pods
+that fit nowhere, and the pools' own limits.
 
 The path is bounded (at most `MAX_STEPS` drains, and by default at most
 `WORK_LIMIT` pods planned over the steps after the first, so a 5,000-node
 cluster costs one more plan, about a second; a caller may ask for a number
-of steps instead), and it says when it stopped early. Its time estimate assumes one run every
-`schedule_minutes` and the Cluster Autoscaler removing an emptied node after
-`removal_minutes` (its scale-down-unneeded-time, 10 minutes by default).
+of steps instead), and it says when it stopped early. Its time estimate
+assumes one run every `schedule_minutes` and the Cluster Autoscaler removing
+an emptied node after `removal_minutes` (its scale-down-unneeded-time, 10
+minutes by default).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from datetime import datetime, timedelta
 from compactor.config import Config
 from compactor.core import planner
 from compactor.core.cluster import PdbIndex
-from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE, Node, Pod, Snapshot
+from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE, Pod, Snapshot
 from compactor.core.plan import ConsolidationPath, Decision, PathStep, Plan
 from compactor.core.timing import format_stamp
 
@@ -49,7 +50,8 @@ def consolidation_path(
     removal_minutes: float = REMOVAL_MINUTES,
     max_steps: int | None = None,
 ) -> ConsolidationPath:
-    if any(DRAIN_STARTED_AT in node.annotations and _has_pods_to_move(node, snapshot) for node in snapshot.nodes):
+    started = {node.name for node in snapshot.nodes if DRAIN_STARTED_AT in node.annotations}
+    if started - set(first.awaiting_removal):  # the planner found a node still being drained
         return ConsolidationPath((), False, "a drain in progress comes first; the path starts once it is done", 0.0)
     # By default the steps after the first are bounded by the work of planning them; asked for, N it is.
     limit = max_steps if max_steps is not None else min(MAX_STEPS, 1 + WORK_LIMIT // max(1, len(snapshot.pods)))
@@ -95,10 +97,6 @@ def _path(
     return ConsolidationPath(tuple(steps), reached, stopped, math.ceil(minutes))
 
 
-def _has_pods_to_move(node: Node, snapshot: Snapshot) -> bool:
-    return any(pod.node_name == node.name and not pod.is_terminal and not pod.stays_on_node for pod in snapshot.pods)
-
-
 def _without_waiting(config: Config) -> Config:
     pools = {
         name: pool.model_copy(update={"drain_interval_seconds": 0, "disruption_windows": None})
@@ -136,9 +134,8 @@ def _apply(snapshot: Snapshot, decision: Decision, pool_label: str) -> tuple[Sna
             pods.append(replace(pod, node_name=placements[pod.key]))
     nodes = tuple(node for node in snapshot.nodes if node.name != drained)
     left = sum(1 for node in nodes if node.labels.get(pool_label) == decision.pool)
-    return replace(snapshot, nodes=nodes, pods=tuple(pods)), PathStep(
-        drained or "", decision.pool, len(placements), left
-    )
+    step = PathStep(drained or "", decision.pool, len(placements), left)
+    return replace(snapshot, nodes=nodes, pods=tuple(pods)), step
 
 
 def _at_lower_bound(plan: Plan, config: Config) -> bool:

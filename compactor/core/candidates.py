@@ -239,7 +239,7 @@ def pool_gates(
                 )
             )
         if pool.drain_interval_seconds:
-            last = _last_drain_start(members)
+            last = running.last_started.get(name)
             if last is not None and seconds_between(last, now) < pool.drain_interval_seconds:
                 found.append(
                     Blocker(
@@ -280,12 +280,6 @@ def cluster_gates(running: inflight.InFlight) -> list[Blocker]:
     if running.decision is not None:
         return [Blocker("rollback", f"this run gives {running.decision.node} back first")]
     return []
-
-
-def _last_drain_start(members: list[NodeState]) -> datetime | None:
-    stamps = [parse_stamp(member.node.annotations.get(DRAIN_STARTED_AT)) for member in members]
-    known = [stamp for stamp in stamps if stamp is not None]
-    return max(known) if known else None
 
 
 def _pending_by_pool(view: ClusterView) -> dict[str | None, list[Pod]]:

@@ -21,7 +21,7 @@ Otherwise no decision: the planner may start a new drain if nothing is draining.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from compactor.config import PoolConfig
@@ -44,6 +44,8 @@ class InFlight:
     awaiting: dict[str | None, list[str]] = field(default_factory=dict)
     # When the decision is "none": the gate that holds every new drain (e.g. several draining nodes).
     hold: str | None = None
+    # Per pool, the latest readable drain-started-at of its nodes (drainIntervalSeconds counts from it).
+    last_started: dict[str | None, datetime] = field(default_factory=dict)
 
     @property
     def started(self) -> frozenset[str]:
@@ -97,7 +99,12 @@ def in_flight(view: ClusterView, now: datetime) -> InFlight:
     awaiting: dict[str | None, list[str]] = defaultdict(list)
     for item in sorted(emptied, key=_started_order):
         awaiting[item.state.pool].append(item.name)
-    first_draining = draining[0].name if draining else None
+    last_started: dict[str | None, datetime] = {}
+    for item in started:
+        pool = item.state.pool
+        if item.started is not None and (pool not in last_started or item.started > last_started[pool]):
+            last_started[pool] = item.started
+    found = InFlight(None, draining[0].name if draining else None, dict(awaiting), last_started=last_started)
 
     if len(draining) > 1:
         names = ", ".join(item.name for item in draining)
@@ -105,18 +112,18 @@ def in_flight(view: ClusterView, now: datetime) -> InFlight:
             f"{len(draining)} nodes carry {DRAIN_STARTED_AT} and still have pods to move ({names}); only one "
             "node may be drained at a time, so nothing is done until a person resolves it"
         )
-        return InFlight(Decision("none", None, None, reason), first_draining, dict(awaiting), "several-draining")
+        return replace(found, decision=Decision("none", None, None, reason), hold="several-draining")
 
     give_back = _capacity_needed(emptied, view)
     if give_back is not None:
-        return InFlight(give_back, first_draining, dict(awaiting))
+        return replace(found, decision=give_back)
     if draining:
-        return InFlight(_decide_draining(draining[0], view, now), first_draining, dict(awaiting))
+        return replace(found, decision=_decide_draining(draining[0], view, now))
     for item in sorted(emptied, key=_started_order):
         rollback = _rollback_reason(item, now)
         if rollback is not None:
-            return InFlight(Decision("rollback", item.name, item.state.pool, rollback), None, dict(awaiting))
-    return InFlight(None, None, dict(awaiting))
+            return replace(found, decision=Decision("rollback", item.name, item.state.pool, rollback))
+    return found
 
 
 def _started_order(item: _Started) -> tuple[bool, datetime | None, str]:

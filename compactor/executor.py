@@ -158,7 +158,7 @@ class Executor:
             return self.outcome
         self._write_marks(plan)
         self.outcome.soft_taints_added, self.outcome.soft_taints_removed = tainting.apply(
-            self.cluster, plan.soft_taints_add, plan.soft_taints_remove
+            self.cluster, plan.soft_taints_add, plan.soft_taints_remove, concurrency=MARK_CONCURRENCY
         )
         decision = plan.decision
         if decision.action == "continue-drain" and decision.node:

@@ -1,7 +1,8 @@
 """Scheduling simulation: do a node's pods fit on the rest of the cluster? (DESIGN rule 6)
 
-Places the pods largest first, in the order the executor evicts them (and so
-the order in which their replacements reach the scheduler), each on the
+Places the pods largest first, in the order the executor evicts them, and in
+the order their replacements reach the scheduler when PodDisruptionBudgets
+hold some evictions back (`arrival_order`), each on the
 target that is least allocated at that moment among those passing every
 predicate, accumulating what the placements use. That is what the default
 scheduler (NodeResourcesFit, LeastAllocated) does with them; placing them
@@ -20,11 +21,11 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from compactor.core.cluster import ClusterView, NodeState
-from compactor.core.model import UNSCHEDULABLE_TAINT, Node, Pod, PodAffinityTerm, SpreadConstraint
+from compactor.core.model import UNSCHEDULABLE_TAINT, Node, Pdb, Pod, PodAffinityTerm, SpreadConstraint
 from compactor.core.selectors import node_affinity_matches, selector_matches
 from compactor.core.wording import mebibytes
 
@@ -57,6 +58,27 @@ def largest_first(pods: Iterable[Pod]) -> list[Pod]:
 def eviction_order(pods: Iterable[Pod]) -> list[Pod]:
     """The order the executor evicts in: cheapest to lose first (priority, pod-deletion-cost), then name."""
     return sorted(pods, key=lambda p: (p.priority, p.deletion_cost, p.key))
+
+
+def arrival_order(pods: Iterable[Pod], covering: Callable[[Pod], Sequence[Pdb]]) -> list[Pod]:
+    """The order the replacements reach the scheduler: the eviction order, held back by PDBs.
+
+    The Eviction API refuses (429) a pod whose PodDisruptionBudget the earlier evictions of the
+    drain have used up; the executor retries it once the replacements are Ready, so it reaches the
+    scheduler after the pods evicted at once, and they have taken their places by then.
+    """
+    budgets: dict[tuple[str, str], int] = {}
+    at_once: list[Pod] = []
+    held: list[Pod] = []
+    for pod in eviction_order(pods):
+        pdbs = covering(pod)
+        if all(budgets.setdefault((pdb.namespace, pdb.name), pdb.disruptions_allowed) > 0 for pdb in pdbs):
+            for pdb in pdbs:
+                budgets[(pdb.namespace, pdb.name)] -= 1
+            at_once.append(pod)
+        else:
+            held.append(pod)
+    return at_once + held
 
 
 def static_refusal(pod: Pod, node: Node, ignored_taints: frozenset[str] = frozenset()) -> str | None:

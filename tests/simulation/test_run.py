@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from datetime import timedelta
 
@@ -134,3 +135,18 @@ def test_on_every_example_no_strategy_goes_below_the_lower_bound_and_node_compac
     assert recorder.pdb_violations["node-compactor"] == 0
     assert recorder.no_place["node-compactor"] == 0
     assert not strategy(results, "node-compactor").failures
+
+
+def test_pods_held_back_by_a_pdb_still_find_a_place_when_they_reach_the_scheduler_last() -> None:
+    # A whole day of diurnal-web with the Cluster Autoscaler's threshold at 0.65: at 15:20 a drain
+    # evicts 23 pods at once while a PDB holds 3 back. The proof that placed all 26 in eviction order
+    # left one of the 23 (shop/recommendations, 500m) with no place once the 3 were missing from the
+    # queue; the proof now also places them in the order PDBs let them arrive.
+    with open("examples/scenarios/diurnal-web.json", "rb") as file:
+        data = json.loads(file.read())
+    data["autoscaler"] = {"scaleDownUtilizationThreshold": 0.65}
+    results = runner.run(setup_from(data), strategies=("node-compactor",))
+    recorder = strategy(results, "node-compactor").recorder
+    assert recorder.evicted["node-compactor"] > 300, "node-compactor drains nodes all day"
+    assert recorder.no_place["node-compactor"] == 0
+    assert recorder.pdb_violations["node-compactor"] == 0

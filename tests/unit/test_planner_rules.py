@@ -659,6 +659,38 @@ def test_a_drain_is_proven_in_eviction_order_too_as_the_scheduler_will_see_the_p
     assert "when they arrive in eviction order" in blockers_of(plan, "n1")
 
 
+def test_a_drain_is_proven_in_the_order_pdbs_let_the_pods_reach_the_scheduler() -> None:
+    # n2 (8 cpu) has 1000m free at 87.5%, n3 and n4 (4 cpu) 600m each at 85%. The PDB lets one of
+    # web's pods go at a time: the executor evicts a-web at once, but b-web (1 cpu) is refused until
+    # a-web's replacement is Ready, so c and d reach the scheduler before it. Largest first and in
+    # eviction order the big pod gets n2; in the order they really arrive, d takes n2 (least
+    # allocated by then) and b-web finds no node with 1 cpu free.
+    nodes = [
+        make_node("n1"),
+        make_node("n2", cpu="8", marked_since=None),
+        make_node("n3", marked_since=None),
+        make_node("n4", marked_since=None),
+    ]
+    keepers = [
+        busy("k2", "n2", cpu="7", memory="0"),
+        *(busy(f"k{i}", f"n{i}", cpu="3400m", memory="0") for i in (3, 4)),
+    ]
+    movers = [
+        make_pod("a-web", cpu="300m", memory="0", labels={"app": "web"}),
+        make_pod("b-web", cpu="1", memory="0", labels={"app": "web"}),
+        make_pod("c-small", cpu="300m", memory="0"),
+        make_pod("d-small", cpu="300m", memory="0"),
+    ]
+    one_at_a_time = make_pdb("web", match={"app": "web"}, allowed=1)
+    plan = run_plan(nodes, [*movers, *keepers], [one_at_a_time])
+    assert plan.decision.action == "none"
+    assert "pod default/b-web" in blockers_of(plan, "n1")
+    assert "when PodDisruptionBudgets hold some evictions back" in blockers_of(plan, "n1")
+    # With room for both of web's pods at once, the same pods arrive in eviction order and the drain is proven.
+    relaxed = run_plan(nodes, [*movers, *keepers], [make_pdb("web", match={"app": "web"}, allowed=2)])
+    assert relaxed.decision.action == "drain" and relaxed.decision.node == "n1"
+
+
 def test_the_proof_places_each_pod_on_the_least_allocated_node() -> None:
     nodes = [make_node("n1"), *(make_node(n, marked_since=None) for n in ("n2", "n3", "n4"))]
     keepers = [busy("k2", "n2", cpu="2"), busy("k3", "n3", cpu="2500m"), busy("k4", "n4", cpu="3")]

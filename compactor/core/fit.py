@@ -198,11 +198,18 @@ class Simulation:
             usage.extended[name] = usage.extended.get(name, 0) + amount
         usage.placed.append(pod)
         for (namespace, constraint), counts in self._spread_counts.items():
-            domain = target.node.labels.get(constraint.topology_key)
-            if domain is None or namespace != pod.namespace or domain not in counts:
-                continue
-            if selector_matches(constraint.selector, pod.labels):
-                counts[domain] += 1
+            if namespace == pod.namespace and selector_matches(constraint.selector, pod.labels):
+                self._count_move(counts, constraint, pod, target)
+
+    def _count_move(self, counts: Counter[str], constraint: SpreadConstraint, pod: Pod, target: NodeState) -> None:
+        """A matching pod lands on `target`; if it came from the source node, it has left that node's domain."""
+        domain = target.node.labels.get(constraint.topology_key)
+        if domain is not None and domain in counts:
+            counts[domain] += 1
+        if pod.node_name == self.source.name:
+            left = self.source.node.labels.get(constraint.topology_key)
+            if left is not None and left in counts:
+                counts[left] -= 1
 
     def _pods_on(self, target: NodeState) -> Iterable[Pod]:
         usage = self.usage.get(target.name)
@@ -312,12 +319,31 @@ class Simulation:
             if domain is None:
                 return False
             counts = self._spread_counts_for(pod, constraint)
-            if counts[domain] + 1 - min(counts.values(), default=0) > constraint.max_skew:
+            left = self._own_domain(pod, constraint, counts)
+            if left is not None:
+                counts[left] -= 1  # the pod was evicted before its replacement reached the scheduler
+            skew = counts[domain] + 1 - min(counts.values(), default=0)
+            if left is not None:
+                counts[left] += 1
+            if skew > constraint.max_skew:
                 return False
         return True
 
+    def _own_domain(self, pod: Pod, constraint: SpreadConstraint, counts: Counter[str]) -> str | None:
+        """The domain where `pod` itself is still counted: the source node's, if it matches its own selector."""
+        if pod.node_name != self.source.name or not selector_matches(constraint.selector, pod.labels):
+            return None
+        domain = self.source.node.labels.get(constraint.topology_key)
+        return domain if domain is not None and domain in counts else None
+
     def _spread_counts_for(self, pod: Pod, constraint: SpreadConstraint) -> Counter[str]:
-        """Matching pods per domain over the nodes the pod may use; the source node is leaving."""
+        """Matching pods per domain over the nodes the pod may use, as the scheduler counts them now.
+
+        The source node is leaving, so it is no domain of its own; but the pods on it that have not
+        been placed yet are still running there (the executor has not evicted them, or a PDB holds
+        them back) and kube-scheduler's PodTopologySpread counts them in its zone. A pod the
+        simulation has placed counts where it went, and no longer where it was.
+        """
         key = (pod.namespace, constraint)
         counts = self._spread_counts.get(key)
         if counts is None:
@@ -335,12 +361,18 @@ class Simulation:
                     continue
                 counts[domain] += 0  # an empty domain still counts for the minimum
             for other in self.view.pods_by_namespace.get(pod.namespace, ()):
-                if other.node_name == self.source.name or not selector_matches(constraint.selector, other.labels):
+                if not selector_matches(constraint.selector, other.labels):
                     continue
                 holder = self.view.nodes.get(other.node_name or "")
                 domain = holder.node.labels.get(constraint.topology_key) if holder is not None else None
                 if domain is not None and domain in counts:
                     counts[domain] += 1
+            targets = {target.name: target for target in self.targets}
+            for target_name, usage in self.usage.items():
+                target = targets[target_name]
+                for placed in usage.placed:
+                    if placed.namespace == pod.namespace and selector_matches(constraint.selector, placed.labels):
+                        self._count_move(counts, constraint, placed, target)
             self._spread_counts[key] = counts
         return counts
 

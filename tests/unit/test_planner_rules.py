@@ -500,6 +500,28 @@ def test_topology_spread_with_do_not_schedule_is_respected() -> None:
     assert "topology spread on 1" in blockers_of(plan, "n1")
 
 
+def test_topology_spread_counts_the_pods_still_on_the_node_being_drained() -> None:
+    # kube-scheduler counts every matching pod where it runs now: while web-1 still runs on the
+    # cordoned n1 (not evicted yet, or held back by its PDB), it counts in zone a. web-0 has been
+    # evicted before its replacement is scheduled, so it counts nowhere.
+    from compactor.core import fit
+    from compactor.core.cluster import ClusterView
+    from tests.builders import make_snapshot, spread
+
+    constraint = (spread({"app": "web"}),)
+    nodes = [make_node("n1", zone="a"), make_node("n2", zone="a", marked_since=None), make_node("n3", zone="b")]
+    web = [make_pod(f"web-{i}", node="n1", labels={"app": "web"}, spread_constraints=constraint) for i in range(2)]
+    view = ClusterView(make_snapshot(nodes, web), make_config())
+    n2, n3 = view.nodes["n2"], view.nodes["n3"]
+    simulation = fit.Simulation(view, view.nodes["n1"], fit.targets_for(view))
+    assert simulation.why_not(web[0], n2) == "topology spread"  # zone a would hold 2 (with web-1), zone b 0
+    assert simulation.why_not(web[0], n3) is None
+    simulation.place(web[0], n3)
+    # web-1 has left zone a when its replacement comes; zone b holds web-0 now.
+    assert simulation.why_not(web[1], n2) is None
+    assert simulation.why_not(web[1], n3) == "topology spread"
+
+
 def test_required_pod_affinity_needs_a_matching_pod_in_the_domain() -> None:
     from tests.builders import affinity_term
 

@@ -22,8 +22,9 @@ minutes by default).
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from datetime import datetime, timedelta
+
+from msgspec import structs
 
 from compactor.config import Config
 from compactor.core import planner
@@ -117,9 +118,9 @@ def _matured(snapshot: Snapshot, now: datetime) -> Snapshot:
         annotations = {k: v for k, v in node.annotations.items() if k != DRAIN_FAILED_AT}
         annotations[UNDERUTILIZED_SINCE] = stamp
         created = long_ago if node.created is None or node.created > long_ago else node.created
-        nodes.append(replace(node, annotations=annotations, created=created))
+        nodes.append(structs.replace(node, annotations=annotations, created=created))
     pods = tuple(pod for pod in snapshot.pods if pod.node_name not in gone)
-    return replace(snapshot, nodes=tuple(nodes), pods=pods)
+    return structs.replace(snapshot, nodes=tuple(nodes), pods=pods)
 
 
 def _apply(snapshot: Snapshot, decision: Decision, pool_label: str) -> tuple[Snapshot, PathStep]:
@@ -131,11 +132,11 @@ def _apply(snapshot: Snapshot, decision: Decision, pool_label: str) -> tuple[Sna
         if pod.node_name != drained:
             pods.append(pod)
         elif pod.key in placements:
-            pods.append(replace(pod, node_name=placements[pod.key]))
+            pods.append(structs.replace(pod, node_name=placements[pod.key]))
     nodes = tuple(node for node in snapshot.nodes if node.name != drained)
     left = sum(1 for node in nodes if node.labels.get(pool_label) == decision.pool)
     step = PathStep(drained or "", decision.pool, len(placements), left)
-    return replace(snapshot, nodes=nodes, pods=tuple(pods)), step
+    return structs.replace(snapshot, nodes=nodes, pods=tuple(pods)), step
 
 
 def _at_lower_bound(plan: Plan, config: Config) -> bool:

@@ -21,6 +21,7 @@ minutes by default).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from datetime import datetime, timedelta
 
@@ -50,7 +51,9 @@ def consolidation_path(
     schedule_minutes: float = SCHEDULE_MINUTES,
     removal_minutes: float = REMOVAL_MINUTES,
     max_steps: int | None = None,
+    pdbs: PdbIndex | None = None,
 ) -> ConsolidationPath:
+    """The path from the plan `first` made now; `pdbs` may carry the index of the same PDBs it was made with."""
     started = {node.name for node in snapshot.nodes if DRAIN_STARTED_AT in node.annotations}
     if started - set(first.awaiting_removal):  # the planner found a node still being drained
         return ConsolidationPath((), False, "a drain in progress comes first; the path starts once it is done", 0.0)
@@ -63,7 +66,8 @@ def consolidation_path(
         snapshot, step = _apply(snapshot, first.decision, config.pool_label)
         steps.append(step)
     current = _matured(snapshot, now)
-    pdbs = PdbIndex(snapshot.pdbs)  # the PDBs do not change along the path: what they cover is found once
+    if pdbs is None:
+        pdbs = PdbIndex(snapshot.pdbs)  # the PDBs do not change along the path: what they cover is found once
     while True:
         plan = planner.plan(current, matured_config, now=now, pdbs=pdbs)
         reached = _at_lower_bound(plan, config)
@@ -79,6 +83,15 @@ def consolidation_path(
         current, step = _apply(current, plan.decision, config.pool_label)
         steps.append(step)
     return _path(steps, reached, stopped, config, schedule_minutes, removal_minutes)
+
+
+def plan_with_path(snapshot: Snapshot, config: Config, *, now: datetime, max_steps: int | None = None) -> Plan:
+    """The plan made now with its consolidation path; one PDB index serves every plan, so the
+    PodDisruptionBudgets covering each pod are found once and not once a plan."""
+    pdbs = PdbIndex(snapshot.pdbs)
+    first = planner.plan(snapshot, config, now=now, pdbs=pdbs)
+    found = consolidation_path(snapshot, config, first, now=now, max_steps=max_steps, pdbs=pdbs)
+    return dataclasses.replace(first, path=found)
 
 
 def _path(

@@ -77,6 +77,9 @@ class ClusterView:
                 self.schedulable_in_pool[state.pool] += 1
         # An index built for the same PDBs may be passed in, with what it already found (`core.path`).
         self.pdbs = pdbs if pdbs is not None else PdbIndex(snapshot.pdbs)
+        # `fit`'s starting order of targets, made once for all the simulations on this view: by the
+        # id() of the target sequence (kept beside, so a reused id never matches) and the avoided nodes.
+        self.start_heaps: dict[tuple[int, frozenset[str]], tuple[object, list[tuple[bool, float, str, int]]]] = {}
 
 
 class PdbIndex:

@@ -845,7 +845,16 @@ class SnapshotBuilder:
             for offset, raw in enumerate(raws):
                 self.add_encoded_item(raw, first_index + offset)
             return len(raws)
-        unread = [offset for offset, item in enumerate(items) if not self._add_typed(item, first_index + offset)]
+        unread = []
+        add_pod = self.pods.append
+        for offset, item in enumerate(items):
+            if item.kind == "Pod":  # nine items in ten: without the general dispatch
+                try:
+                    add_pod(_pod_of(item))
+                except _UNREADABLE:
+                    unread.append(offset)
+            elif not self._add_typed(item, first_index + offset):
+                unread.append(offset)
         if unread:
             raws = decoding.RAW_ITEMS.decode(batch)
             for offset in unread:

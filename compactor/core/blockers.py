@@ -7,11 +7,12 @@ and kube-system rules, never a PodDisruptionBudget or an explicit "false".
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from compactor.config import Config
 from compactor.core.cluster import PdbIndex
-from compactor.core.model import Pod
+from compactor.core.model import Pdb, Pod
 
 SYSTEM_NAMESPACE = "kube-system"
 
@@ -34,15 +35,36 @@ def pod_blockers(pod: Pod, pdbs: PdbIndex, config: Config) -> list[Blocker]:
     if pod.stays_on_node:
         return []
     covering = pdbs.covering(pod)
-    if (
+    if _plainly_evictable(pod, covering):
+        return []  # the common case, decided without building any text
+    return _reasons(pod, covering, config)
+
+
+def pods_blockers(pods: Iterable[Pod], pdbs: PdbIndex, config: Config) -> list[Blocker]:
+    """`pod_blockers` of every pod of a node, in order; one call for a node's 30 pods, not 30."""
+    found: list[Blocker] = []
+    covering_of = pdbs.covering
+    for pod in pods:
+        if pod.stays_on_node:
+            continue
+        covering = covering_of(pod)
+        if not _plainly_evictable(pod, covering):
+            found.extend(_reasons(pod, covering, config))
+    return found
+
+
+def _plainly_evictable(pod: Pod, covering: list[Pdb]) -> bool:
+    return (
         not covering
         and pod.safe_to_evict is None
         and not pod.do_not_disrupt
         and pod.controller_kind is not None
         and not pod.local_storage
         and pod.namespace != SYSTEM_NAMESPACE
-    ):
-        return []  # the common case, decided without building any text
+    )
+
+
+def _reasons(pod: Pod, covering: list[Pdb], config: Config) -> list[Blocker]:
     reasons: list[Blocker] = []
     where = f"pod {pod.key}"
     if pod.safe_to_evict is False:

@@ -6,7 +6,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from compactor.config import Config
-from compactor.core.model import Node, Pdb, Pod, Resources, Snapshot
+from compactor.core.model import TERMINAL_PHASES, Node, Pdb, Pod, Resources, Snapshot
 from compactor.core.selectors import selector_matches
 
 
@@ -17,10 +17,7 @@ class NodeState:
     pods: tuple[Pod, ...]  # non-terminal pods bound to the node
     requested: Resources  # their summed requests
     movable_pods: tuple[Pod, ...]  # the pods a drain must evict: all but DaemonSet and mirror pods
-
-    @property
-    def name(self) -> str:
-        return self.node.name
+    name: str  # the node's, read at every step of every stage
 
     @property
     def cpu_ratio(self) -> float | None:
@@ -46,24 +43,27 @@ class ClusterView:
         pods_by_node: dict[str, list[Pod]] = defaultdict(list)
         self.pods_by_namespace: dict[str, list[Pod]] = defaultdict(list)
         self.unschedulable_pods: list[Pod] = []
+        by_namespace = self.pods_by_namespace
         for pod in snapshot.pods:
-            if pod.is_terminal:
+            if pod.phase in TERMINAL_PHASES:
                 continue
             if pod.node_name is not None:
                 pods_by_node[pod.node_name].append(pod)
-                self.pods_by_namespace[pod.namespace].append(pod)
+                by_namespace[pod.namespace].append(pod)
             elif pod.unschedulable:
                 self.unschedulable_pods.append(pod)
 
         self.nodes: dict[str, NodeState] = {}
+        pool_label = config.pool_label
         for node in snapshot.nodes:
             pods = tuple(pods_by_node.get(node.name, ()))
             self.nodes[node.name] = NodeState(
-                node=node,
-                pool=node.labels.get(config.pool_label),
-                pods=pods,
-                requested=_sum_requests(pods),
-                movable_pods=tuple(pod for pod in pods if not pod.stays_on_node),
+                node,
+                node.labels.get(pool_label),
+                pods,
+                _sum_requests(pods),
+                tuple([pod for pod in pods if not pod.stays_on_node]),
+                node.name,
             )
 
         self.nodes_by_pool: dict[str | None, list[NodeState]] = defaultdict(list)
@@ -139,6 +139,7 @@ def _sum_requests(pods: tuple[Pod, ...]) -> Resources:
         requests = pod.requests
         cpu += requests.cpu_millis
         memory += requests.memory_bytes
-        for name, amount in requests.extended:
-            extended[name] = extended.get(name, 0) + amount
-    return Resources(cpu, memory, tuple(sorted(extended.items())))
+        if requests.extended:
+            for name, amount in requests.extended:
+                extended[name] = extended.get(name, 0) + amount
+    return Resources(cpu, memory, tuple(sorted(extended.items())) if extended else ())

@@ -44,6 +44,8 @@ SOFT_TAINT = "node-compactor.dev/underutilized"
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
+# Phases of a finished pod, which counts for nothing.
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 class Resources(msgspec.Struct, frozen=True, gc=False):
@@ -189,7 +191,7 @@ class Pod(msgspec.Struct, frozen=True, gc=False):
     stays_on_node: bool = False
 
     def __post_init__(self) -> None:
-        stays = self.controller_kind == "DaemonSet" or self.is_mirror or self.phase in ("Succeeded", "Failed")
+        stays = self.controller_kind == "DaemonSet" or self.is_mirror or self.phase in TERMINAL_PHASES
         msgspec.structs.force_setattr(self, "stays_on_node", stays)
 
     @property
@@ -198,7 +200,7 @@ class Pod(msgspec.Struct, frozen=True, gc=False):
 
     @property
     def is_terminal(self) -> bool:
-        return self.phase in ("Succeeded", "Failed")
+        return self.phase in TERMINAL_PHASES
 
 
 class Node(msgspec.Struct, frozen=True, gc=False):

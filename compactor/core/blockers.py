@@ -32,12 +32,7 @@ API_ENFORCED = frozenset({"pdb"})
 
 def pod_blockers(pod: Pod, pdbs: PdbIndex, config: Config) -> list[Blocker]:
     """Why this pod stops its node from being drained; empty when it can be evicted."""
-    if pod.stays_on_node:
-        return []
-    covering = pdbs.covering(pod)
-    if _plainly_evictable(pod, covering):
-        return []  # the common case, decided without building any text
-    return _reasons(pod, covering, config)
+    return pods_blockers((pod,), pdbs, config)
 
 
 def pods_blockers(pods: Iterable[Pod], pdbs: PdbIndex, config: Config) -> list[Blocker]:
@@ -48,20 +43,17 @@ def pods_blockers(pods: Iterable[Pod], pdbs: PdbIndex, config: Config) -> list[B
         if pod.stays_on_node:
             continue
         covering = covering_of(pod)
-        if not _plainly_evictable(pod, covering):
-            found.extend(_reasons(pod, covering, config))
+        if (
+            pod.safe_to_evict is None
+            and not pod.do_not_disrupt
+            and pod.controller_kind is not None
+            and not pod.local_storage
+            and pod.namespace != SYSTEM_NAMESPACE
+            and (not covering or (len(covering) == 1 and covering[0].disruptions_allowed > 0))
+        ):
+            continue  # the common case, decided without building any text
+        found.extend(_reasons(pod, covering, config))
     return found
-
-
-def _plainly_evictable(pod: Pod, covering: list[Pdb]) -> bool:
-    return (
-        not covering
-        and pod.safe_to_evict is None
-        and not pod.do_not_disrupt
-        and pod.controller_kind is not None
-        and not pod.local_storage
-        and pod.namespace != SYSTEM_NAMESPACE
-    )
 
 
 def _reasons(pod: Pod, covering: list[Pdb], config: Config) -> list[Blocker]:

@@ -142,10 +142,10 @@ class Simulation:
                     break
                 refusals[why] += 1
                 refused.append(entry)
+            else:  # every target refused it: the simulation ends here
+                return FitResult(False, placements, self._explain(pod, refusals))
             for entry in refused:
                 heapq.heappush(heap, entry)
-            if pod.key not in placements:
-                return FitResult(False, placements, self._explain(pod, refusals))
         return FitResult(True, placements)
 
     def _start(self) -> tuple[list[_Entry], Sequence[NodeState]]:

@@ -35,6 +35,17 @@ def pod_blockers(pod: Pod, pdbs: PdbIndex, config: Config) -> list[Blocker]:
     return pods_blockers((pod,), pdbs, config)
 
 
+def node_pods_blockers(pods: tuple[Pod, ...], pdbs: PdbIndex, config: Config) -> list[Blocker]:
+    """`pods_blockers` of a node's pods, found once per tuple of pods for the plans sharing `pdbs`."""
+    key = (id(pods), config.skip_nodes_with_local_storage, config.skip_nodes_with_system_pods)
+    known = pdbs.pods_found.get(key)
+    if known is not None and known[0] is pods:
+        return list(known[1])
+    found = pods_blockers(pods, pdbs, config)
+    pdbs.pods_found[key] = (pods, found)
+    return list(found)
+
+
 def pods_blockers(pods: Iterable[Pod], pdbs: PdbIndex, config: Config) -> list[Blocker]:
     """`pod_blockers` of every pod of a node, in order; one call for a node's 30 pods, not 30."""
     found: list[Blocker] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 from compactor.config import Config
 from compactor.core.model import TERMINAL_PHASES, Node, Pdb, Pod, Resources, Snapshot
@@ -37,7 +38,11 @@ class NodeState:
 
 
 class ClusterView:
-    def __init__(self, snapshot: Snapshot, config: Config, pdbs: PdbIndex | None = None) -> None:
+    def __init__(
+        self, snapshot: Snapshot, config: Config, pdbs: PdbIndex | None = None, earlier: ClusterView | None = None
+    ) -> None:
+        """`earlier` may be the view of a snapshot this one was made from (the consolidation path's
+        previous step): a node that holds the same pods as there takes what was derived from them."""
         self.snapshot = snapshot
         self.config = config
         pods_by_node: dict[str, list[Pod]] = defaultdict(list)
@@ -55,16 +60,18 @@ class ClusterView:
 
         self.nodes: dict[str, NodeState] = {}
         pool_label = config.pool_label
+        before = earlier.nodes if earlier is not None else {}
         for node in snapshot.nodes:
             pods = tuple(pods_by_node.get(node.name, ()))
-            self.nodes[node.name] = NodeState(
-                node,
-                node.labels.get(pool_label),
-                pods,
-                _sum_requests(pods),
-                tuple([pod for pod in pods if not pod.stays_on_node]),
-                node.name,
-            )
+            same = before.get(node.name)
+            if same is not None and same.pods == pods:
+                # The same pods (one by one the same objects, or equal): their tuple, which
+                # `PdbIndex.pods_found` knows, and their sums.
+                pods, requested, movable = same.pods, same.requested, same.movable_pods
+            else:
+                requested = _sum_requests(pods)
+                movable = tuple([pod for pod in pods if not pod.stays_on_node])
+            self.nodes[node.name] = NodeState(node, node.labels.get(pool_label), pods, requested, movable, node.name)
 
         self.nodes_by_pool: dict[str | None, list[NodeState]] = defaultdict(list)
         # Counted once here: per node they would make candidate discovery quadratic in pool size.
@@ -97,6 +104,9 @@ class PdbIndex:
         self._always: dict[str, list[Pdb]] = {}
         # What covering() found per pod object; the pod is kept beside it so a reused id() never matches.
         self._found: dict[int, tuple[Pod, list[Pdb]]] = {}
+        # What `blockers.pods_blockers` found for a node's pods, by the id() of their tuple (kept beside)
+        # and the configuration's two pod rules: views along the consolidation path share the tuples.
+        self.pods_found: dict[tuple[int, bool, bool], tuple[tuple[Pod, ...], list[Any]]] = {}
         for pdb in pdbs:
             if pdb.selector is None:
                 continue  # selects no pod

@@ -29,7 +29,7 @@ from msgspec import structs
 
 from compactor.config import Config
 from compactor.core import planner
-from compactor.core.cluster import PdbIndex
+from compactor.core.cluster import ClusterView, PdbIndex
 from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE, Pod, Snapshot
 from compactor.core.plan import ConsolidationPath, Decision, PathStep, Plan
 from compactor.core.timing import format_stamp
@@ -51,9 +51,10 @@ def consolidation_path(
     schedule_minutes: float = SCHEDULE_MINUTES,
     removal_minutes: float = REMOVAL_MINUTES,
     max_steps: int | None = None,
-    pdbs: PdbIndex | None = None,
+    view: ClusterView | None = None,
 ) -> ConsolidationPath:
-    """The path from the plan `first` made now; `pdbs` may carry the index of the same PDBs it was made with."""
+    """The path from the plan `first` made now; `view` may be the view `first` was made on, whose
+    PDB index and per-node sums the path's plans then share."""
     started = {node.name for node in snapshot.nodes if DRAIN_STARTED_AT in node.annotations}
     if started - set(first.awaiting_removal):  # the planner found a node still being drained
         return ConsolidationPath((), False, "a drain in progress comes first; the path starts once it is done", 0.0)
@@ -66,10 +67,12 @@ def consolidation_path(
         snapshot, step = _apply(snapshot, first.decision, config.pool_label)
         steps.append(step)
     current = _matured(snapshot, now)
-    if pdbs is None:
-        pdbs = PdbIndex(snapshot.pdbs)  # the PDBs do not change along the path: what they cover is found once
+    # The PDBs do not change along the path: what they cover is found once.
+    pdbs = view.pdbs if view is not None else PdbIndex(snapshot.pdbs)
     while True:
-        plan = planner.plan(current, matured_config, now=now, pdbs=pdbs)
+        # Each view is built from the one before: most nodes hold the same pods from step to step.
+        view = ClusterView(current, matured_config, pdbs, earlier=view)
+        plan = planner.plan(current, matured_config, now=now, view=view)
         reached = _at_lower_bound(plan, config)
         if reached:
             stopped = "every enabled pool is at its lower bound"
@@ -86,11 +89,12 @@ def consolidation_path(
 
 
 def plan_with_path(snapshot: Snapshot, config: Config, *, now: datetime, max_steps: int | None = None) -> Plan:
-    """The plan made now with its consolidation path; one PDB index serves every plan, so the
-    PodDisruptionBudgets covering each pod are found once and not once a plan."""
-    pdbs = PdbIndex(snapshot.pdbs)
-    first = planner.plan(snapshot, config, now=now, pdbs=pdbs)
-    found = consolidation_path(snapshot, config, first, now=now, max_steps=max_steps, pdbs=pdbs)
+    """The plan made now with its consolidation path; the plans share one PDB index, so the
+    PodDisruptionBudgets covering each pod are found once and not once a plan, and each plan's view
+    of the cluster is built from the one before."""
+    view = ClusterView(snapshot, config)
+    first = planner.plan(snapshot, config, now=now, view=view)
+    found = consolidation_path(snapshot, config, first, now=now, max_steps=max_steps, view=view)
     return dataclasses.replace(first, path=found)
 
 

@@ -566,7 +566,7 @@ def _node_of(item: decoding.Item) -> Node:
     amounts = status.allocatable
     pods_text = amounts.get("pods") if amounts else None
     ready = False
-    for condition in status.conditions or ():
+    for condition in _conditions_of(status):
         if condition.type == "Ready":
             ready = condition.status == "True"
     return Node(
@@ -649,9 +649,11 @@ def _pod_of(item: decoding.Item) -> Pod:
 
     unschedulable = False
     if not spec.nodeName:  # only a pod not bound to a node waits for room
-        for condition in status.conditions or ():
+        for condition in _conditions_of(status):
             if condition.type == "PodScheduled" and condition.status == "False" and condition.reason == "Unschedulable":
                 unschedulable = True
+    elif status.conditions and memoryview(status.conditions)[0] not in _LIST_OR_NULL:
+        _unreadable()  # not a list: the long way names it, as it would for any pod
 
     node_affinity, pod_affinity, pod_anti_affinity = (
         _NO_AFFINITY
@@ -695,6 +697,13 @@ def _pod_of(item: decoding.Item) -> Pod:
         unschedulable and node_name is None,  # unschedulable
         meta.deletionTimestamp is not None,  # terminating
     )
+
+
+def _conditions_of(status: decoding.Status) -> list[decoding.Condition]:
+    return (decoding.CONDITIONS.decode(status.conditions) or []) if status.conditions else []
+
+
+_LIST_OR_NULL = frozenset(b"[n")  # the first byte of a JSON list or null
 
 
 def _requests_of(container: decoding.Container) -> Resources:

@@ -660,11 +660,10 @@ def _pod_of(item: decoding.Item) -> Pod:
         if not spec.affinity
         else _shared(_affinity_by_text, (namespace, bytes(spec.affinity)), lambda v: _affinity_from(v, namespace))
     )
-    tolerations = (
-        _shared(_tolerations_by_text, bytes(spec.tolerations), _tolerations_from)
-        if spec.tolerations
-        else _NO_TOLERATIONS
-    )
+    tolerations = _NO_TOLERATIONS
+    if spec.tolerations:
+        text = bytes(spec.tolerations)
+        tolerations = _tolerations_by_text.get(text) or _shared(_tolerations_by_text, text, _tolerations_from)
     spread = spec.topologySpreadConstraints
     spread_constraints = () if spread is _UNSET else _shared(_spread_by_text, bytes(spread), _spread_constraints_from)
     node_name = spec.nodeName or None
@@ -1110,7 +1109,7 @@ def _item_batches(stream: BinaryIO, buffer: bytes, match: re.Match[bytes]) -> It
             buffer, position = buffer[position:] + more, 0
             end = buffer.rfind(closer, position)
         stop = end + len(closer)
-        yield b"".join((b"[", buffer[position:stop], b"]"))
+        yield b"".join((b"[", memoryview(buffer)[position:stop], b"]"))  # one copy, not two
         buffer, index = _significant(stream, buffer, stop)
         if buffer[index : index + 1] == b"]":
             _check_outside_items(prefix, buffer[index + 1 :] + stream.read())

@@ -119,6 +119,7 @@ class Simulation:
         self.usage: dict[str, _Usage] = {}
         self.source_zone = source.node.zone
         self._spread_counts: dict[tuple[str, SpreadConstraint], Counter[str]] = {}
+        self._target_names: frozenset[str] | None = None
 
     def run(self, pods: Iterable[Pod]) -> FitResult:
         """Place `pods` in the order given; a new Simulation for every order tried."""
@@ -126,6 +127,10 @@ class Simulation:
         heap, targets = self._start()
         source = self.source.name
         for pod in pods:
+            if pod.node_selector and self.targets:
+                nowhere = self._refused_by_node_selector(pod)
+                if nowhere is not None:
+                    return FitResult(False, placements, self._explain(pod, nowhere))
             # One pass: the reasons gathered on the way explain a pod that fits nowhere.
             refusals: Counter[str] = Counter()
             refused: list[_Entry] = []
@@ -147,6 +152,37 @@ class Simulation:
             for entry in refused:
                 heapq.heappush(heap, entry)
         return FitResult(True, placements)
+
+    def _refused_by_node_selector(self, pod: Pod) -> Counter[str] | None:
+        """When no target carries the labels of `pod`'s nodeSelector, what the scan of every target
+        would find (each refuses it for a taint or for the nodeSelector), without the scan; else None.
+
+        A pod pinned to one node by its hostname fits nowhere else: this is the common failed
+        simulation, and looking at every target one by one made it the most costly part of a plan.
+        """
+        if self._target_names is None:
+            self._target_names = frozenset(target.name for target in self.targets)
+        matching: frozenset[str] | set[str] = self._target_names
+        for key, value in pod.node_selector:
+            matching = self.view.names_labelled(key, value) & matching
+            if not matching:
+                break
+        if matching:
+            return None  # some target may take it: the scan decides
+        refusals: Counter[str] = Counter()
+        tainted = sum(1 for t in self.targets if t.node.taints and static_refusal(pod, t.node) == "taint")
+        selector = len(self.targets) - tainted
+        if tainted and selector and tainted == selector:
+            # Equal counts are listed in the order the scan would meet them: the first target's reason first.
+            first = min(self.targets, key=lambda target: (*self._rank(target), target.name))
+            first_reason = static_refusal(pod, first.node)
+            assert first_reason is not None
+            refusals[first_reason] = 0
+        if tainted:
+            refusals["taint"] += tainted
+        if selector:
+            refusals["nodeSelector"] += selector
+        return refusals
 
     def _start(self) -> tuple[list[_Entry], Sequence[NodeState]]:
         """The targets as a heap of (avoided, load, name, index into the sequence returned beside it):

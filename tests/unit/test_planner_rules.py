@@ -394,6 +394,29 @@ def test_a_pod_that_fits_nowhere_else_keeps_its_node(pod: Any, others: dict[str,
     assert expected in blockers_of(plan, "n1")
 
 
+@pytest.mark.parametrize(
+    ("tainted", "plain", "busy_kind", "expected"),
+    [
+        pytest.param(1, 3, "plain", "(nodeSelector on 3, taint on 1)", id="more-refuse-the-selector"),
+        pytest.param(3, 1, "plain", "(taint on 3, nodeSelector on 1)", id="more-refuse-for-a-taint"),
+        # Equal counts: in the order the scan meets them, the least allocated node first.
+        pytest.param(2, 2, "plain", "(taint on 2, nodeSelector on 2)", id="tie-tainted-nodes-least-allocated"),
+        pytest.param(2, 2, "tainted", "(nodeSelector on 2, taint on 2)", id="tie-plain-nodes-least-allocated"),
+    ],
+)
+def test_a_pod_pinned_by_its_node_selector_says_what_each_other_node_refuses_it_for(
+    tainted: int, plain: int, busy_kind: str, expected: str
+) -> None:
+    nodes = [make_node("n1")]
+    nodes += [make_node(f"t{i}", marked_since=None, taints=[taint("dedicated", "db")]) for i in range(tainted)]
+    nodes += [make_node(f"p{i}", marked_since=None) for i in range(plain)]
+    loaded = [node.name for node in nodes[1:] if node.name.startswith(busy_kind[0])]
+    pinned = make_pod("pinned", node="n1", node_selector=(("kubernetes.io/hostname", "n1"),))
+    plan = run_plan(nodes, [pinned, *(busy(f"b-{name}", name, cpu="2") for name in loaded)])
+    assert plan.decision.action == "none"
+    assert f"pod default/pinned (cpu 100m, memory 128Mi) fits on no other node {expected}" in blockers_of(plan, "n1")
+
+
 def test_placements_accumulate_so_two_pods_cannot_share_the_same_room() -> None:
     # 1800m in all fits the 2000m free in total, but two 600m pods cannot share one node's 1000m.
     pods = [make_pod(f"w{i}", node="n1", cpu="600m") for i in range(3)]

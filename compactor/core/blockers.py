@@ -7,7 +7,7 @@ and kube-system rules, never a PodDisruptionBudget or an explicit "false".
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from compactor.config import Config
@@ -67,7 +67,7 @@ def pods_blockers(pods: Iterable[Pod], pdbs: PdbIndex, config: Config) -> list[B
     return found
 
 
-def _reasons(pod: Pod, covering: list[Pdb], config: Config) -> list[Blocker]:
+def _reasons(pod: Pod, covering: Sequence[Pdb], config: Config) -> list[Blocker]:
     reasons: list[Blocker] = []
     where = f"pod {pod.key}"
     if pod.safe_to_evict is False:

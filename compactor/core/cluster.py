@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,7 +119,8 @@ class PdbIndex:
         # namespace mostly select on one key ("app"), so a pod needs one or two lookups.
         self._by_label: dict[str, dict[str, dict[str, list[Pdb]]]] = {}
         self._always: dict[str, list[Pdb]] = {}
-        # What covering() found per pod object; the pod is kept beside it so a reused id() never matches.
+        # What covering() found per pod object that some PDB covers; the pod is kept beside it so a
+        # reused id() never matches. That none covers a pod (most) is found again faster than kept.
         self._found: dict[int, tuple[Pod, list[Pdb]]] = {}
         # What `blockers.pods_blockers` found for a node's pods, by the id() of their tuple (kept beside)
         # and the configuration's two pod rules: views along the consolidation path share the tuples.
@@ -133,27 +135,31 @@ class PdbIndex:
             else:
                 self._always.setdefault(pdb.namespace, []).append(pdb)
 
-    def covering(self, pod: Pod) -> list[Pdb]:
+    def covering(self, pod: Pod) -> Sequence[Pdb]:
         known = self._found.get(id(pod))
         if known is not None and known[0] is pod:
             return known[1]
         found = self._covering(pod)
-        self._found[id(pod)] = (pod, found)
-        return found
+        if found:
+            self._found[id(pod)] = (pod, found)
+            return found
+        return ()
 
-    def _covering(self, pod: Pod) -> list[Pdb]:
+    def _covering(self, pod: Pod) -> list[Pdb] | None:
         always = self._always.get(pod.namespace)
         by_key = self._by_label.get(pod.namespace)
         if always is None and by_key is None:
-            return []
+            return None
         labels = pod.labels
-        found = [pdb for pdb in always if selector_matches(pdb.selector, labels)] if always else []
+        found = [pdb for pdb in always if selector_matches(pdb.selector, labels)] if always else None
         if by_key:
             for key, by_value in by_key.items():
                 value = labels.get(key)
                 if value is not None:
                     for pdb in by_value.get(value, ()):
                         if selector_matches(pdb.selector, labels):
+                            if found is None:
+                                found = []
                             found.append(pdb)
         return found
 

@@ -160,7 +160,7 @@ class Simulation:
         A pod pinned to one node by its hostname fits nowhere else: this is the common failed
         simulation, and looking at every target one by one made it the most costly part of a plan.
         """
-        if self._target_names is None:
+        if self._target_names is None or len(self._target_names) != len(self.targets):  # targets added since
             self._target_names = frozenset(target.name for target in self.targets)
         matching: frozenset[str] | set[str] = self._target_names
         for key, value in pod.node_selector:

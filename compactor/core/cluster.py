@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -47,15 +48,12 @@ class ClusterView:
         self.snapshot = snapshot
         self.config = config
         pods_by_node: dict[str, list[Pod]] = defaultdict(list)
-        self.pods_by_namespace: dict[str, list[Pod]] = defaultdict(list)
         self.unschedulable_pods: list[Pod] = []
-        by_namespace = self.pods_by_namespace
         for pod in snapshot.pods:
             if pod.phase in TERMINAL_PHASES:
                 continue
             if pod.node_name is not None:
                 pods_by_node[pod.node_name].append(pod)
-                by_namespace[pod.namespace].append(pod)
             elif pod.unschedulable:
                 self.unschedulable_pods.append(pod)
 
@@ -89,6 +87,16 @@ class ClusterView:
         # `fit`'s starting order of targets, made once for all the simulations on this view: by the
         # id() of the target sequence (kept beside, so a reused id never matches) and the avoided nodes.
         self.start_heaps: dict[tuple[int, frozenset[str]], tuple[object, list[tuple[bool, float, str, int]]]] = {}
+
+    @functools.cached_property
+    def pods_by_namespace(self) -> dict[str, list[Pod]]:
+        """The non-terminal pods bound to a node, by namespace (made when first asked: only
+        topology spread constraints need it)."""
+        by_namespace: dict[str, list[Pod]] = defaultdict(list)
+        for pod in self.snapshot.pods:
+            if pod.node_name is not None and pod.phase not in TERMINAL_PHASES:
+                by_namespace[pod.namespace].append(pod)
+        return by_namespace
 
     def names_labelled(self, key: str, value: str) -> set[str]:
         """The names of the nodes whose label `key` is `value` (indexed by key on first use)."""

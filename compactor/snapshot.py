@@ -599,20 +599,17 @@ def _pod_of(item: decoding.Item) -> Pod:
             controller_name = owner.name
 
     containers = spec.containers or _NO_CONTAINERS
-    app = tuple([_requests_of(container) for container in containers])
     init_containers = spec.initContainers or _NO_CONTAINERS
-    overhead = _amounts(spec.overhead, "overhead", "spec") if spec.overhead else ZERO
-    if not init_containers and overhead is ZERO and len(app) == 1:
-        requests = app[0]
-    else:
-        init = tuple([(_requests_of(c), c.restartPolicy == "Always") for c in init_containers])
-        formula_key = (app, init, overhead)
-        shared = _pod_requests_cache.get(formula_key)
-        if shared is None:
-            shared = pod_requests.pod_requests(app, init, overhead)
-            if len(_pod_requests_cache) < _CACHE_LIMIT:
-                _pod_requests_cache[formula_key] = shared
-        requests = shared
+    # The common pod (no init containers, no overhead) by the texts of its containers' requests:
+    # one lookup for the whole pod.
+    texts = None
+    if not init_containers and not spec.overhead:
+        texts = tuple([b"" if c.resources is None else bytes(c.resources.requests) for c in containers])
+        requests = _requests_by_texts.get(texts)
+    if texts is None or requests is None:
+        requests = _requests_of_pod(containers, init_containers, spec.overhead)
+        if texts is not None and len(_requests_by_texts) < _CACHE_LIMIT:
+            _requests_by_texts[texts] = requests
 
     local_storage: list[str] = []
     pvc_names: list[str] = []
@@ -705,6 +702,23 @@ def _conditions_of(status: decoding.Status) -> list[decoding.Condition]:
 _LIST_OR_NULL = frozenset(b"[n")  # the first byte of a JSON list or null
 
 
+def _requests_of_pod(
+    containers: list[decoding.Container], init_containers: list[decoding.Container], overhead_amounts: Any
+) -> Resources:
+    app = tuple([_requests_of(container) for container in containers])
+    overhead = _amounts(overhead_amounts, "overhead", "spec") if overhead_amounts else ZERO
+    if not init_containers and overhead is ZERO and len(app) == 1:
+        return app[0]
+    init = tuple([(_requests_of(c), c.restartPolicy == "Always") for c in init_containers])
+    formula_key = (app, init, overhead)
+    shared = _pod_requests_cache.get(formula_key)
+    if shared is None:
+        shared = pod_requests.pod_requests(app, init, overhead)
+        if len(_pod_requests_cache) < _CACHE_LIMIT:
+            _pod_requests_cache[formula_key] = shared
+    return shared
+
+
 def _requests_of(container: decoding.Container) -> Resources:
     resources = container.resources
     if resources is None or not resources.requests:
@@ -727,6 +741,7 @@ _tolerations_by_text: dict[bytes, tuple[Toleration, ...]] = {}
 _spread_by_text: dict[bytes, tuple[SpreadConstraint, ...]] = {}
 _affinity_by_text: dict[tuple[str, bytes], _Affinity] = {}
 _pod_requests_cache: dict[tuple[Any, ...], Resources] = {}
+_requests_by_texts: dict[tuple[bytes, ...], Resources] = {}
 
 
 def _shared(cache: dict[_Key, _Record], text: _Key, build: Callable[[object], _Record]) -> _Record:

@@ -83,10 +83,11 @@ class ClusterView:
                 self.schedulable_in_pool[state.pool] += 1
         # An index built for the same PDBs may be passed in, with what it already found (`core.path`).
         self.pdbs = pdbs if pdbs is not None else PdbIndex(snapshot.pdbs)
-        self._labelled: dict[str, dict[str, set[str]]] = {}
-        # `fit`'s starting order of targets, made once for all the simulations on this view: by the
-        # id() of the target sequence (kept beside, so a reused id never matches) and the avoided nodes.
+        # `fit`'s starting order of targets and its index of their labels, made once for all the
+        # simulations on this view: by the id() of the target sequence (kept beside, so a reused id
+        # never matches) and the avoided nodes, or the label key.
         self.start_heaps: dict[tuple[int, frozenset[str]], tuple[object, list[tuple[bool, float, str, int]]]] = {}
+        self.target_labels: dict[tuple[int, str], tuple[object, dict[str, set[str]]]] = {}
 
     @functools.cached_property
     def pods_by_namespace(self) -> dict[str, list[Pod]]:
@@ -97,21 +98,6 @@ class ClusterView:
             if pod.node_name is not None and pod.phase not in TERMINAL_PHASES:
                 by_namespace[pod.namespace].append(pod)
         return by_namespace
-
-    def names_labelled(self, key: str, value: str) -> set[str]:
-        """The names of the nodes whose label `key` is `value` (indexed by key on first use)."""
-        by_value = self._labelled.get(key)
-        if by_value is None:
-            by_value = {}
-            for state in self.nodes.values():
-                found = state.node.labels.get(key)
-                if found is not None:
-                    by_value.setdefault(found, set()).add(state.name)
-            self._labelled[key] = by_value
-        return by_value.get(value, _NO_NAMES)
-
-
-_NO_NAMES: set[str] = set()
 
 
 class PdbIndex:

@@ -50,6 +50,7 @@ class _Usage:
 
 
 _Entry = tuple[bool, float, str, int]
+_NO_NAMES: set[str] = set()
 
 
 def largest_first(pods: Iterable[Pod]) -> list[Pod]:
@@ -119,7 +120,6 @@ class Simulation:
         self.usage: dict[str, _Usage] = {}
         self.source_zone = source.node.zone
         self._spread_counts: dict[tuple[str, SpreadConstraint], Counter[str]] = {}
-        self._target_names: frozenset[str] | None = None
 
     def run(self, pods: Iterable[Pod]) -> FitResult:
         """Place `pods` in the order given; a new Simulation for every order tried."""
@@ -160,11 +160,10 @@ class Simulation:
         A pod pinned to one node by its hostname fits nowhere else: this is the common failed
         simulation, and looking at every target one by one made it the most costly part of a plan.
         """
-        if self._target_names is None or len(self._target_names) != len(self.targets):  # targets added since
-            self._target_names = frozenset(target.name for target in self.targets)
-        matching: frozenset[str] | set[str] = self._target_names
+        matching: set[str] | None = None
         for key, value in pod.node_selector:
-            matching = self.view.names_labelled(key, value) & matching
+            labelled = self._names_labelled(key, value)
+            matching = labelled - {self.source.name} if matching is None else matching & labelled
             if not matching:
                 break
         if matching:
@@ -183,6 +182,22 @@ class Simulation:
         if selector:
             refusals["nodeSelector"] += selector
         return refusals
+
+    def _names_labelled(self, key: str, value: str) -> set[str]:
+        """The names of the targets whose label `key` is `value`, indexed once per view, targets and key."""
+        if len(self.targets) != self._given_count:  # targets added since: no shared index
+            return {target.name for target in self.targets if target.node.labels.get(key) == value}
+        cache_key = (id(self._given), key)
+        shared = self.view.target_labels.get(cache_key)
+        if shared is None or shared[0] is not self._given:
+            index: dict[str, set[str]] = {}
+            for target in self._given:
+                found = target.node.labels.get(key)
+                if found is not None:
+                    index.setdefault(found, set()).add(target.name)
+            shared = (self._given, index)
+            self.view.target_labels[cache_key] = shared
+        return shared[1].get(value, _NO_NAMES)
 
     def _start(self) -> tuple[list[_Entry], Sequence[NodeState]]:
         """The targets as a heap of (avoided, load, name, index into the sequence returned beside it):

@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from compactor.core import fit
+from compactor.core.cluster import ClusterView
 from compactor.core.model import (
     CA_SCALE_DOWN_DISABLED,
     DISABLED,
@@ -25,6 +27,7 @@ from tests.builders import (
     make_node,
     make_pdb,
     make_pod,
+    make_snapshot,
     node_report,
     run_plan,
     stamp,
@@ -415,6 +418,16 @@ def test_a_pod_pinned_by_its_node_selector_says_what_each_other_node_refuses_it_
     plan = run_plan(nodes, [pinned, *(busy(f"b-{name}", name, cpu="2") for name in loaded)])
     assert plan.decision.action == "none"
     assert f"pod default/pinned (cpu 100m, memory 128Mi) fits on no other node {expected}" in blockers_of(plan, "n1")
+
+
+def test_a_pod_pinned_to_a_target_from_outside_the_view_is_placed_there() -> None:
+    # The simulator hands a simulation targets of its own (nodes about to be added); the nodeSelector
+    # check must look at the targets it was given, not only at the view's nodes.
+    view = ClusterView(make_snapshot([make_node("n1"), make_node("n2")]), make_config())
+    arriving = ClusterView(make_snapshot([make_node("new")]), make_config()).nodes["new"]
+    pinned = make_pod("pinned", node="n1", node_selector=(("kubernetes.io/hostname", "new"),))
+    simulation = fit.Simulation(view, view.nodes["n1"], [view.nodes["n2"], arriving])
+    assert simulation.run([pinned]).placements == {"default/pinned": "new"}
 
 
 def test_placements_accumulate_so_two_pods_cannot_share_the_same_room() -> None:

@@ -7,7 +7,6 @@ configuration (one message per problem on stderr), 1 for a failed run.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gc
 import os
 import sys
@@ -107,13 +106,15 @@ def _plan(args: argparse.Namespace) -> int:
     now = parse_now(args.now)
     config = config_source.load(os.environ, config_file=args.config, required=False, read_firestore=_read_firestore)
     cluster = integrity.check_unique(snapshot.read_file(args.snapshot))
-    gc.freeze()  # the snapshot lives until exit: keep the collector from rescanning it while planning
-    result = planner.plan(cluster, config, now=now)
     if args.path_steps is not None and args.path_steps < 0:
         raise BadInputError(f"--path-steps: {args.path_steps} is negative (0 leaves the path out)")
-    if args.path_steps != 0:
-        found = path.consolidation_path(cluster, config, result, now=now, max_steps=args.path_steps)
-        result = dataclasses.replace(result, path=found)
+    # The command ends once the report is printed, and planning makes no reference cycles: the
+    # collector would only rescan the snapshot and the planner's indexes again and again.
+    gc.disable()
+    if args.path_steps == 0:
+        result = planner.plan(cluster, config, now=now)
+    else:
+        result = path.plan_with_path(cluster, config, now=now, max_steps=args.path_steps)
     if args.json:
         sys.stdout.buffer.write(report.to_json(result) + b"\n")
     else:

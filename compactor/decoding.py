@@ -108,7 +108,9 @@ class Condition(msgspec.Struct, gc=False):
 class Status(msgspec.Struct, gc=False):
     # Pod
     phase: str = "Pending"
-    conditions: list[Condition] | None = None
+    # Kept as text (decoded with CONDITIONS): a pod's conditions matter only while it waits for a
+    # node, so the four of each bound pod are never built.
+    conditions: msgspec.Raw = _ABSENT
     # Node
     allocatable: dict[str, Any] | None = None
     # PodDisruptionBudget
@@ -163,6 +165,7 @@ class Document(msgspec.Struct, gc=False):
     items: list[msgspec.Raw] | msgspec.UnsetType = msgspec.UNSET
 
 
+CONDITIONS = msgspec.json.Decoder(list[Condition] | None)
 ITEM = msgspec.json.Decoder(Item)
 ITEMS = msgspec.json.Decoder(list[Item])
 RAW_ITEMS = msgspec.json.Decoder(list[msgspec.Raw])

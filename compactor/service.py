@@ -8,7 +8,6 @@ the whole run so two runs never act at once.
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import logging
 import os
@@ -25,6 +24,7 @@ from compactor.core import path, planner
 from compactor.core.plan import Plan
 from compactor.errors import BadInputError, ClusterAccessError, CompactorError, KubeconfigError, LeaseHeldError
 from compactor.executor import Budget, Executor, Guard, Outcome
+from compactor.snapshot import paused_gc
 
 log = logging.getLogger(__name__)
 
@@ -261,11 +261,13 @@ def _run(
             snapshot = integrity.check_unique(cluster.read_snapshot(connection.pool_autoscaling))
             # The snapshot is read-only from here on: keep the collector from rescanning it while planning.
             gc.freeze()
-            plan = planner.plan(snapshot, config, now=clock())
-            if dry_run:
-                # A dry run is how people look before they let it act: show where the drains would lead.
-                found = path.consolidation_path(snapshot, config, plan, now=plan.now)
-                plan = dataclasses.replace(plan, path=found)
+            # Planning makes no reference cycles: the collector would only rescan the planner's indexes.
+            with paused_gc():
+                if dry_run:
+                    # A dry run is how people look before they let it act: show where the drains would lead.
+                    plan = path.plan_with_path(snapshot, config, now=clock())
+                else:
+                    plan = planner.plan(snapshot, config, now=clock())
             executor = Executor(
                 cluster,
                 config,

@@ -7,11 +7,12 @@ and kube-system rules, never a PodDisruptionBudget or an explicit "false".
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from compactor.config import Config
 from compactor.core.cluster import PdbIndex
-from compactor.core.model import Pod
+from compactor.core.model import Pdb, Pod
 
 SYSTEM_NAMESPACE = "kube-system"
 
@@ -31,18 +32,42 @@ API_ENFORCED = frozenset({"pdb"})
 
 def pod_blockers(pod: Pod, pdbs: PdbIndex, config: Config) -> list[Blocker]:
     """Why this pod stops its node from being drained; empty when it can be evicted."""
-    if pod.stays_on_node:
-        return []
-    covering = pdbs.covering(pod)
-    if (
-        not covering
-        and pod.safe_to_evict is None
-        and not pod.do_not_disrupt
-        and pod.controller_kind is not None
-        and not pod.local_storage
-        and pod.namespace != SYSTEM_NAMESPACE
-    ):
-        return []  # the common case, decided without building any text
+    return pods_blockers((pod,), pdbs, config)
+
+
+def node_pods_blockers(pods: tuple[Pod, ...], pdbs: PdbIndex, config: Config) -> list[Blocker]:
+    """`pods_blockers` of a node's pods, found once per tuple of pods for the plans sharing `pdbs`."""
+    key = (id(pods), config.skip_nodes_with_local_storage, config.skip_nodes_with_system_pods)
+    known = pdbs.pods_found.get(key)
+    if known is not None and known[0] is pods:
+        return list(known[1])
+    found = pods_blockers(pods, pdbs, config)
+    pdbs.pods_found[key] = (pods, found)
+    return list(found)
+
+
+def pods_blockers(pods: Iterable[Pod], pdbs: PdbIndex, config: Config) -> list[Blocker]:
+    """`pod_blockers` of every pod of a node, in order; one call for a node's 30 pods, not 30."""
+    found: list[Blocker] = []
+    covering_of = pdbs.covering
+    for pod in pods:
+        if pod.stays_on_node:
+            continue
+        covering = covering_of(pod)
+        if (
+            pod.safe_to_evict is None
+            and not pod.do_not_disrupt
+            and pod.controller_kind is not None
+            and not pod.local_storage
+            and pod.namespace != SYSTEM_NAMESPACE
+            and (not covering or (len(covering) == 1 and covering[0].disruptions_allowed > 0))
+        ):
+            continue  # the common case, decided without building any text
+        found.extend(_reasons(pod, covering, config))
+    return found
+
+
+def _reasons(pod: Pod, covering: Sequence[Pdb], config: Config) -> list[Blocker]:
     reasons: list[Blocker] = []
     where = f"pod {pod.key}"
     if pod.safe_to_evict is False:

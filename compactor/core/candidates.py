@@ -12,7 +12,7 @@ from datetime import datetime
 
 from compactor.config import PoolConfig
 from compactor.core import fit, inflight, pools, windows
-from compactor.core.blockers import Blocker, pod_blockers
+from compactor.core.blockers import Blocker, node_pods_blockers
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.marks import opted_out
 from compactor.core.model import (
@@ -90,8 +90,7 @@ def node_blockers(
                     f"retry after {human(pool.retry_backoff_seconds)} (retryBackoffSeconds)",
                 )
             )
-    for pod in state.pods:
-        found.extend(pod_blockers(pod, view.pdbs, config))
+    found.extend(node_pods_blockers(state.pods, view.pdbs, config))
     found.extend(_pool_size_blockers(state, view, pool))
     left_behind = _autoscaler_refusal(state, config.ca_utilization_threshold)
     if left_behind is not None:

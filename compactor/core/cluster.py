@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from compactor.config import Config
-from compactor.core.model import Node, Pdb, Pod, Resources, Snapshot
+from compactor.core.model import TERMINAL_PHASES, Node, Pdb, Pod, Resources, Snapshot
 from compactor.core.selectors import selector_matches
 
 
@@ -17,10 +20,7 @@ class NodeState:
     pods: tuple[Pod, ...]  # non-terminal pods bound to the node
     requested: Resources  # their summed requests
     movable_pods: tuple[Pod, ...]  # the pods a drain must evict: all but DaemonSet and mirror pods
-
-    @property
-    def name(self) -> str:
-        return self.node.name
+    name: str  # the node's, read at every step of every stage
 
     @property
     def cpu_ratio(self) -> float | None:
@@ -40,31 +40,37 @@ class NodeState:
 
 
 class ClusterView:
-    def __init__(self, snapshot: Snapshot, config: Config, pdbs: PdbIndex | None = None) -> None:
+    def __init__(
+        self, snapshot: Snapshot, config: Config, pdbs: PdbIndex | None = None, earlier: ClusterView | None = None
+    ) -> None:
+        """`earlier` may be the view of a snapshot this one was made from (the consolidation path's
+        previous step): a node that holds the same pods as there takes what was derived from them."""
         self.snapshot = snapshot
         self.config = config
         pods_by_node: dict[str, list[Pod]] = defaultdict(list)
-        self.pods_by_namespace: dict[str, list[Pod]] = defaultdict(list)
         self.unschedulable_pods: list[Pod] = []
         for pod in snapshot.pods:
-            if pod.is_terminal:
+            if pod.phase in TERMINAL_PHASES:
                 continue
             if pod.node_name is not None:
                 pods_by_node[pod.node_name].append(pod)
-                self.pods_by_namespace[pod.namespace].append(pod)
             elif pod.unschedulable:
                 self.unschedulable_pods.append(pod)
 
         self.nodes: dict[str, NodeState] = {}
+        pool_label = config.pool_label
+        before = earlier.nodes if earlier is not None else {}
         for node in snapshot.nodes:
             pods = tuple(pods_by_node.get(node.name, ()))
-            self.nodes[node.name] = NodeState(
-                node=node,
-                pool=node.labels.get(config.pool_label),
-                pods=pods,
-                requested=_sum_requests(pods),
-                movable_pods=tuple(pod for pod in pods if not pod.stays_on_node),
-            )
+            same = before.get(node.name)
+            if same is not None and same.pods == pods:
+                # The same pods (one by one the same objects, or equal): their tuple, which
+                # `PdbIndex.pods_found` knows, and their sums.
+                pods, requested, movable = same.pods, same.requested, same.movable_pods
+            else:
+                requested = _sum_requests(pods)
+                movable = tuple([pod for pod in pods if not pod.stays_on_node])
+            self.nodes[node.name] = NodeState(node, node.labels.get(pool_label), pods, requested, movable, node.name)
 
         self.nodes_by_pool: dict[str | None, list[NodeState]] = defaultdict(list)
         # Counted once here: per node they would make candidate discovery quadratic in pool size.
@@ -77,6 +83,21 @@ class ClusterView:
                 self.schedulable_in_pool[state.pool] += 1
         # An index built for the same PDBs may be passed in, with what it already found (`core.path`).
         self.pdbs = pdbs if pdbs is not None else PdbIndex(snapshot.pdbs)
+        # `fit`'s starting order of targets and its index of their labels, made once for all the
+        # simulations on this view: by the id() of the target sequence (kept beside, so a reused id
+        # never matches) and the avoided nodes, or the label key.
+        self.start_heaps: dict[tuple[int, frozenset[str]], tuple[object, list[tuple[bool, float, str, int]]]] = {}
+        self.target_labels: dict[tuple[int, str], tuple[object, dict[str, set[str]]]] = {}
+
+    @functools.cached_property
+    def pods_by_namespace(self) -> dict[str, list[Pod]]:
+        """The non-terminal pods bound to a node, by namespace (made when first asked: only
+        topology spread constraints need it)."""
+        by_namespace: dict[str, list[Pod]] = defaultdict(list)
+        for pod in self.snapshot.pods:
+            if pod.node_name is not None and pod.phase not in TERMINAL_PHASES:
+                by_namespace[pod.namespace].append(pod)
+        return by_namespace
 
 
 class PdbIndex:
@@ -92,8 +113,12 @@ class PdbIndex:
         # namespace mostly select on one key ("app"), so a pod needs one or two lookups.
         self._by_label: dict[str, dict[str, dict[str, list[Pdb]]]] = {}
         self._always: dict[str, list[Pdb]] = {}
-        # What covering() found per pod object; the pod is kept beside it so a reused id() never matches.
+        # What covering() found per pod object that some PDB covers; the pod is kept beside it so a
+        # reused id() never matches. That none covers a pod (most) is found again faster than kept.
         self._found: dict[int, tuple[Pod, list[Pdb]]] = {}
+        # What `blockers.pods_blockers` found for a node's pods, by the id() of their tuple (kept beside)
+        # and the configuration's two pod rules: views along the consolidation path share the tuples.
+        self.pods_found: dict[tuple[int, bool, bool], tuple[tuple[Pod, ...], list[Any]]] = {}
         for pdb in pdbs:
             if pdb.selector is None:
                 continue  # selects no pod
@@ -104,27 +129,31 @@ class PdbIndex:
             else:
                 self._always.setdefault(pdb.namespace, []).append(pdb)
 
-    def covering(self, pod: Pod) -> list[Pdb]:
+    def covering(self, pod: Pod) -> Sequence[Pdb]:
         known = self._found.get(id(pod))
         if known is not None and known[0] is pod:
             return known[1]
         found = self._covering(pod)
-        self._found[id(pod)] = (pod, found)
-        return found
+        if found:
+            self._found[id(pod)] = (pod, found)
+            return found
+        return ()
 
-    def _covering(self, pod: Pod) -> list[Pdb]:
+    def _covering(self, pod: Pod) -> list[Pdb] | None:
         always = self._always.get(pod.namespace)
         by_key = self._by_label.get(pod.namespace)
         if always is None and by_key is None:
-            return []
+            return None
         labels = pod.labels
-        found = [pdb for pdb in always if selector_matches(pdb.selector, labels)] if always else []
+        found = [pdb for pdb in always if selector_matches(pdb.selector, labels)] if always else None
         if by_key:
             for key, by_value in by_key.items():
                 value = labels.get(key)
                 if value is not None:
                     for pdb in by_value.get(value, ()):
                         if selector_matches(pdb.selector, labels):
+                            if found is None:
+                                found = []
                             found.append(pdb)
         return found
 
@@ -136,6 +165,7 @@ def _sum_requests(pods: tuple[Pod, ...]) -> Resources:
         requests = pod.requests
         cpu += requests.cpu_millis
         memory += requests.memory_bytes
-        for name, amount in requests.extended:
-            extended[name] = extended.get(name, 0) + amount
-    return Resources(cpu, memory, tuple(sorted(extended.items())))
+        if requests.extended:
+            for name, amount in requests.extended:
+                extended[name] = extended.get(name, 0) + amount
+    return Resources(cpu, memory, tuple(sorted(extended.items())) if extended else ())

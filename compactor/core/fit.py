@@ -50,6 +50,10 @@ class _Usage:
     placed: list[Pod] = field(default_factory=list)
 
 
+_Entry = tuple[bool, float, str, int]
+_NO_NAMES: set[str] = set()
+
+
 def largest_first(pods: Iterable[Pod]) -> list[Pod]:
     """DESIGN rule 6's order: largest first (cpu, then memory), ties by name."""
     return sorted(pods, key=lambda p: (-p.requests.cpu_millis, -p.requests.memory_bytes, p.key))
@@ -130,6 +134,8 @@ class Simulation:
         self.view = view
         self.source = source
         self.targets = [target for target in targets if target.name != source.name]
+        self._given = targets
+        self._given_count = len(self.targets)
         # Nodes with a PreferNoSchedule taint: the scheduler's TaintToleration score puts pods
         # elsewhere first, so they are taken last here too.
         self.avoided = avoided
@@ -140,16 +146,21 @@ class Simulation:
     def run(self, pods: Iterable[Pod]) -> FitResult:
         """Place `pods` in the order given; a new Simulation for every order tried."""
         placements: dict[str, str] = {}
-        # (avoided, load, name, index): the least allocated target the scheduler does not avoid on top.
-        heap = [(*self._rank(target), target.name, index) for index, target in enumerate(self.targets)]
-        heapq.heapify(heap)
+        heap, targets = self._start()
+        source = self.source.name
         for pod in pods:
+            if pod.node_selector and self.targets:
+                nowhere = self._refused_by_node_selector(pod)
+                if nowhere is not None:
+                    return FitResult(False, placements, self._explain(pod, nowhere))
             # One pass: the reasons gathered on the way explain a pod that fits nowhere.
             refusals: Counter[str] = Counter()
-            refused: list[tuple[bool, float, str, int]] = []
+            refused: list[_Entry] = []
             while heap:
                 entry = heapq.heappop(heap)
-                target = self.targets[entry[3]]
+                target = targets[entry[3]]
+                if target.name == source:
+                    continue  # in the shared starting order, which serves every source node
                 why = self.why_not(pod, target)
                 if why is None:
                     self.place(pod, target)
@@ -158,11 +169,78 @@ class Simulation:
                     break
                 refusals[why] += 1
                 refused.append(entry)
+            else:  # every target refused it: the simulation ends here
+                return FitResult(False, placements, self._explain(pod, refusals))
             for entry in refused:
                 heapq.heappush(heap, entry)
-            if pod.key not in placements:
-                return FitResult(False, placements, self._explain(pod, refusals))
         return FitResult(True, placements)
+
+    def _refused_by_node_selector(self, pod: Pod) -> Counter[str] | None:
+        """When no target carries the labels of `pod`'s nodeSelector, what the scan of every target
+        would find (each refuses it for a taint or for the nodeSelector), without the scan; else None.
+
+        A pod pinned to one node by its hostname fits nowhere else: this is the common failed
+        simulation, and looking at every target one by one made it the most costly part of a plan.
+        """
+        matching: set[str] | None = None
+        for key, value in pod.node_selector:
+            labelled = self._names_labelled(key, value)
+            matching = labelled - {self.source.name} if matching is None else matching & labelled
+            if not matching:
+                break
+        if matching:
+            return None  # some target may take it: the scan decides
+        refusals: Counter[str] = Counter()
+        tainted = sum(1 for t in self.targets if t.node.taints and static_refusal(pod, t.node) == "taint")
+        selector = len(self.targets) - tainted
+        if tainted and selector and tainted == selector:
+            # Equal counts are listed in the order the scan would meet them: the first target's reason first.
+            first = min(self.targets, key=lambda target: (*self._rank(target), target.name))
+            first_reason = static_refusal(pod, first.node)
+            assert first_reason is not None
+            refusals[first_reason] = 0
+        if tainted:
+            refusals["taint"] += tainted
+        if selector:
+            refusals["nodeSelector"] += selector
+        return refusals
+
+    def _names_labelled(self, key: str, value: str) -> set[str]:
+        """The names of the targets whose label `key` is `value`, indexed once per view, targets and key."""
+        if len(self.targets) != self._given_count:  # targets added since: no shared index
+            return {target.name for target in self.targets if target.node.labels.get(key) == value}
+        cache_key = (id(self._given), key)
+        shared = self.view.target_labels.get(cache_key)
+        if shared is None or shared[0] is not self._given:
+            index: dict[str, set[str]] = {}
+            for target in self._given:
+                found = target.node.labels.get(key)
+                if found is not None:
+                    index.setdefault(found, set()).add(target.name)
+            shared = (self._given, index)
+            self.view.target_labels[cache_key] = shared
+        return shared[1].get(value, _NO_NAMES)
+
+    def _start(self) -> tuple[list[_Entry], Sequence[NodeState]]:
+        """The targets as a heap of (avoided, load, name, index into the sequence returned beside it):
+        the least allocated target the scheduler does not avoid on top.
+
+        Before anything is placed the order depends only on the targets and the avoided nodes, so one
+        heap, of every target given, is made once per view and copied for each run (a plan simulates
+        up to 25 candidates, each in two orders or more, over thousands of targets).
+        """
+        if self.usage or len(self.targets) != self._given_count:
+            heap = [(*self._rank(target), target.name, index) for index, target in enumerate(self.targets)]
+            heapq.heapify(heap)
+            return heap, self.targets
+        key = (id(self._given), self.avoided)
+        shared = self.view.start_heaps.get(key)
+        if shared is None or shared[0] is not self._given:
+            heap = [(*self._rank(target), target.name, index) for index, target in enumerate(self._given)]
+            heapq.heapify(heap)
+            shared = (self._given, heap)
+            self.view.start_heaps[key] = shared
+        return list(shared[1]), self._given
 
     def _rank(self, target: NodeState) -> tuple[bool, float]:
         return target.name in self.avoided, self._load(target)

@@ -4,20 +4,25 @@ Quantities are integers: CPU in millicores, memory in bytes, every other
 resource (ephemeral storage, GPUs, hugepages) in thousandths of its unit,
 which is exact for every quantity the API accepts. The records keep only what a decision needs, so a
 150,000-pod cluster fits comfortably in memory.
+
+The records are frozen msgspec Structs rather than dataclasses: one is made
+about 5 times faster than a frozen dataclass with the same fields, which
+counts when a cluster makes 150,000 Pods. Change one with
+`msgspec.structs.replace` (`dataclasses.replace` does not take them). They
+are not tracked by the cyclic collector (`gc=False`): a record refers only
+to strings, numbers, times, other records and maps of strings, so it is
+never part of a reference cycle.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
 
+import msgspec
+
 EMPTY: Mapping[str, str] = MappingProxyType({})
-
-
-def _no_labels() -> Mapping[str, str]:
-    return EMPTY
 
 
 # Annotations and labels with a meaning for node-compactor.
@@ -39,10 +44,11 @@ SOFT_TAINT = "node-compactor.dev/underutilized"
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
+# Phases of a finished pod, which counts for nothing.
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
-@dataclass(frozen=True, slots=True)
-class Resources:
+class Resources(msgspec.Struct, frozen=True, gc=False):
     """An amount of node resources. `extended` is sorted (name, thousandths)."""
 
     cpu_millis: int = 0
@@ -86,15 +92,13 @@ def _merge(
     return tuple(sorted(merged.items()))
 
 
-@dataclass(frozen=True, slots=True)
-class Taint:
+class Taint(msgspec.Struct, frozen=True, gc=False):
     key: str
     value: str
     effect: str
 
 
-@dataclass(frozen=True, slots=True)
-class Toleration:
+class Toleration(msgspec.Struct, frozen=True, gc=False):
     key: str
     operator: str  # "Equal" or "Exists"
     value: str
@@ -108,8 +112,7 @@ class Toleration:
         return self.key == taint.key and self.value == taint.value
 
 
-@dataclass(frozen=True, slots=True)
-class Requirement:
+class Requirement(msgspec.Struct, frozen=True, gc=False):
     """One `matchExpressions` entry of a label or node selector."""
 
     key: str
@@ -117,32 +120,28 @@ class Requirement:
     values: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class LabelSelector:
+class LabelSelector(msgspec.Struct, frozen=True, gc=False):
     """A metav1.LabelSelector; an empty one matches everything."""
 
     match_labels: tuple[tuple[str, str], ...] = ()
     match_expressions: tuple[Requirement, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class NodeSelectorTerm:
+class NodeSelectorTerm(msgspec.Struct, frozen=True, gc=False):
     """Terms are ORed; the requirements inside a term are ANDed."""
 
     match_expressions: tuple[Requirement, ...] = ()
     match_fields: tuple[Requirement, ...] = ()  # only metadata.name exists
 
 
-@dataclass(frozen=True, slots=True)
-class PodAffinityTerm:
+class PodAffinityTerm(msgspec.Struct, frozen=True, gc=False):
     selector: LabelSelector | None  # None matches no pod
     namespaces: tuple[str, ...]  # empty with no namespace selector = the pod's own
     all_namespaces: bool  # a namespaceSelector is set; namespace labels are not read, so any namespace
     topology_key: str
 
 
-@dataclass(frozen=True, slots=True)
-class SpreadConstraint:
+class SpreadConstraint(msgspec.Struct, frozen=True, gc=False):
     """A topologySpreadConstraint with whenUnsatisfiable: DoNotSchedule."""
 
     max_skew: int
@@ -150,8 +149,7 @@ class SpreadConstraint:
     selector: LabelSelector | None
 
 
-@dataclass(frozen=True, slots=True)
-class HostPort:
+class HostPort(msgspec.Struct, frozen=True, gc=False):
     protocol: str
     port: int
     host_ip: str
@@ -163,14 +161,13 @@ class HostPort:
         return self.host_ip in wildcard or other.host_ip in wildcard or self.host_ip == other.host_ip
 
 
-@dataclass(frozen=True, slots=True)
-class Pod:
+class Pod(msgspec.Struct, frozen=True, gc=False):
     namespace: str
     name: str
     node_name: str | None
     phase: str
     requests: Resources
-    labels: Mapping[str, str] = field(default_factory=_no_labels)
+    labels: Mapping[str, str] = EMPTY
     controller_kind: str | None = None  # kind of the ownerReference with controller: true
     controller_name: str | None = None
     is_mirror: bool = False
@@ -189,12 +186,13 @@ class Pod:
     spread_constraints: tuple[SpreadConstraint, ...] = ()
     unschedulable: bool = False  # PodScheduled=False, reason Unschedulable
     terminating: bool = False  # metadata.deletionTimestamp is set
-    # Pods a drain leaves in place: DaemonSet, mirror (static) and finished pods. Derived, read often.
-    stays_on_node: bool = field(init=False, repr=False, compare=False)
+    # Pods a drain leaves in place: DaemonSet, mirror (static) and finished pods. Derived from the
+    # fields above whenever a Pod is made (a value passed for it is replaced), read often.
+    stays_on_node: bool = False
 
     def __post_init__(self) -> None:
-        stays = self.controller_kind == "DaemonSet" or self.is_mirror or self.phase in ("Succeeded", "Failed")
-        object.__setattr__(self, "stays_on_node", stays)
+        stays = self.controller_kind == "DaemonSet" or self.is_mirror or self.phase in TERMINAL_PHASES
+        msgspec.structs.force_setattr(self, "stays_on_node", stays)
 
     @property
     def key(self) -> str:
@@ -202,16 +200,15 @@ class Pod:
 
     @property
     def is_terminal(self) -> bool:
-        return self.phase in ("Succeeded", "Failed")
+        return self.phase in TERMINAL_PHASES
 
 
-@dataclass(frozen=True, slots=True)
-class Node:
+class Node(msgspec.Struct, frozen=True, gc=False):
     name: str
     allocatable: Resources
     allocatable_pods: int
-    labels: Mapping[str, str] = field(default_factory=_no_labels)
-    annotations: Mapping[str, str] = field(default_factory=_no_labels)
+    labels: Mapping[str, str] = EMPTY
+    annotations: Mapping[str, str] = EMPTY
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False
     ready: bool = True
@@ -230,8 +227,7 @@ class Node:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class Pdb:
+class Pdb(msgspec.Struct, frozen=True, gc=False):
     namespace: str
     name: str
     selector: LabelSelector | None  # None selects no pod; empty selects every pod of the namespace
@@ -242,8 +238,10 @@ class Pdb:
         return f"{self.namespace}/{self.name}"
 
 
-@dataclass(frozen=True, slots=True)
-class PoolAutoscaling:
+EMPTY_POOLS: Mapping[str, PoolAutoscaling] = MappingProxyType({})
+
+
+class PoolAutoscaling(msgspec.Struct, frozen=True, gc=False):
     """What GKE says of a node pool's autoscaling (live GKE runs only)."""
 
     enabled: bool
@@ -251,13 +249,9 @@ class PoolAutoscaling:
     total_min_node_count: int = 0  # whole pool; 0 = not set
 
 
-@dataclass(frozen=True, slots=True)
-class Snapshot:
+class Snapshot(msgspec.Struct, frozen=True, gc=False):
     nodes: tuple[Node, ...]
     pods: tuple[Pod, ...]
     pdbs: tuple[Pdb, ...] = ()
     # Known only when the cluster's node pools were read from GKE; empty = not checked.
-    pool_autoscaling: Mapping[str, PoolAutoscaling] = field(default_factory=lambda: EMPTY_POOLS)
-
-
-EMPTY_POOLS: Mapping[str, PoolAutoscaling] = MappingProxyType({})
+    pool_autoscaling: Mapping[str, PoolAutoscaling] = EMPTY_POOLS

@@ -21,13 +21,15 @@ minutes by default).
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from dataclasses import replace
 from datetime import datetime, timedelta
+
+from msgspec import structs
 
 from compactor.config import Config
 from compactor.core import planner
-from compactor.core.cluster import PdbIndex
+from compactor.core.cluster import ClusterView, PdbIndex
 from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE, Pod, Snapshot
 from compactor.core.plan import ConsolidationPath, Decision, PathStep, Plan
 from compactor.core.timing import format_stamp
@@ -49,7 +51,10 @@ def consolidation_path(
     schedule_minutes: float = SCHEDULE_MINUTES,
     removal_minutes: float = REMOVAL_MINUTES,
     max_steps: int | None = None,
+    view: ClusterView | None = None,
 ) -> ConsolidationPath:
+    """The path from the plan `first` made now; `view` may be the view `first` was made on, whose
+    PDB index and per-node sums the path's plans then share."""
     started = {node.name for node in snapshot.nodes if DRAIN_STARTED_AT in node.annotations}
     if started - set(first.awaiting_removal):  # the planner found a node still being drained
         return ConsolidationPath((), False, "a drain in progress comes first; the path starts once it is done", 0.0)
@@ -62,9 +67,12 @@ def consolidation_path(
         snapshot, step = _apply(snapshot, first.decision, config.pool_label)
         steps.append(step)
     current = _matured(snapshot, now)
-    pdbs = PdbIndex(snapshot.pdbs)  # the PDBs do not change along the path: what they cover is found once
+    # The PDBs do not change along the path: what they cover is found once.
+    pdbs = view.pdbs if view is not None else PdbIndex(snapshot.pdbs)
     while True:
-        plan = planner.plan(current, matured_config, now=now, pdbs=pdbs)
+        # Each view is built from the one before: most nodes hold the same pods from step to step.
+        view = ClusterView(current, matured_config, pdbs, earlier=view)
+        plan = planner.plan(current, matured_config, now=now, view=view)
         reached = _at_lower_bound(plan, config)
         if reached:
             stopped = "every enabled pool is at its lower bound"
@@ -78,6 +86,16 @@ def consolidation_path(
         current, step = _apply(current, plan.decision, config.pool_label)
         steps.append(step)
     return _path(steps, reached, stopped, config, schedule_minutes, removal_minutes)
+
+
+def plan_with_path(snapshot: Snapshot, config: Config, *, now: datetime, max_steps: int | None = None) -> Plan:
+    """The plan made now with its consolidation path; the plans share one PDB index, so the
+    PodDisruptionBudgets covering each pod are found once and not once a plan, and each plan's view
+    of the cluster is built from the one before."""
+    view = ClusterView(snapshot, config)
+    first = planner.plan(snapshot, config, now=now, view=view)
+    found = consolidation_path(snapshot, config, first, now=now, max_steps=max_steps, view=view)
+    return dataclasses.replace(first, path=found)
 
 
 def _path(
@@ -117,9 +135,9 @@ def _matured(snapshot: Snapshot, now: datetime) -> Snapshot:
         annotations = {k: v for k, v in node.annotations.items() if k != DRAIN_FAILED_AT}
         annotations[UNDERUTILIZED_SINCE] = stamp
         created = long_ago if node.created is None or node.created > long_ago else node.created
-        nodes.append(replace(node, annotations=annotations, created=created))
+        nodes.append(structs.replace(node, annotations=annotations, created=created))
     pods = tuple(pod for pod in snapshot.pods if pod.node_name not in gone)
-    return replace(snapshot, nodes=tuple(nodes), pods=pods)
+    return structs.replace(snapshot, nodes=tuple(nodes), pods=pods)
 
 
 def _apply(snapshot: Snapshot, decision: Decision, pool_label: str) -> tuple[Snapshot, PathStep]:
@@ -131,11 +149,11 @@ def _apply(snapshot: Snapshot, decision: Decision, pool_label: str) -> tuple[Sna
         if pod.node_name != drained:
             pods.append(pod)
         elif pod.key in placements:
-            pods.append(replace(pod, node_name=placements[pod.key]))
+            pods.append(structs.replace(pod, node_name=placements[pod.key]))
     nodes = tuple(node for node in snapshot.nodes if node.name != drained)
     left = sum(1 for node in nodes if node.labels.get(pool_label) == decision.pool)
     step = PathStep(drained or "", decision.pool, len(placements), left)
-    return replace(snapshot, nodes=nodes, pods=tuple(pods)), step
+    return structs.replace(snapshot, nodes=nodes, pods=tuple(pods)), step
 
 
 def _at_lower_bound(plan: Plan, config: Config) -> bool:

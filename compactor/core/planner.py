@@ -80,9 +80,13 @@ NODE_LEVEL_KINDS = frozenset(
 )
 
 
-def plan(snapshot: Snapshot, config: Config, *, now: datetime, pdbs: PdbIndex | None = None) -> Plan:
-    """The decision for this snapshot; `pdbs` may carry an index of the same PDBs from an earlier plan."""
-    view = ClusterView(snapshot, config, pdbs)
+def plan(
+    snapshot: Snapshot, config: Config, *, now: datetime, pdbs: PdbIndex | None = None, view: ClusterView | None = None
+) -> Plan:
+    """The decision for this snapshot; `pdbs` may carry an index of the same PDBs from an earlier plan,
+    `view` the caller's view of this snapshot and config (`core.path` builds each from the one before)."""
+    if view is None:
+        view = ClusterView(snapshot, config, pdbs)
     states = sorted(view.nodes.values(), key=lambda state: state.name)
 
     underutilized: dict[str, bool] = {}

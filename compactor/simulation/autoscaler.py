@@ -26,13 +26,14 @@ up after `max_pod_eviction_seconds`.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
+
+from msgspec import structs
 
 from compactor import config as config_module
 from compactor import snapshot as parsing
@@ -164,8 +165,8 @@ class Autoscaler:
                 pods.append(parsing.parse_pod(pod))
             base = node_state(parsing.parse_node(node), tuple(pods), self.rules)
             self._templates[(pool.name, zone)] = base
-        node_record = dataclasses.replace(base.node, name=name, labels={**base.node.labels, HOSTNAME_LABEL: name})
-        pods_here = tuple(dataclasses.replace(pod, node_name=name) for pod in base.pods)
+        node_record = structs.replace(base.node, name=name, labels={**base.node.labels, HOSTNAME_LABEL: name})
+        pods_here = tuple(structs.replace(pod, node_name=name) for pod in base.pods)
         return node_state(node_record, pods_here, self.rules)
 
     # -- scale-up -------------------------------------------------------------------------------

@@ -19,9 +19,10 @@ placement wins (NodeResourcesFit MostAllocated).
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from datetime import datetime
+
+from msgspec import structs
 
 from compactor.config import Config
 from compactor.core import fit
@@ -51,7 +52,7 @@ def prepared(world: World, key: str, simulation: fit.Simulation) -> Pod:
     zone = world.volume_zone(key)
     if zone is None:
         # WaitForFirstConsumer: the claim is bound in whatever zone the pod lands in.
-        return dataclasses.replace(pod, pvc_names=())
+        return structs.replace(pod, pvc_names=())
     simulation.source_zone = zone
     return pod
 

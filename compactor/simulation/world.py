@@ -18,12 +18,13 @@ Not thread-safe: `port.SimulatedCluster` serializes the executor's calls.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
+
+from msgspec import structs
 
 from compactor import snapshot as parsing
 from compactor.core.model import Node, Pdb, Pod, PoolAutoscaling, Snapshot
@@ -219,7 +220,7 @@ class World:
         status = {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}]}
         self.pods[key] = {**obj, "spec": {**obj["spec"], "nodeName": node_name}, "status": status}
         record = self._pod_records[key]
-        self._pod_records[key] = dataclasses.replace(record, node_name=node_name, phase="Running", unschedulable=False)
+        self._pod_records[key] = structs.replace(record, node_name=node_name, phase="Running", unschedulable=False)
         self._pending.pop(key, None)
         self._on_node[node_name][key] = None
         self.bound_at[key] = at
@@ -240,7 +241,7 @@ class World:
             obj = self.pods[key]
             condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
             self.pods[key] = {**obj, "status": {"phase": "Pending", "conditions": [condition]}}
-            self._pod_records[key] = dataclasses.replace(record, unschedulable=True)
+            self._pod_records[key] = structs.replace(record, unschedulable=True)
         first = key not in self._tried
         self._tried.add(key)
         return first
@@ -394,7 +395,7 @@ class World:
 
     def snapshot(self, at: datetime) -> Snapshot:
         pdbs = tuple(
-            dataclasses.replace(record, disruptions_allowed=self.disruptions_allowed(key, at))
+            structs.replace(record, disruptions_allowed=self.disruptions_allowed(key, at))
             for key, record in self._pdb_records.items()
         )
         return Snapshot(

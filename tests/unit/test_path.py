@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import sys
 from typing import Any
 
 import pytest
+from msgspec import structs
 
 from compactor.core import path, planner
 from compactor.core.model import DRAIN_STARTED_AT, UNDERUTILIZED_SINCE, Snapshot
@@ -34,11 +34,11 @@ def after(snapshot: Snapshot, decision: Any) -> Snapshot:
     """The oracle's own reading of a drain: the node gone, its pods where the decision placed them."""
     placed = dict(decision.placements)
     pods = tuple(
-        dataclasses.replace(pod, node_name=placed[pod.key]) if pod.node_name == decision.node else pod
+        structs.replace(pod, node_name=placed[pod.key]) if pod.node_name == decision.node else pod
         for pod in snapshot.pods
         if pod.node_name != decision.node or pod.key in placed
     )
-    return dataclasses.replace(snapshot, nodes=tuple(n for n in snapshot.nodes if n.name != decision.node), pods=pods)
+    return structs.replace(snapshot, nodes=tuple(n for n in snapshot.nodes if n.name != decision.node), pods=pods)
 
 
 def test_each_step_is_the_plan_that_would_be_made_on_the_cluster_the_last_one_leaves() -> None:
@@ -68,10 +68,10 @@ def test_the_path_ends_at_the_lower_bound() -> None:
 
 def test_waits_are_assumed_over_after_the_first_step() -> None:
     snapshot = light_cluster()
-    young = dataclasses.replace(
+    young = structs.replace(
         snapshot,
         nodes=tuple(
-            dataclasses.replace(node, annotations={**node.annotations, UNDERUTILIZED_SINCE: stamp(ago(10))})
+            structs.replace(node, annotations={**node.annotations, UNDERUTILIZED_SINCE: stamp(ago(10))})
             for node in snapshot.nodes
         ),
     )
@@ -91,7 +91,7 @@ def test_a_drain_in_progress_comes_first() -> None:
 def test_pods_that_wait_for_room_stop_the_path_with_the_reason() -> None:
     snapshot = light_cluster()
     stuck = make_pod("stuck", node=None, unschedulable=True, phase="Pending")
-    _, found = plan_and_path(dataclasses.replace(snapshot, pods=(*snapshot.pods, stuck)))
+    _, found = plan_and_path(structs.replace(snapshot, pods=(*snapshot.pods, stuck)))
     assert found.steps == ()
     assert found.stopped_because.startswith("held back by pending-pods")
 

@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from compactor.core import fit
+from compactor.core.cluster import ClusterView
 from compactor.core.model import (
     CA_SCALE_DOWN_DISABLED,
     DISABLED,
@@ -25,6 +27,7 @@ from tests.builders import (
     make_node,
     make_pdb,
     make_pod,
+    make_snapshot,
     node_report,
     run_plan,
     stamp,
@@ -392,6 +395,39 @@ def test_a_pod_that_fits_nowhere_else_keeps_its_node(pod: Any, others: dict[str,
     plan = run_plan(nodes, [pod, *base_pods()])
     assert plan.decision.action == "none"
     assert expected in blockers_of(plan, "n1")
+
+
+@pytest.mark.parametrize(
+    ("tainted", "plain", "busy_kind", "expected"),
+    [
+        pytest.param(1, 3, "plain", "(nodeSelector on 3, taint on 1)", id="more-refuse-the-selector"),
+        pytest.param(3, 1, "plain", "(taint on 3, nodeSelector on 1)", id="more-refuse-for-a-taint"),
+        # Equal counts: in the order the scan meets them, the least allocated node first.
+        pytest.param(2, 2, "plain", "(taint on 2, nodeSelector on 2)", id="tie-tainted-nodes-least-allocated"),
+        pytest.param(2, 2, "tainted", "(nodeSelector on 2, taint on 2)", id="tie-plain-nodes-least-allocated"),
+    ],
+)
+def test_a_pod_pinned_by_its_node_selector_says_what_each_other_node_refuses_it_for(
+    tainted: int, plain: int, busy_kind: str, expected: str
+) -> None:
+    nodes = [make_node("n1")]
+    nodes += [make_node(f"t{i}", marked_since=None, taints=[taint("dedicated", "db")]) for i in range(tainted)]
+    nodes += [make_node(f"p{i}", marked_since=None) for i in range(plain)]
+    loaded = [node.name for node in nodes[1:] if node.name.startswith(busy_kind[0])]
+    pinned = make_pod("pinned", node="n1", node_selector=(("kubernetes.io/hostname", "n1"),))
+    plan = run_plan(nodes, [pinned, *(busy(f"b-{name}", name, cpu="2") for name in loaded)])
+    assert plan.decision.action == "none"
+    assert f"pod default/pinned (cpu 100m, memory 128Mi) fits on no other node {expected}" in blockers_of(plan, "n1")
+
+
+def test_a_pod_pinned_to_a_target_from_outside_the_view_is_placed_there() -> None:
+    # The simulator hands a simulation targets of its own (nodes about to be added); the nodeSelector
+    # check must look at the targets it was given, not only at the view's nodes.
+    view = ClusterView(make_snapshot([make_node("n1"), make_node("n2")]), make_config())
+    arriving = ClusterView(make_snapshot([make_node("new")]), make_config()).nodes["new"]
+    pinned = make_pod("pinned", node="n1", node_selector=(("kubernetes.io/hostname", "new"),))
+    simulation = fit.Simulation(view, view.nodes["n1"], [view.nodes["n2"], arriving])
+    assert simulation.run([pinned]).placements == {"default/pinned": "new"}
 
 
 def test_placements_accumulate_so_two_pods_cannot_share_the_same_room() -> None:

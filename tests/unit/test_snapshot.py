@@ -397,6 +397,9 @@ def odd_but_valid_items() -> list[Any]:
         (("metadata", "labels"), {}),
         (("metadata", "ownerReferences"), [{"kind": "ReplicaSet", "name": "r", "controller": "yes"}, 5]),
         (("status", "conditions"), [{"type": "PodScheduled", "status": "False", "reason": None}, "x"]),
+        (("status", "conditions"), "not a list"),
+        (("status", "conditions"), {"type": "PodScheduled"}),
+        (("status", "conditions"), [1, {"type": 2}]),
         (("status",), None),
         (("spec",), None),
     ]:
@@ -411,6 +414,11 @@ def odd_but_valid_items() -> list[Any]:
     variants.append({**pod, "spec": {**pod["spec"], "containers": [{"name": "c", "ports": [{"hostPort": "80"}]}]}})
     variants.append(node_json(conditions=[{"type": "Ready", "status": "False"}, {"type": "Ready", "status": "True"}]))
     variants.append({**node_json(), "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}], "unschedulable": True}})
+    variants.append({**node_json(), "status": {**node_json()["status"], "conditions": "not a list"}})
+    unbound = {**pod, "spec": {**pod["spec"], "nodeName": None}}
+    waiting = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+    variants.append({**unbound, "status": {"phase": "Pending", "conditions": [waiting]}})
+    variants.append({**unbound, "status": {"phase": "Pending", "conditions": "not a list"}})
     return variants
 
 

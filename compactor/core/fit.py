@@ -64,8 +64,9 @@ def eviction_order(pods: Iterable[Pod]) -> list[Pod]:
     return sorted(pods, key=lambda p: (p.priority, p.deletion_cost, p.key))
 
 
-def arrival_order(pods: Iterable[Pod], covering: Callable[[Pod], Sequence[Pdb]]) -> list[Pod]:
-    """The order the replacements reach the scheduler: the eviction order, held back by PDBs.
+def arrival_order(evicted: Iterable[Pod], covering: Callable[[Pod], Sequence[Pdb]]) -> list[Pod]:
+    """The order the replacements reach the scheduler when the pods are evicted in `evicted`'s order
+    (`eviction_order`'s): that order, with the pods PDBs hold back last.
 
     The Eviction API refuses (429) a pod whose PodDisruptionBudget the earlier evictions of the
     drain have used up; the executor retries it once the replacements are Ready, so it reaches the
@@ -74,7 +75,7 @@ def arrival_order(pods: Iterable[Pod], covering: Callable[[Pod], Sequence[Pdb]])
     budgets: dict[tuple[str, str], int] = {}
     at_once: list[Pod] = []
     held: list[Pod] = []
-    for pod in eviction_order(pods):
+    for pod in evicted:
         pdbs = covering(pod)
         if all(budgets.setdefault((pdb.namespace, pdb.name), pdb.disruptions_allowed) > 0 for pdb in pdbs):
             for pdb in pdbs:

@@ -289,14 +289,15 @@ def _prove(
     places each on the least allocated node as it comes, and that order with the pods whose PDB
     the earlier evictions use up coming last (refused until the others are Ready). Preferences:
     plain least-allocated, and, when some targets carry a PreferNoSchedule taint, the scheduler's
-    TaintToleration score putting pods on the other nodes first. Returns the first placement, or why a pod fits nowhere.
+    TaintToleration score putting pods on the other nodes first. Returns the first placement, or
+    why a pod fits nowhere.
     """
     movable = state.movable_pods
     avoided_targets = avoided & {target.name for target in targets}
     policies = [avoided_targets, frozenset[str]()] if avoided_targets else [frozenset[str]()]
     first: fit.FitResult | None = None
     evicted = fit.eviction_order(movable)
-    arriving = fit.arrival_order(movable, view.pdbs.covering)
+    arriving = fit.arrival_order(evicted, view.pdbs.covering)
     orders = [(fit.largest_first(movable), ""), (evicted, ", when they arrive in eviction order")]
     if arriving != evicted:
         orders.append((arriving, ", when PodDisruptionBudgets hold some evictions back until the others are placed"))

@@ -104,6 +104,9 @@ class Config(BaseModel):
     dry_run: bool = Field(False, alias="dryRun")
     # Marked nodes carry a PreferNoSchedule taint, so pods moved by a drain go to the fuller nodes first.
     soft_taint_marked_nodes: bool = Field(True, alias="softTaintMarkedNodes")
+    # When no node's pods fit as they are, a drain may keep room on one or two nodes for its last pods,
+    # with a PreferNoSchedule taint on them while it runs (planner: reservations).
+    reserve_room_for_drains: bool = Field(True, alias="reserveRoomForDrains")
     # The IANA time zone of every pool's disruptionWindows.
     time_zone: str = Field("UTC", alias="timeZone", min_length=1)
     # The Cluster Autoscaler removes an empty node only while what stays on it (DaemonSet and mirror pods)

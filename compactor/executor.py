@@ -85,6 +85,8 @@ class Outcome:
     marks_removed: list[str] = field(default_factory=list)
     soft_taints_added: list[str] = field(default_factory=list)
     soft_taints_removed: list[str] = field(default_factory=list)
+    reservations_added: list[str] = field(default_factory=list)
+    reservations_removed: list[str] = field(default_factory=list)
     drain_started: bool = False
     drain_completed: bool = False
     rolled_back: bool = False
@@ -103,6 +105,8 @@ class Outcome:
             "marksRemoved": sorted(self.marks_removed),
             "softTaintsAdded": sorted(self.soft_taints_added),
             "softTaintsRemoved": sorted(self.soft_taints_removed),
+            "reservationsAdded": sorted(self.reservations_added),
+            "reservationsRemoved": sorted(self.reservations_removed),
             "drainStarted": self.drain_started,
             "drainCompleted": self.drain_completed,
             "rolledBack": self.rolled_back,
@@ -160,6 +164,9 @@ class Executor:
         self.outcome.soft_taints_added, self.outcome.soft_taints_removed = tainting.apply(
             self.cluster, plan.soft_taints_add, plan.soft_taints_remove, concurrency=MARK_CONCURRENCY
         )
+        _, self.outcome.reservations_removed = tainting.apply(
+            self.cluster, (), plan.reservations_remove, concurrency=MARK_CONCURRENCY, taint=tainting.RESERVED
+        )
         decision = plan.decision
         if decision.action == "continue-drain" and decision.node:
             self._evict(decision.node, decision.evictions)
@@ -216,6 +223,8 @@ class Executor:
         node, fresh_decision = fresh
         if not self._may_act(f"cordon {name}"):
             return
+        if fresh_decision.reserved and not self._reserve(name, fresh_decision.reserved):
+            return
         now = self.clock()
         patch = {
             "metadata": {
@@ -239,6 +248,19 @@ class Executor:
         self.cluster.event(node, reason="NodeCompactorDrainStarted", message=message, warning=False, now=now)
         self._evict(name, fresh_decision.evictions)
         self._check_completion(name)
+
+    def _reserve(self, name: str, nodes: tuple[str, ...]) -> bool:
+        """Put the reserved taint on `nodes` before the first eviction: the proof that `name`'s pods
+        fit takes them last, so without the taint on every one of them the drain does not start."""
+        written, failed = tainting.reserve(self.cluster, nodes)
+        self.outcome.reservations_added = written
+        if failed:
+            self.outcome.stale = (
+                f"could not reserve room on {', '.join(failed)} for the drain of {name}; nothing was drained"
+            )
+            log.info(self.outcome.stale)
+            return False
+        return True
 
     def _revalidate(self, name: str, snapshot: Snapshot) -> tuple[dict[str, Any], Decision] | None:
         """Re-read the node, its pods and the PDBs, plan again, and go on only if the answer holds."""

@@ -84,6 +84,8 @@ class ReportModel(_Model):
     held_by: dict[str, str] | None = Field(serialization_alias="heldBy")
     awaiting_removal: list[str] = Field(serialization_alias="awaitingRemoval")
     soft_taints: MarksModel = Field(serialization_alias="softTaints")
+    # The reserved taint: put on the nodes a new drain keeps room on, taken off when no drain runs.
+    reservations: MarksModel
     # The drains that would follow if nothing changed; null where it was not computed (acting runs).
     path: PathModel | None
     # What the run did, filled by the executor for live runs (absent for `plan`).
@@ -139,6 +141,7 @@ def to_model(plan: Plan, *, outcome: dict[str, Any] | None = None) -> ReportMode
         held_by=held_by(plan),
         awaiting_removal=list(plan.awaiting_removal),
         soft_taints=MarksModel(add=list(plan.soft_taints_add), remove=list(plan.soft_taints_remove)),
+        reservations=MarksModel(add=list(plan.decision.reserved), remove=list(plan.reservations_remove)),
         path=_path_model(plan),
         outcome=outcome,
     )

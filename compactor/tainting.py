@@ -1,12 +1,16 @@
-"""The PreferNoSchedule taint on marked nodes: written and taken off as the plan says.
+"""node-compactor's PreferNoSchedule taints: written and taken off as the plan says.
+
+Two of them. `node-compactor.dev/underutilized` on marked nodes:
 
 Cluster Autoscaler puts `DeletionCandidateOfClusterAutoscaler:PreferNoSchedule`
 on the nodes it finds unneeded, so new pods go elsewhere while it decides
-(utils/taints in kubernetes/autoscaler). node-compactor does the same with
-`node-compactor.dev/underutilized` on the nodes it marked: the pods a drain
+(utils/taints in kubernetes/autoscaler). node-compactor does the same on the nodes it marked: the pods a drain
 moves then fill the busier nodes first instead of the next candidates, so
-the next drain is not undone by the last one. The scheduler only prefers
-other nodes; a pod that fits nowhere else still lands on a tainted node.
+the next drain is not undone by the last one. And `node-compactor.dev/reserved`
+on the nodes whose room a drain keeps for its last pods (`reserve`, before
+the first eviction; taken off once no drain is evicting). The scheduler only
+prefers other nodes; a pod that fits nowhere else still lands on a tainted
+node.
 
 Taints are a list the API replaces as a whole in a merge patch, so each
 write re-reads the node and sends its taints back unchanged but for ours,
@@ -22,13 +26,14 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
-from compactor.core.model import PREFER_NO_SCHEDULE, SOFT_TAINT
+from compactor.core.model import PREFER_NO_SCHEDULE, RESERVED_TAINT, SOFT_TAINT
 from compactor.errors import CompactorError
 from compactor.kube import ConflictError, NotFoundError
 
 log = logging.getLogger(__name__)
 
 OURS = {"key": SOFT_TAINT, "value": "true", "effect": PREFER_NO_SCHEDULE}
+RESERVED = {"key": RESERVED_TAINT, "value": "true", "effect": PREFER_NO_SCHEDULE}
 
 
 class NodeWriter(Protocol):
@@ -37,48 +42,68 @@ class NodeWriter(Protocol):
     def patch_node(self, name: str, patch: dict[str, Any]) -> dict[str, Any]: ...
 
 
-def is_ours(taint: object) -> bool:
-    return isinstance(taint, dict) and taint.get("key") == SOFT_TAINT and taint.get("effect") == PREFER_NO_SCHEDULE
+def is_ours(taint: object, ours: dict[str, str] = OURS) -> bool:
+    return isinstance(taint, dict) and taint.get("key") == ours["key"] and taint.get("effect") == ours["effect"]
 
 
 def apply(
-    cluster: NodeWriter, add: Iterable[str], remove: Iterable[str], *, concurrency: int = 1
+    cluster: NodeWriter,
+    add: Iterable[str],
+    remove: Iterable[str],
+    *,
+    concurrency: int = 1,
+    taint: dict[str, str] = OURS,
 ) -> tuple[list[str], list[str]]:
-    """Put the taint on `add` and take it off `remove`, `concurrency` nodes at a time (a first run
+    """Put `taint` on `add` and take it off `remove`, `concurrency` nodes at a time (a first run
     marks many nodes at once); returns the nodes written, per direction."""
     changes = [(name, True) for name in add] + [(name, False) for name in remove]
     if not changes:
         return [], []
     with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(changes)))) as pool:
-        written = list(pool.map(lambda change: _write(cluster, change[0], wanted=change[1]), changes))
-    added = [name for (name, wanted), done in zip(changes, written, strict=True) if done and wanted]
-    removed = [name for (name, wanted), done in zip(changes, written, strict=True) if done and not wanted]
+        written = list(pool.map(lambda change: _write(cluster, change[0], taint, wanted=change[1]), changes))
+    added = [name for (name, wanted), done in zip(changes, written, strict=True) if done == "written" and wanted]
+    removed = [name for (name, wanted), done in zip(changes, written, strict=True) if done == "written" and not wanted]
     return added, removed
 
 
-def _write(cluster: NodeWriter, name: str, *, wanted: bool) -> bool:
+def reserve(cluster: NodeWriter, names: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Put the reserved taint on `names`, one by one; returns the nodes written and those that could
+    not be made to carry it (the drain that needs it must not start)."""
+    written: list[str] = []
+    failed: list[str] = []
+    for name in names:
+        result = _write(cluster, name, RESERVED, wanted=True)
+        if result == "written":
+            written.append(name)
+        elif result == "failed":
+            failed.append(name)
+    return written, failed
+
+
+def _write(cluster: NodeWriter, name: str, ours: dict[str, str], *, wanted: bool) -> str:
+    """ "written", "unchanged" (already as wanted) or "failed" (gone, cordoned, changed under us, refused)."""
     try:
         node = cluster.node(name)
         if node is None:
-            return False
+            return "failed"
         spec = node.get("spec") or {}
         if not isinstance(spec, dict):
-            return False  # an unreadable spec: the node is left as it is
+            return "failed"  # an unreadable spec: the node is left as it is
         if spec.get("unschedulable"):
-            return False
+            return "failed"
         current = spec.get("taints") or []
         if not isinstance(current, list):
-            return False
-        kept = [taint for taint in current if not is_ours(taint)]
-        taints = [*kept, OURS] if wanted else kept
-        if taints == current:
-            return False
+            return "failed"
+        kept = [taint for taint in current if not is_ours(taint, ours)]
+        if (len(kept) < len(current)) == wanted:
+            return "unchanged"
+        taints = [*kept, ours] if wanted else kept
         patch = {"metadata": {"resourceVersion": node["metadata"]["resourceVersion"]}, "spec": {"taints": taints}}
         cluster.patch_node(name, patch)
     except (ConflictError, NotFoundError):
-        return False  # changed or gone since it was read: the next run looks again
+        return "failed"  # changed or gone since it was read: the next run looks again
     except CompactorError as error:
         # The taint only steers the scheduler; failing to write it never fails the run.
-        log.warning("could not %s the %s taint on %s: %s", "put" if wanted else "take off", SOFT_TAINT, name, error)
-        return False
-    return True
+        log.warning("could not %s the %s taint on %s: %s", "put" if wanted else "take off", ours["key"], name, error)
+        return "failed"
+    return "written"

@@ -1,10 +1,11 @@
 """Scheduling simulation: do a node's pods fit on the rest of the cluster? (DESIGN rule 6)
 
-Places the pods largest first, in the order the executor evicts them, and in
+Places the pods largest first, in the order the executor evicts them, in
 the order their replacements reach the scheduler when PodDisruptionBudgets
-hold some evictions back (`arrival_order`), each on the
-target that is least allocated at that moment among those passing every
-predicate, accumulating what the placements use. That is what the default
+hold some evictions back (`arrival_order`), and in the order the scheduling
+queue hands them out when they wait there together (`queue_order`: higher
+priority first), each on the target that is least allocated at that moment
+among those passing every predicate, accumulating what the placements use. That is what the default
 scheduler (NodeResourcesFit, LeastAllocated) does with them; placing them
 any other way could prove a fit the scheduler then does not find, when
 small pods take the room kept for a large one. Targets wait in a heap keyed
@@ -72,6 +73,31 @@ def arrival_order(evicted: Iterable[Pod], covering: Callable[[Pod], Sequence[Pdb
     drain have used up; the executor retries it once the replacements are Ready, so it reaches the
     scheduler after the pods evicted at once, and they have taken their places by then.
     """
+    at_once, held = _by_budget(evicted, covering)
+    return at_once + held
+
+
+def queue_order(evicted: Iterable[Pod], covering: Callable[[Pod], Sequence[Pdb]]) -> list[Pod]:
+    """The order kube-scheduler takes the replacements from its queue when they wait there together:
+    `arrival_order`'s, with the higher priorities first within the pods evicted at once and within
+    those PDBs hold back.
+
+    The executor evicts several pods at once, so their replacements can be pending side by side, and
+    the scheduling queue is sorted by priority, then by the time each pod entered it (the PrioritySort
+    plugin's `Less`, pkg/scheduler/framework/plugins/queuesort/priority_sort.go). A node whose pods
+    mix priorities (a kube-dns replica, system-cluster-critical, beside the applications) has its
+    high-priority replacements placed first, although the executor evicts them last.
+    """
+    at_once, held = _by_budget(evicted, covering)
+    return sorted(at_once, key=_higher_priority_first) + sorted(held, key=_higher_priority_first)
+
+
+def _higher_priority_first(pod: Pod) -> int:
+    return -pod.priority  # a stable sort keeps the eviction order, the queue's timestamps, within a priority
+
+
+def _by_budget(evicted: Iterable[Pod], covering: Callable[[Pod], Sequence[Pdb]]) -> tuple[list[Pod], list[Pod]]:
+    """The pods the Eviction API lets go at once, in order, and those the earlier ones' PDBs hold back."""
     budgets: dict[tuple[str, str], int] = {}
     at_once: list[Pod] = []
     held: list[Pod] = []
@@ -83,7 +109,7 @@ def arrival_order(evicted: Iterable[Pod], covering: Callable[[Pod], Sequence[Pdb
             at_once.append(pod)
         else:
             held.append(pod)
-    return at_once + held
+    return at_once, held
 
 
 def static_refusal(pod: Pod, node: Node, ignored_taints: frozenset[str] = frozenset()) -> str | None:

@@ -41,6 +41,9 @@ UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 # PreferNoSchedule taint on marked nodes, so the scheduler puts pods elsewhere first (as Cluster
 # Autoscaler's DeletionCandidateOfClusterAutoscaler does for the nodes it finds unneeded).
 SOFT_TAINT = "node-compactor.dev/underutilized"
+# PreferNoSchedule taint on the nodes whose room a drain keeps for the last of its pods (planner,
+# "reservations"): while the drain's pods are placed, the scheduler fills the other nodes first.
+RESERVED_TAINT = "node-compactor.dev/reserved"
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")

@@ -23,6 +23,9 @@ class Decision:
     evictions: tuple[str, ...] = ()
     # For a new drain, where the simulation placed each pod ("namespace/name", node): the proof that it fits.
     placements: tuple[tuple[str, str], ...] = ()
+    # For a new drain whose proof keeps room on these nodes for the last pods: they carry the
+    # PreferNoSchedule taint model.RESERVED_TAINT before the first eviction, until the drain ends.
+    reserved: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,5 +88,7 @@ class Plan:
     # The PreferNoSchedule taint (model.SOFT_TAINT) to put on marked nodes and take off unmarked ones.
     soft_taints_add: tuple[str, ...] = ()
     soft_taints_remove: tuple[str, ...] = ()
+    # Nodes whose model.RESERVED_TAINT comes off: no drain is being evicted any more.
+    reservations_remove: tuple[str, ...] = ()
     # Filled by the callers that show it (`plan`, dry runs); planning itself never computes it.
     path: ConsolidationPath | None = None

@@ -9,6 +9,7 @@ fits. Exactly one node is chosen, or none, and every node says why.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from datetime import datetime
 
@@ -16,7 +17,7 @@ from compactor.config import Config
 from compactor.core import candidates, fit, inflight, marks, pools, ranking
 from compactor.core.blockers import Blocker
 from compactor.core.cluster import ClusterView, NodeState, PdbIndex
-from compactor.core.model import PREFER_NO_SCHEDULE, SOFT_TAINT, Snapshot
+from compactor.core.model import PREFER_NO_SCHEDULE, RESERVED_TAINT, SOFT_TAINT, Pod, Snapshot
 from compactor.core.plan import Decision, NodeReport, Plan, PoolReport
 from compactor.core.wording import mebibytes, percent
 
@@ -25,6 +26,15 @@ from compactor.core.wording import mebibytes, percent
 # cluster with thousands of blocked candidates from turning into an
 # all-pairs scan; the nodes not simulated say so.
 MAX_SIMULATIONS = 25
+
+# Reservations. kube-scheduler's least-allocated scoring spreads a drain's pods over the emptiest
+# nodes, so near full the room is left in slivers and the last, larger pod can find none although
+# the pool has room in all. When no candidate's pods fit as they are, the cheapest few whose proof
+# failed are proven again with the roomiest one or two targets taken last, as a PreferNoSchedule
+# taint makes the scheduler take them: the small pods fill the other nodes and the large one finds
+# the kept room. Every candidate whose proof failed (at most MAX_SIMULATIONS) is tried, so a run
+# that finds nothing costs at most twice the proofs it did before.
+MAX_RESERVED = 2
 
 BLOCKER_SUMMARY = {
     "pool": "in a pool that is not enabled",
@@ -124,8 +134,12 @@ def plan(
         blockers[state.name].extend(cluster_gates)
     eligible = [state for state in eligible if not blockers[state.name]]
 
-    soft_add, soft_remove, avoided = _soft_taints(states, config, mark_changes)
-    chosen = _choose(view, eligible, blockers, avoided) if running.decision is None else None
+    soft_add, soft_remove, unreserve, avoided = _soft_taints(states, config, mark_changes, _drain_under_way(running))
+    chosen = (
+        _choose(view, eligible, blockers, avoided, reserve=config.reserve_room_for_drains)
+        if running.decision is None
+        else None
+    )
     if running.decision is not None:
         decision = running.decision
     elif chosen is not None:
@@ -162,31 +176,49 @@ def plan(
         awaiting_removal=tuple(sorted(started - {running.draining})),
         soft_taints_add=soft_add,
         soft_taints_remove=soft_remove,
+        reservations_remove=unreserve,
     )
 
 
+def _drain_under_way(running: inflight.InFlight) -> bool:
+    """Whether a drain's pods are still being evicted after this run's decision (its reservations stay)."""
+    if running.draining is None:
+        return False
+    decision = running.decision
+    return not (decision is not None and decision.action == "rollback" and decision.node == running.draining)
+
+
 def _soft_taints(
-    states: list[NodeState], config: Config, mark_changes: dict[str, marks.MarkChange]
-) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str]]:
-    """Which nodes gain or lose the PreferNoSchedule taint, and which nodes the scheduler will avoid.
+    states: list[NodeState], config: Config, mark_changes: dict[str, marks.MarkChange], drain_under_way: bool
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], frozenset[str]]:
+    """Which nodes gain or lose the PreferNoSchedule taint, which lose a drain's reservation, and which
+    nodes the scheduler will avoid.
 
     A schedulable node carries the taint while it is marked in an enabled pool; a cordoned node is
-    left as it is (a person's cordon, or a drain's). Nodes with any PreferNoSchedule taint are avoided.
+    left as it is (a person's cordon, or a drain's). A reservation (`RESERVED_TAINT`) lasts while the
+    drain that made it is evicting; once no drain is, every one comes off. Nodes with any
+    PreferNoSchedule taint left are avoided.
     """
     add: list[str] = []
     remove: list[str] = []
+    unreserve: list[str] = []
     avoided: set[str] = set()
     for state in states:
         node = state.node
         has = any(taint.key == SOFT_TAINT and taint.effect == PREFER_NO_SCHEDULE for taint in node.taints)
+        reserved = any(taint.key == RESERVED_TAINT and taint.effect == PREFER_NO_SCHEDULE for taint in node.taints)
         marked = mark_changes[state.name].marked_since is not None
         wanted = config.soft_taint_marked_nodes and config.enabled_pool(state.pool) is not None and marked
         if not node.unschedulable and wanted != has:
             (add if wanted else remove).append(state.name)
             has = wanted
-        if has or any(taint.effect == PREFER_NO_SCHEDULE for taint in node.taints if taint.key != SOFT_TAINT):
+        if reserved and not drain_under_way and not node.unschedulable:
+            unreserve.append(state.name)
+            reserved = False
+        others = (taint for taint in node.taints if taint.key not in (SOFT_TAINT, RESERVED_TAINT))
+        if has or reserved or any(taint.effect == PREFER_NO_SCHEDULE for taint in others):
             avoided.add(state.name)
-    return tuple(add), tuple(remove), frozenset(avoided)
+    return tuple(add), tuple(remove), tuple(unreserve), frozenset(avoided)
 
 
 def _held_by(
@@ -222,9 +254,15 @@ def _held_by(
 
 
 def _choose(
-    view: ClusterView, eligible: list[NodeState], blockers: dict[str, list[Blocker]], avoided: frozenset[str]
+    view: ClusterView,
+    eligible: list[NodeState],
+    blockers: dict[str, list[Blocker]],
+    avoided: frozenset[str],
+    *,
+    reserve: bool,
 ) -> Decision | None:
-    """Simulate candidates cheapest first; the first whose pods all fit is the one."""
+    """Simulate candidates cheapest first; the first whose pods all fit is the one. When none fits,
+    the cheapest few whose proof failed are tried again with room reserved (`_choose_reserving`)."""
     if not eligible:
         return None
     ranked = sorted(eligible, key=ranking.disruption_cost)
@@ -232,6 +270,7 @@ def _choose(
     free_cpu = sum(max(0, t.node.allocatable.cpu_millis - t.requested.cpu_millis) for t in targets)
     free_memory = sum(max(0, t.node.allocatable.memory_bytes - t.requested.memory_bytes) for t in targets)
     chosen: Decision | None = None
+    unproven: list[NodeState] = []
     simulations = 0
     for state in ranked:
         if chosen is not None:
@@ -265,42 +304,115 @@ def _choose(
         proof = _prove(view, state, targets, avoided)
         if isinstance(proof, str):
             blockers[state.name].append(Blocker("no-fit", proof))
+            unproven.append(state)
             continue
-        pods = inflight.evictable(state, view)
-        chosen = Decision(
-            "drain",
-            state.name,
-            state.pool,
-            f"{state.name} is the cheapest node to remove in pool {state.pool} "
-            f"(cpu {percent(state.cpu_ratio)}, memory {percent(state.memory_ratio)}): "
-            f"its {len(movable)} pod(s) fit on the other nodes",
-            inflight.eviction_order(pods),
-            tuple(sorted(proof.placements.items())),
-        )
+        chosen = _drain(view, state, proof)
+    if chosen is None and reserve:
+        chosen = _choose_reserving(view, unproven, blockers, targets, avoided)
     return chosen
 
 
+def _choose_reserving(
+    view: ClusterView,
+    unproven: list[NodeState],
+    blockers: dict[str, list[Blocker]],
+    targets: list[NodeState],
+    avoided: frozenset[str],
+) -> Decision | None:
+    """The first of `unproven` (cheapest first) whose pods fit with room kept on its roomiest one or
+    two targets, which the scheduler takes last while they carry the reserved taint."""
+    for state in unproven:
+        for reserved in _reservations(state, targets, avoided):
+            proof = _prove(view, state, targets, avoided, reserved=reserved)
+            if isinstance(proof, str):
+                continue
+            blockers[state.name] = [blocker for blocker in blockers[state.name] if blocker.kind != "no-fit"]
+            return _drain(view, state, proof, tuple(sorted(reserved)))
+    return None
+
+
+def _reservations(state: NodeState, targets: list[NodeState], avoided: frozenset[str]) -> list[frozenset[str]]:
+    """The roomiest target, then the two roomiest, among those that could take the node's largest pod
+    and that the scheduler does not already avoid; room is counted in copies of that pod."""
+    movable = fit.largest_first(state.movable_pods)
+    if not movable:
+        return []
+    largest = movable[0]
+    open_targets = [
+        target
+        for target in targets
+        if target.name != state.name and target.name not in avoided and fit.could_use(largest, target.node)
+    ]
+    roomiest = sorted(open_targets, key=lambda target: (-_room(target, largest), target.name))[:MAX_RESERVED]
+    return [frozenset(target.name for target in roomiest[:count]) for count in range(1, len(roomiest) + 1)]
+
+
+def _room(target: NodeState, pod: Pod) -> float:
+    """How many copies of `pod` the target's free cpu and memory hold (a resource it does not ask for
+    does not count)."""
+    allocatable, requested, asks = target.node.allocatable, target.requested, pod.requests
+    copies = [
+        (allocatable.cpu_millis - requested.cpu_millis) / asks.cpu_millis if asks.cpu_millis else math.inf,
+        (allocatable.memory_bytes - requested.memory_bytes) / asks.memory_bytes if asks.memory_bytes else math.inf,
+    ]
+    return min(copies)
+
+
+def _drain(view: ClusterView, state: NodeState, proof: fit.FitResult, reserved: tuple[str, ...] = ()) -> Decision:
+    movable = state.movable_pods
+    kept = (
+        f", with room kept on {', '.join(reserved)} for the last of them "
+        f"(the {RESERVED_TAINT}:{PREFER_NO_SCHEDULE} taint while it drains)"
+        if reserved
+        else ""
+    )
+    return Decision(
+        "drain",
+        state.name,
+        state.pool,
+        f"{state.name} is the cheapest node to remove in pool {state.pool} "
+        f"(cpu {percent(state.cpu_ratio)}, memory {percent(state.memory_ratio)}): "
+        f"its {len(movable)} pod(s) fit on the other nodes{kept}",
+        inflight.eviction_order(inflight.evictable(state, view)),
+        tuple(sorted(proof.placements.items())),
+        reserved,
+    )
+
+
 def _prove(
-    view: ClusterView, state: NodeState, targets: list[NodeState], avoided: frozenset[str]
+    view: ClusterView,
+    state: NodeState,
+    targets: list[NodeState],
+    avoided: frozenset[str],
+    *,
+    reserved: frozenset[str] = frozenset(),
 ) -> fit.FitResult | str:
     """The fit proof: every placement order and scheduler preference the drain may meet must succeed.
 
     Orders: largest first (rule 6), the order the evictions hand the pods to the scheduler, which
-    places each on the least allocated node as it comes, and that order with the pods whose PDB
-    the earlier evictions use up coming last (refused until the others are Ready). Preferences:
-    plain least-allocated, and, when some targets carry a PreferNoSchedule taint, the scheduler's
-    TaintToleration score putting pods on the other nodes first. Returns the first placement, or
-    why a pod fits nowhere.
+    places each on the least allocated node as it comes, that order with the pods whose PDB the
+    earlier evictions use up coming last (refused until the others are Ready), and that one with
+    the higher priorities first in each batch (the scheduling queue's order when they wait together).
+    Preferences: plain least-allocated, and, when some targets carry a PreferNoSchedule taint, the
+    scheduler's TaintToleration score putting pods on the other nodes first. With `reserved`, only
+    that preference, those nodes among the avoided: the reservation is what makes the pods fit.
+    Returns the first placement, or why a pod fits nowhere.
     """
     movable = state.movable_pods
     avoided_targets = avoided & {target.name for target in targets}
-    policies = [avoided_targets, frozenset[str]()] if avoided_targets else [frozenset[str]()]
+    if reserved:
+        policies = [avoided_targets | reserved]
+    else:
+        policies = [avoided_targets, frozenset[str]()] if avoided_targets else [frozenset[str]()]
     first: fit.FitResult | None = None
     evicted = fit.eviction_order(movable)
     arriving = fit.arrival_order(evicted, view.pdbs.covering)
+    queued = fit.queue_order(evicted, view.pdbs.covering)
     orders = [(fit.largest_first(movable), ""), (evicted, ", when they arrive in eviction order")]
     if arriving != evicted:
         orders.append((arriving, ", when PodDisruptionBudgets hold some evictions back until the others are placed"))
+    if queued != evicted and queued != arriving:
+        orders.append((queued, ", when the scheduler takes the higher-priority replacements first"))
     for policy in policies:
         for order, suffix in orders:
             result = fit.Simulation(view, state, targets, policy).run(order)

@@ -6,8 +6,9 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from compactor import config as config_module
+from compactor.config import Config
 from compactor.core import planner
-from compactor.core.model import DRAIN_STARTED_AT
+from compactor.core.model import DRAIN_STARTED_AT, RESERVED_TAINT
 from compactor.executor import Budget, Executor, Outcome
 from compactor.simulation.port import SimulatedCluster
 from compactor.simulation.scheduler import Scheduler
@@ -29,6 +30,7 @@ CONFIG = config_module.validate(
     },
     source="test",
 )
+NO_RESERVATIONS = CONFIG.model_copy(update={"reserve_room_for_drains": False})
 
 
 def two_web_pods_under_a_budget_of_one() -> World:
@@ -57,14 +59,14 @@ def replacing_on(cluster: World, node: str) -> Callable[[datetime], None]:
     return settle
 
 
-def run_once(cluster: World, settle: Callable[[datetime], None]) -> Outcome:
+def run_once(cluster: World, settle: Callable[[datetime], None], config: Config = CONFIG) -> Outcome:
     snapshot = cluster.snapshot(NOW)
-    plan = planner.plan(snapshot, CONFIG, now=NOW)
+    plan = planner.plan(snapshot, config, now=NOW)
     assert (plan.decision.action, plan.decision.node) == ("drain", "n1")
     port = SimulatedCluster(cluster, actor="node-compactor", run_start=NOW, settle=settle, budget_seconds=240)
     port.expect_evictions(plan.decision.evictions)
     budget = Budget(deadline=240, monotonic=port.monotonic, sleep=port.sleep)
-    outcome = Executor(port, CONFIG, clock=lambda: NOW, budget=budget, dry_run=False).execute(plan, snapshot)
+    outcome = Executor(port, config, clock=lambda: NOW, budget=budget, dry_run=False).execute(plan, snapshot)
     port.check_consumed()
     return outcome
 
@@ -136,10 +138,35 @@ def test_a_drain_the_scheduler_would_strand_a_pod_of_is_not_started() -> None:
     # Evicted cheapest first, the small pods reach the scheduler first and fill n2, the least
     # allocated node; the big one would then find no place. The planner proves the eviction order too.
     cluster, _ = stranding_cluster("3400m")
-    plan = planner.plan(cluster.snapshot(NOW), CONFIG, now=NOW)
+    plan = planner.plan(cluster.snapshot(NOW), NO_RESERVATIONS, now=NOW)
     assert plan.decision.action == "none"
     n1 = next(node for node in plan.nodes if node.name == "n1")
     assert any("when they arrive in eviction order" in blocker for blocker in n1.blockers)
+
+
+def test_with_room_reserved_on_the_roomiest_node_the_scheduler_places_every_pod_of_the_drain() -> None:
+    # The same cluster, with reservations: n2 carries the reserved taint before the first eviction,
+    # the scheduler's TaintToleration score sends the small pods to n3 and n4, and the big one finds n2.
+    cluster, settle = stranding_cluster("3400m")
+    outcome = run_once(cluster, settle)
+    settle(NOW)
+    assert outcome.reservations_added == ["n2"]
+    assert outcome.drain_started and outcome.drain_completed
+    assert cluster.pending() == []
+    assert not cluster.recorder.no_place
+    big = [key for key in cluster.pods_on("n2") if "big" in key]
+    assert len(big) == 1
+    # The drain is over: the next run takes the reservation off.
+    later = NOW + timedelta(minutes=5)
+    plan = planner.plan(cluster.snapshot(later), CONFIG, now=later)
+    assert plan.reservations_remove == ("n2",)
+    port = SimulatedCluster(cluster, actor="node-compactor", run_start=later, settle=settle, budget_seconds=240)
+    budget = Budget(deadline=240, monotonic=port.monotonic, sleep=port.sleep)
+    done = Executor(port, CONFIG, clock=lambda: later, budget=budget, dry_run=False).execute(
+        plan, cluster.snapshot(later)
+    )
+    assert done.reservations_removed == ["n2"]
+    assert not [t for t in cluster.nodes["n2"]["spec"].get("taints") or [] if t["key"] == RESERVED_TAINT]
 
 
 def test_the_pods_of_a_proven_drain_all_find_a_place_once_the_scheduler_places_them() -> None:

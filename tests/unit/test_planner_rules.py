@@ -14,6 +14,8 @@ from compactor.core.model import (
     DRAIN_FAILED_AT,
     DRAIN_STARTED_AT,
     UNDERUTILIZED_SINCE,
+    Pdb,
+    Pod,
     PoolAutoscaling,
 )
 from tests.builders import (
@@ -711,10 +713,16 @@ def test_a_drain_is_proven_in_eviction_order_too_as_the_scheduler_will_see_the_p
         make_pod("z-big", node="n1", cpu="1"),
         *(make_pod(f"a-small-{i}", node="n1", cpu="300m") for i in range(4)),
     ]
-    plan = run_plan(nodes, [*movers, *keepers])
+    plan = run_plan(nodes, [*movers, *keepers], config=make_config(reserveRoomForDrains=False))
     assert plan.decision.action == "none"
     assert "pod default/z-big" in blockers_of(plan, "n1")
     assert "when they arrive in eviction order" in blockers_of(plan, "n1")
+    # Room kept on n2, which the scheduler then takes last, lets the small pods fill n3 and n4 first.
+    reserving = run_plan(nodes, [*movers, *keepers])
+    assert (reserving.decision.action, reserving.decision.node) == ("drain", "n1")
+    assert reserving.decision.reserved == ("n2",)
+    assert dict(reserving.decision.placements)["default/z-big"] == "n2"
+    assert "with room kept on n2" in reserving.decision.reason
 
 
 def test_a_drain_is_proven_in_the_order_pdbs_let_the_pods_reach_the_scheduler() -> None:
@@ -740,13 +748,64 @@ def test_a_drain_is_proven_in_the_order_pdbs_let_the_pods_reach_the_scheduler() 
         make_pod("d-small", cpu="300m", memory="0"),
     ]
     one_at_a_time = make_pdb("web", match={"app": "web"}, allowed=1)
-    plan = run_plan(nodes, [*movers, *keepers], [one_at_a_time])
+    no_reservations = make_config(reserveRoomForDrains=False)
+    plan = run_plan(nodes, [*movers, *keepers], [one_at_a_time], config=no_reservations)
     assert plan.decision.action == "none"
     assert "pod default/b-web" in blockers_of(plan, "n1")
     assert "when PodDisruptionBudgets hold some evictions back" in blockers_of(plan, "n1")
     # With room for both of web's pods at once, the same pods arrive in eviction order and the drain is proven.
-    relaxed = run_plan(nodes, [*movers, *keepers], [make_pdb("web", match={"app": "web"}, allowed=2)])
+    relaxed = run_plan(
+        nodes, [*movers, *keepers], [make_pdb("web", match={"app": "web"}, allowed=2)], config=no_reservations
+    )
     assert relaxed.decision.action == "drain" and relaxed.decision.node == "n1"
+
+
+def test_a_drain_is_proven_in_the_order_the_scheduling_queue_hands_out_the_replacements() -> None:
+    # n2 (8 cpu) has 1000m free at 87.5%, n3 and n4 (4 cpu) 400m each at 90%. The executor evicts
+    # the pods together, the low priority first; their replacements wait in the scheduling queue
+    # side by side, and kube-scheduler's queue (PrioritySort) hands out the higher priority first:
+    # dns takes n2, the least allocated, and big (1 cpu) finds no node with 1 cpu free. Largest
+    # first and in eviction order big comes first and gets n2.
+    nodes = [
+        make_node("n1"),
+        make_node("n2", cpu="8", marked_since=None),
+        make_node("n3", marked_since=None),
+        make_node("n4", marked_since=None),
+    ]
+    keepers = [
+        busy("k2", "n2", cpu="7", memory="0"),
+        *(busy(f"k{i}", f"n{i}", cpu="3600m", memory="0") for i in (3, 4)),
+    ]
+    movers = [
+        make_pod("big", cpu="1", memory="0"),
+        make_pod("dns", cpu="300m", memory="0", priority=2000000000),
+    ]
+    config = make_config(softTaintMarkedNodes=False, reserveRoomForDrains=False)
+    plan = run_plan(nodes, [*movers, *keepers], config=config)
+    assert plan.decision.action == "none"
+    assert "pod default/big" in blockers_of(plan, "n1")
+    assert "when the scheduler takes the higher-priority replacements first" in blockers_of(plan, "n1")
+    # With the same priority the queue keeps the eviction order, big first, and the drain is proven.
+    level = [make_pod("big", cpu="1", memory="0"), make_pod("dns", cpu="300m", memory="0")]
+    relaxed = run_plan(nodes, [*level, *keepers], config=config)
+    assert relaxed.decision.action == "drain" and relaxed.decision.node == "n1"
+
+
+def test_the_queue_order_puts_higher_priorities_first_within_each_batch() -> None:
+    pods = [
+        make_pod("a", priority=0, labels={"app": "web"}),
+        make_pod("b", priority=0, labels={"app": "web"}),
+        make_pod("c", priority=100, labels={"app": "web"}),
+        make_pod("d", priority=5),
+    ]
+    web = make_pdb("web", match={"app": "web"}, allowed=1)
+
+    def covering(pod: Pod) -> list[Pdb]:
+        return [web] if pod.labels.get("app") == "web" else []
+
+    # a uses the budget; b and c are held back until a's replacement is Ready, and come last.
+    assert [p.name for p in fit.arrival_order(pods, covering)] == ["a", "d", "b", "c"]
+    assert [p.name for p in fit.queue_order(pods, covering)] == ["d", "a", "c", "b"]
 
 
 def test_the_proof_places_each_pod_on_the_least_allocated_node() -> None:

@@ -1,16 +1,15 @@
 """node-compactor's PreferNoSchedule taints: written and taken off as the plan says.
 
-Two of them. `node-compactor.dev/underutilized` on marked nodes:
-
 Cluster Autoscaler puts `DeletionCandidateOfClusterAutoscaler:PreferNoSchedule`
 on the nodes it finds unneeded, so new pods go elsewhere while it decides
-(utils/taints in kubernetes/autoscaler). node-compactor does the same on the nodes it marked: the pods a drain
+(utils/taints in kubernetes/autoscaler). node-compactor does the same with
+`node-compactor.dev/underutilized` on the nodes it marked: the pods a drain
 moves then fill the busier nodes first instead of the next candidates, so
-the next drain is not undone by the last one. And `node-compactor.dev/reserved`
-on the nodes whose room a drain keeps for its last pods (`reserve`, before
-the first eviction; taken off once no drain is evicting). The scheduler only
-prefers other nodes; a pod that fits nowhere else still lands on a tainted
-node.
+the next drain is not undone by the last one. And with
+`node-compactor.dev/reserved` on the nodes whose room a drain keeps for its
+last pods (`reserve`, before the first eviction; taken off once no drain is
+evicting). The scheduler only prefers other nodes; a pod that fits nowhere
+else still lands on a tainted node.
 
 Taints are a list the API replaces as a whole in a merge patch, so each
 write re-reads the node and sends its taints back unchanged but for ours,

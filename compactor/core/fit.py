@@ -5,10 +5,10 @@ the order their replacements reach the scheduler when PodDisruptionBudgets
 hold some evictions back (`arrival_order`), and in the order the scheduling
 queue hands them out when they wait there together (`queue_order`: higher
 priority first), each on the target that is least allocated at that moment
-among those passing every predicate, accumulating what the placements use. That is what the default
-scheduler (NodeResourcesFit, LeastAllocated) does with them; placing them
-any other way could prove a fit the scheduler then does not find, when
-small pods take the room kept for a large one. Targets wait in a heap keyed
+among those passing every predicate, accumulating what the placements use.
+That is what the default scheduler (NodeResourcesFit, LeastAllocated) does
+with them; placing them any other way could prove a fit the scheduler then
+does not find, when small pods take the room kept for a large one. Targets wait in a heap keyed
 by their load, so most pods cost one predicate check and a heap update.
 
 Predicates: cpu, memory, extended resources and pod count against

@@ -34,7 +34,11 @@ def node_blockers(
     underutilized: bool,
     marked_since: datetime | None,
     now: datetime,
+    *,
+    first_only: bool = False,
 ) -> list[Blocker]:
+    """Every reason the node is not a drain candidate, in a fixed order; with `first_only`, the first
+    one alone (what decisions use: `core.path` plans with it, as no person reads those nodes' reasons)."""
     config = view.config
     node = state.node
     pool = config.pool(state.pool)
@@ -51,6 +55,8 @@ def node_blockers(
         found.append(Blocker("opt-out", f"annotated {DO_NOT_DISRUPT}=true"))
     if node.being_deleted_by_autoscaler:
         found.append(Blocker("being-deleted", "the Cluster Autoscaler is already removing this node"))
+    if found and first_only:
+        return found[:1]
     if not underutilized:
         found.append(Blocker("not-underutilized", _why_not_underutilized(state, pool)))
     elif marked_since is None or seconds_between(marked_since, now) < pool.needed_marked_seconds:
@@ -90,12 +96,14 @@ def node_blockers(
                     f"retry after {human(pool.retry_backoff_seconds)} (retryBackoffSeconds)",
                 )
             )
+    if found and first_only:
+        return found[:1]
     found.extend(node_pods_blockers(state.pods, view.pdbs, config))
     found.extend(_pool_size_blockers(state, view, pool))
     left_behind = _autoscaler_refusal(state, config.ca_utilization_threshold)
     if left_behind is not None:
         found.append(left_behind)
-    return found
+    return found[:1] if first_only else found
 
 
 def _autoscaler_refusal(state: NodeState, threshold: float) -> Blocker | None:

@@ -72,7 +72,7 @@ def consolidation_path(
     while True:
         # Each view is built from the one before: most nodes hold the same pods from step to step.
         view = ClusterView(current, matured_config, pdbs, earlier=view)
-        plan = planner.plan(current, matured_config, now=now, view=view)
+        plan = planner.plan(current, matured_config, now=now, view=view, explain=False)
         reached = _at_lower_bound(plan, config)
         if reached:
             stopped = "every enabled pool is at its lower bound"

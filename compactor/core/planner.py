@@ -93,10 +93,20 @@ NODE_LEVEL_KINDS = frozenset(
 
 
 def plan(
-    snapshot: Snapshot, config: Config, *, now: datetime, pdbs: PdbIndex | None = None, view: ClusterView | None = None
+    snapshot: Snapshot,
+    config: Config,
+    *,
+    now: datetime,
+    pdbs: PdbIndex | None = None,
+    view: ClusterView | None = None,
+    explain: bool = True,
 ) -> Plan:
     """The decision for this snapshot; `pdbs` may carry an index of the same PDBs from an earlier plan,
-    `view` the caller's view of this snapshot and config (`core.path` builds each from the one before)."""
+    `view` the caller's view of this snapshot and config (`core.path` builds each from the one before).
+
+    With `explain` false (the consolidation path's plans), each node's blockers stop at the first
+    one: the decision, `held_by` and the summary read only that one, so they are the same, and the
+    node reports list only it."""
     if view is None:
         view = ClusterView(snapshot, config, pdbs)
     states = sorted(view.nodes.values(), key=lambda state: state.name)
@@ -122,7 +132,12 @@ def plan(
             ]
         else:
             blockers[state.name] = candidates.node_blockers(
-                state, view, underutilized[state.name], mark_changes[state.name].marked_since, now
+                state,
+                view,
+                underutilized[state.name],
+                mark_changes[state.name].marked_since,
+                now,
+                first_only=not explain,
             )
 
     per_pool_underutilized: Counter[str | None] = Counter(

@@ -322,3 +322,21 @@ def test_a_node_with_many_pods_is_chosen_only_when_they_all_fit_together(cluster
         check_placements(snapshot, "n0", dict(plan.decision.placements))
     else:
         assert "n0" not in plan.marks_remove
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters())
+def test_a_plan_without_explanations_decides_the_same(cluster: tuple[Snapshot, Any]) -> None:
+    """The consolidation path plans with `explain=False`: each node's blockers stop at the first. Every
+    decision, gate and mark must be the full plan's, and each node's one reason the full plan's first."""
+    snapshot, config = cluster
+    full = planner.plan(snapshot, config, now=NOW)
+    brief = planner.plan(snapshot, config, now=NOW, explain=False)
+    assert brief.decision == full.decision
+    assert brief.held_by == full.held_by
+    assert (brief.marks_add, brief.marks_remove) == (full.marks_add, full.marks_remove)
+    assert (brief.soft_taints_add, brief.soft_taints_remove) == (full.soft_taints_add, full.soft_taints_remove)
+    assert brief.pools == full.pools
+    for short, whole in zip(brief.nodes, full.nodes, strict=True):
+        assert short.candidate == whole.candidate
+        assert short.blockers == whole.blockers[:1], short.name

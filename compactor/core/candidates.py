@@ -99,6 +99,8 @@ def node_blockers(
     if found and first_only:
         return found[:1]
     found.extend(node_pods_blockers(state.pods, view.pdbs, config))
+    if found and first_only:
+        return found[:1]
     found.extend(_pool_size_blockers(state, view, pool))
     left_behind = _autoscaler_refusal(state, config.ca_utilization_threshold)
     if left_behind is not None:

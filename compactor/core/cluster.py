@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,36 +41,32 @@ class NodeState:
 
 class ClusterView:
     def __init__(
-        self, snapshot: Snapshot, config: Config, pdbs: PdbIndex | None = None, earlier: ClusterView | None = None
+        self,
+        snapshot: Snapshot,
+        config: Config,
+        pdbs: PdbIndex | None = None,
+        earlier: ClusterView | None = None,
+        moved: Mapping[str, Sequence[Pod]] | None = None,
     ) -> None:
         """`earlier` may be the view of a snapshot this one was made from (the consolidation path's
-        previous step): a node that holds the same pods as there takes what was derived from them."""
+        previous step): a node that holds the same pods as there takes what was derived from them.
+
+        With `moved` too, the snapshot is `earlier`'s after a drain (`core.path`): the same pods but
+        for those of nodes it no longer lists, and the drained pods, which `moved` gives by their new
+        node and the snapshot lists after every other pod. Each node's pods are then its pods in
+        `earlier` followed by those moved to it, exactly what regrouping every pod would find."""
         self.snapshot = snapshot
         self.config = config
-        pods_by_node: dict[str, list[Pod]] = defaultdict(list)
-        self.unschedulable_pods: list[Pod] = []
-        for pod in snapshot.pods:
-            if pod.phase in TERMINAL_PHASES:
-                continue
-            if pod.node_name is not None:
-                pods_by_node[pod.node_name].append(pod)
-            elif pod.unschedulable:
-                self.unschedulable_pods.append(pod)
-
-        self.nodes: dict[str, NodeState] = {}
-        pool_label = config.pool_label
-        before = earlier.nodes if earlier is not None else {}
-        for node in snapshot.nodes:
-            pods = tuple(pods_by_node.get(node.name, ()))
-            same = before.get(node.name)
-            if same is not None and same.pods == pods:
-                # The same pods (one by one the same objects, or equal): their tuple, which
-                # `PdbIndex.pods_found` knows, and their sums.
-                pods, requested, movable = same.pods, same.requested, same.movable_pods
-            else:
-                requested = _sum_requests(pods)
-                movable = tuple([pod for pod in pods if not pod.stays_on_node])
-            self.nodes[node.name] = NodeState(node, node.labels.get(pool_label), pods, requested, movable, node.name)
+        # The view this one follows by a drain, until `pods_by_namespace` has used it, and how many pods moved.
+        self._drained_from: ClusterView | None = None
+        self._moved_count = 0
+        if earlier is not None and moved is not None:
+            self.unschedulable_pods: list[Pod] = earlier.unschedulable_pods
+            self.nodes: dict[str, NodeState] = _after_drain(snapshot, config.pool_label, earlier, moved)
+            self._drained_from = earlier
+            self._moved_count = sum(len(pods) for pods in moved.values())
+        else:
+            self.unschedulable_pods, self.nodes = _regrouped(snapshot, config.pool_label, earlier)
 
         self.nodes_by_pool: dict[str | None, list[NodeState]] = defaultdict(list)
         # Counted once here: per node they would make candidate discovery quadratic in pool size.
@@ -91,12 +87,34 @@ class ClusterView:
 
     @functools.cached_property
     def pods_by_namespace(self) -> dict[str, list[Pod]]:
-        """The non-terminal pods bound to a node, by namespace (made when first asked: only
-        topology spread constraints need it)."""
+        """The non-terminal pods bound to a node, by namespace, in the snapshot's order (made when first
+        asked: only topology spread constraints need it). After a drain, from the view before it when
+        that one made them: its lists without the pods of the nodes gone, and the moved pods after."""
+        earlier, self._drained_from = self._drained_from, None
+        known = earlier.__dict__.get("pods_by_namespace") if earlier is not None else None
+        if earlier is not None and known is not None:
+            return self._after_drain_by_namespace(earlier, known)
         by_namespace: dict[str, list[Pod]] = defaultdict(list)
         for pod in self.snapshot.pods:
             if pod.node_name is not None and pod.phase not in TERMINAL_PHASES:
                 by_namespace[pod.namespace].append(pod)
+        return by_namespace
+
+    def _after_drain_by_namespace(self, earlier: ClusterView, known: dict[str, list[Pod]]) -> dict[str, list[Pod]]:
+        gone: dict[str, set[int]] = defaultdict(set)
+        for name in earlier.nodes.keys() - self.nodes.keys():
+            for pod in earlier.nodes[name].pods:
+                gone[pod.namespace].add(id(pod))
+        by_namespace = defaultdict(list, known)  # the lists not changed here are shared with `earlier`
+        for namespace, ids in gone.items():
+            by_namespace[namespace] = [pod for pod in known.get(namespace, ()) if id(pod) not in ids]
+        changed = set(gone)
+        pods = self.snapshot.pods
+        for pod in pods[len(pods) - self._moved_count :] if self._moved_count else ():
+            if pod.namespace not in changed:
+                by_namespace[pod.namespace] = list(known.get(pod.namespace, ()))
+                changed.add(pod.namespace)
+            by_namespace[pod.namespace].append(pod)
         return by_namespace
 
 
@@ -158,7 +176,58 @@ class PdbIndex:
         return found
 
 
-def _sum_requests(pods: tuple[Pod, ...]) -> Resources:
+def _regrouped(
+    snapshot: Snapshot, pool_label: str, earlier: ClusterView | None
+) -> tuple[list[Pod], dict[str, NodeState]]:
+    pods_by_node: dict[str, list[Pod]] = defaultdict(list)
+    unschedulable_pods: list[Pod] = []
+    for pod in snapshot.pods:
+        if pod.phase in TERMINAL_PHASES:
+            continue
+        if pod.node_name is not None:
+            pods_by_node[pod.node_name].append(pod)
+        elif pod.unschedulable:
+            unschedulable_pods.append(pod)
+
+    nodes: dict[str, NodeState] = {}
+    before = earlier.nodes if earlier is not None else {}
+    for node in snapshot.nodes:
+        pods = tuple(pods_by_node.get(node.name, ()))
+        same = before.get(node.name)
+        if same is not None and same.pods == pods:
+            # The same pods (one by one the same objects, or equal): their tuple, which
+            # `PdbIndex.pods_found` knows, and their sums.
+            pods, requested, movable = same.pods, same.requested, same.movable_pods
+        else:
+            requested = _sum_requests(pods)
+            movable = tuple([pod for pod in pods if not pod.stays_on_node])
+        nodes[node.name] = NodeState(node, node.labels.get(pool_label), pods, requested, movable, node.name)
+    return unschedulable_pods, nodes
+
+
+def _after_drain(
+    snapshot: Snapshot, pool_label: str, earlier: ClusterView, moved: Mapping[str, Sequence[Pod]]
+) -> dict[str, NodeState]:
+    nodes: dict[str, NodeState] = {}
+    before = earlier.nodes
+    for node in snapshot.nodes:
+        same = before[node.name]
+        added = moved.get(node.name)
+        if added:
+            pods = same.pods + tuple(added)
+            requested = same.requested + _sum_requests(added)
+            movable = same.movable_pods + tuple([pod for pod in added if not pod.stays_on_node])
+            nodes[node.name] = NodeState(node, node.labels.get(pool_label), pods, requested, movable, node.name)
+        elif same.node is node:
+            nodes[node.name] = same
+        else:
+            nodes[node.name] = NodeState(
+                node, node.labels.get(pool_label), same.pods, same.requested, same.movable_pods, node.name
+            )
+    return nodes
+
+
+def _sum_requests(pods: Sequence[Pod]) -> Resources:
     cpu = memory = 0
     extended: dict[str, int] = {}
     for pod in pods:

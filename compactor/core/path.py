@@ -62,16 +62,20 @@ def consolidation_path(
     limit = max_steps if max_steps is not None else min(MAX_STEPS, 1 + WORK_LIMIT // max(1, len(snapshot.pods)))
     matured_config = _without_waiting(config)
     steps: list[PathStep] = []
+    # What the last drain moved, by target: with the view before it, the next view is made without
+    # regrouping every pod (`ClusterView`); None when there is no such view.
+    moved: dict[str, list[Pod]] | None = {} if view is not None else None
     if first.decision.action == "drain" and first.decision.node is not None:
         # The first step is the decision made now; the waits are assumed over only after it.
-        snapshot, step = _apply(snapshot, first.decision, config.pool_label)
+        snapshot, step, drained = _apply(snapshot, first.decision, config.pool_label)
+        moved = drained if view is not None else None
         steps.append(step)
     current = _matured(snapshot, now)
     # The PDBs do not change along the path: what they cover is found once.
     pdbs = view.pdbs if view is not None else PdbIndex(snapshot.pdbs)
     while True:
         # Each view is built from the one before: most nodes hold the same pods from step to step.
-        view = ClusterView(current, matured_config, pdbs, earlier=view)
+        view = ClusterView(current, matured_config, pdbs, earlier=view, moved=moved)
         plan = planner.plan(current, matured_config, now=now, view=view, explain=False)
         reached = _at_lower_bound(plan, config)
         if reached:
@@ -83,7 +87,7 @@ def consolidation_path(
         if len(steps) == limit:
             stopped = f"stopped after {limit} step(s) to keep planning bounded"
             break
-        current, step = _apply(current, plan.decision, config.pool_label)
+        current, step, moved = _apply(current, plan.decision, config.pool_label)
         steps.append(step)
     return _path(steps, reached, stopped, config, schedule_minutes, removal_minutes)
 
@@ -140,20 +144,26 @@ def _matured(snapshot: Snapshot, now: datetime) -> Snapshot:
     return structs.replace(snapshot, nodes=tuple(nodes), pods=pods)
 
 
-def _apply(snapshot: Snapshot, decision: Decision, pool_label: str) -> tuple[Snapshot, PathStep]:
-    """The cluster after the drain: the node gone, its pods where the proof placed them."""
+def _apply(snapshot: Snapshot, decision: Decision, pool_label: str) -> tuple[Snapshot, PathStep, dict[str, list[Pod]]]:
+    """The cluster after the drain: the node gone, its pods where the proof placed them, listed after
+    every other pod (what `ClusterView`'s `moved` asks); and those pods by their new node."""
     drained = decision.node
     placements = dict(decision.placements)
     pods: list[Pod] = []
+    moved: dict[str, list[Pod]] = {}
+    placed: list[Pod] = []
     for pod in snapshot.pods:
         if pod.node_name != drained:
             pods.append(pod)
         elif pod.key in placements:
-            pods.append(structs.replace(pod, node_name=placements[pod.key]))
+            target = placements[pod.key]
+            pod = structs.replace(pod, node_name=target)
+            placed.append(pod)
+            moved.setdefault(target, []).append(pod)
     nodes = tuple(node for node in snapshot.nodes if node.name != drained)
     left = sum(1 for node in nodes if node.labels.get(pool_label) == decision.pool)
     step = PathStep(drained or "", decision.pool, len(placements), left)
-    return structs.replace(snapshot, nodes=nodes, pods=tuple(pods)), step
+    return structs.replace(snapshot, nodes=nodes, pods=(*pods, *placed)), step, moved
 
 
 def _at_lower_bound(plan: Plan, config: Config) -> bool:

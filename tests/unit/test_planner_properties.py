@@ -17,7 +17,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compactor.core import planner
+from compactor.core import path, planner
+from compactor.core.cluster import ClusterView
 from compactor.core.model import (
     CA_SCALE_DOWN_DISABLED,
     DISABLED,
@@ -340,3 +341,38 @@ def test_a_plan_without_explanations_decides_the_same(cluster: tuple[Snapshot, A
     for short, whole in zip(brief.nodes, full.nodes, strict=True):
         assert short.candidate == whole.candidate
         assert short.blockers == whole.blockers[:1], short.name
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), st.booleans(), st.booleans())
+def test_the_view_after_a_drain_is_the_view_of_the_cluster_it_leaves(
+    cluster: tuple[Snapshot, Any], grouped_before: bool, matured: bool
+) -> None:
+    """`core.path` makes each step's view from the one before and what the drain moved, without
+    regrouping every pod: it must be the view a full regrouping of that cluster makes."""
+    snapshot, config = cluster
+    view = ClusterView(snapshot, config)
+    if grouped_before:
+        assert view.pods_by_namespace is not None  # made now, so the next view derives its own from it
+    decision = planner.plan(snapshot, config, now=NOW, view=view).decision
+    if decision.action != "drain":
+        return
+    after, _, moved = path._apply(snapshot, decision, config.pool_label)
+    if matured:
+        after = path._matured(after, NOW)  # new node objects, as the path's first view has
+    derived = ClusterView(after, config, view.pdbs, earlier=view, moved=moved)
+    full = ClusterView(after, config)
+    assert list(derived.nodes) == list(full.nodes)
+    for name, state in full.nodes.items():
+        mine = derived.nodes[name]
+        assert (mine.node, mine.pool, mine.pods, mine.requested, mine.movable_pods) == (
+            state.node,
+            state.pool,
+            state.pods,
+            state.requested,
+            state.movable_pods,
+        ), name
+    assert derived.unschedulable_pods == full.unschedulable_pods
+    assert derived.schedulable_in_pool == full.schedulable_in_pool
+    assert derived.nodes_in_pool_zone == full.nodes_in_pool_zone
+    assert dict(derived.pods_by_namespace) == dict(full.pods_by_namespace)

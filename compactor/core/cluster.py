@@ -131,9 +131,6 @@ class PdbIndex:
         # namespace mostly select on one key ("app"), so a pod needs one or two lookups.
         self._by_label: dict[str, dict[str, dict[str, list[Pdb]]]] = {}
         self._always: dict[str, list[Pdb]] = {}
-        # What covering() found per pod object that some PDB covers; the pod is kept beside it so a
-        # reused id() never matches. That none covers a pod (most) is found again faster than kept.
-        self._found: dict[int, tuple[Pod, list[Pdb]]] = {}
         # What `blockers.pods_blockers` found for a node's pods, by the id() of their tuple (kept beside)
         # and the configuration's two pod rules: views along the consolidation path share the tuples.
         self.pods_found: dict[tuple[int, bool, bool], tuple[tuple[Pod, ...], list[Any]]] = {}
@@ -148,14 +145,9 @@ class PdbIndex:
                 self._always.setdefault(pdb.namespace, []).append(pdb)
 
     def covering(self, pod: Pod) -> Sequence[Pdb]:
-        known = self._found.get(id(pod))
-        if known is not None and known[0] is pod:
-            return known[1]
-        found = self._covering(pod)
-        if found:
-            self._found[id(pod)] = (pod, found)
-            return found
-        return ()
+        """Found again on each call: plans along the consolidation path ask again only for the pods
+        of the nodes a drain changed (`blockers.node_pods_blockers` keeps what a node's pods found)."""
+        return self._covering(pod) or ()
 
     def _covering(self, pod: Pod) -> list[Pdb] | None:
         always = self._always.get(pod.namespace)

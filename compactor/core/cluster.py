@@ -129,43 +129,58 @@ class PdbIndex:
     def __init__(self, pdbs: tuple[Pdb, ...]) -> None:
         # namespace -> label key -> label value -> PDBs filed under that pair. PDBs of a
         # namespace mostly select on one key ("app"), so a pod needs one or two lookups.
-        self._by_label: dict[str, dict[str, dict[str, list[Pdb]]]] = {}
-        self._always: dict[str, list[Pdb]] = {}
-        # What `blockers.pods_blockers` found for a node's pods, by the id() of their tuple (kept beside)
-        # and the configuration's two pod rules: views along the consolidation path share the tuples.
-        self.pods_found: dict[tuple[int, bool, bool], tuple[tuple[Pod, ...], list[Any]]] = {}
+        by_label: dict[str, dict[str, dict[str, list[Pdb]]]] = {}
+        always: dict[str, list[Pdb]] = {}
         for pdb in pdbs:
             if pdb.selector is None:
                 continue  # selects no pod
             if pdb.selector.match_labels:
                 key, value = pdb.selector.match_labels[0]
-                by_key = self._by_label.setdefault(pdb.namespace, {})
+                by_key = by_label.setdefault(pdb.namespace, {})
                 by_key.setdefault(key, {}).setdefault(value, []).append(pdb)
             else:
-                self._always.setdefault(pdb.namespace, []).append(pdb)
+                always.setdefault(pdb.namespace, []).append(pdb)
+        # Per namespace, in one lookup: the PDBs always checked, and per label key the PDBs filed by
+        # value, each with whether its pair is its whole selector (then finding it is matching it).
+        self._by_namespace: dict[str, tuple[tuple[Pdb, ...], tuple[tuple[str, dict[str, _Filed]], ...]]] = {}
+        for namespace in always.keys() | by_label.keys():
+            keyed = tuple(
+                (key, {value: tuple((pdb, _whole(pdb)) for pdb in filed) for value, filed in by_value.items()})
+                for key, by_value in by_label.get(namespace, {}).items()
+            )
+            self._by_namespace[namespace] = (tuple(always.get(namespace, ())), keyed)
+        # What `blockers.pods_blockers` found for a node's pods, by the id() of their tuple (kept beside)
+        # and the configuration's two pod rules: views along the consolidation path share the tuples.
+        self.pods_found: dict[tuple[int, bool, bool], tuple[tuple[Pod, ...], list[Any]]] = {}
 
     def covering(self, pod: Pod) -> Sequence[Pdb]:
-        """Found again on each call: plans along the consolidation path ask again only for the pods
-        of the nodes a drain changed (`blockers.node_pods_blockers` keeps what a node's pods found)."""
-        return self._covering(pod) or ()
-
-    def _covering(self, pod: Pod) -> list[Pdb] | None:
-        always = self._always.get(pod.namespace)
-        by_key = self._by_label.get(pod.namespace)
-        if always is None and by_key is None:
-            return None
+        """Found again on each call (it is asked once per pod of a plan: plans along the consolidation
+        path ask only for the pods of the nodes a drain changed, `blockers.node_pods_blockers`)."""
+        index = self._by_namespace.get(pod.namespace)
+        if index is None:
+            return ()
+        always, keyed = index
         labels = pod.labels
         found = [pdb for pdb in always if selector_matches(pdb.selector, labels)] if always else None
-        if by_key:
-            for key, by_value in by_key.items():
-                value = labels.get(key)
-                if value is not None:
-                    for pdb in by_value.get(value, ()):
-                        if selector_matches(pdb.selector, labels):
-                            if found is None:
-                                found = []
-                            found.append(pdb)
-        return found
+        for key, by_value in keyed:
+            value = labels.get(key)
+            filed = by_value.get(value) if value is not None else None
+            if filed:
+                for pdb, whole in filed:
+                    if whole or selector_matches(pdb.selector, labels):
+                        if found is None:
+                            found = []
+                        found.append(pdb)
+        return found or ()
+
+
+_Filed = tuple[tuple[Pdb, bool], ...]
+
+
+def _whole(pdb: Pdb) -> bool:
+    """Whether the label pair a PDB is filed under is all its selector asks."""
+    selector = pdb.selector
+    return selector is not None and len(selector.match_labels) == 1 and not selector.match_expressions
 
 
 def _regrouped(

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compactor.core import path, planner
-from compactor.core.cluster import ClusterView
+from compactor.core.cluster import ClusterView, PdbIndex
 from compactor.core.model import (
     CA_SCALE_DOWN_DISABLED,
     DISABLED,
@@ -29,11 +29,13 @@ from compactor.core.model import (
     Pdb,
     Pod,
     PodAffinityTerm,
+    Requirement,
     Resources,
     Snapshot,
     Taint,
     Toleration,
 )
+from compactor.core.selectors import selector_matches
 from compactor.core.timing import format_stamp
 from tests.builders import NOW, make_config
 
@@ -376,3 +378,43 @@ def test_the_view_after_a_drain_is_the_view_of_the_cluster_it_leaves(
     assert derived.schedulable_in_pool == full.schedulable_in_pool
     assert derived.nodes_in_pool_zone == full.nodes_in_pool_zone
     assert dict(derived.pods_by_namespace) == dict(full.pods_by_namespace)
+
+
+LABEL_KEYS = ("app", "tier", "team")
+LABEL_VALUES = ("a", "b")
+
+
+@st.composite
+def label_selectors(draw: st.DrawFn) -> LabelSelector | None:
+    if draw(st.integers(0, 9)) == 0:
+        return None  # selects no pod
+    pairs = draw(st.dictionaries(st.sampled_from(LABEL_KEYS), st.sampled_from(LABEL_VALUES), max_size=2))
+    expressions = draw(
+        st.lists(
+            st.builds(
+                Requirement,
+                st.sampled_from(LABEL_KEYS),
+                st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist"]),
+                st.lists(st.sampled_from(LABEL_VALUES), min_size=1, max_size=2).map(tuple),
+            ),
+            max_size=2,
+        )
+    )
+    return LabelSelector(tuple(pairs.items()), tuple(expressions))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(["default", "other"]), label_selectors()), max_size=6),
+    st.sampled_from(["default", "other", "empty"]),
+    st.dictionaries(st.sampled_from(LABEL_KEYS), st.sampled_from(LABEL_VALUES)),
+)
+def test_the_pdb_index_finds_exactly_the_pdbs_whose_selector_matches(
+    selectors: list[tuple[str, LabelSelector | None]], namespace: str, labels: dict[str, str]
+) -> None:
+    """`PdbIndex.covering` against matching every PDB of the namespace one by one."""
+    pdbs = tuple(Pdb(ns, f"pdb-{i}", selector, 1) for i, (ns, selector) in enumerate(selectors))
+    pod = Pod(namespace, "p", "n0", "Running", Resources(100, 0), labels=labels)
+    expected = [pdb.name for pdb in pdbs if pdb.namespace == namespace and selector_matches(pdb.selector, labels)]
+    found = PdbIndex(pdbs).covering(pod)
+    assert sorted(pdb.name for pdb in found) == sorted(expected)

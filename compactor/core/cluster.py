@@ -57,14 +57,19 @@ class ClusterView:
         `earlier` followed by those moved to it, exactly what regrouping every pod would find."""
         self.snapshot = snapshot
         self.config = config
-        # The view this one follows by a drain, until `pods_by_namespace` has used it, and how many pods moved.
-        self._drained_from: ClusterView | None = None
+        # After a drain, what `pods_by_namespace` is made from: the view before's (when it made them),
+        # the nodes gone since, and how many pods moved. Kept instead of that view, so the views of a
+        # path do not hold one another.
+        self._by_namespace_before: dict[str, list[Pod]] | None = None
+        self._gone: list[NodeState] = []
         self._moved_count = 0
         if earlier is not None and moved is not None:
             self.unschedulable_pods: list[Pod] = earlier.unschedulable_pods
             self.nodes: dict[str, NodeState] = _after_drain(snapshot, config.pool_label, earlier, moved)
-            self._drained_from = earlier
-            self._moved_count = sum(len(pods) for pods in moved.values())
+            self._by_namespace_before = earlier.__dict__.get("pods_by_namespace")
+            if self._by_namespace_before is not None:
+                self._gone = [earlier.nodes[name] for name in earlier.nodes.keys() - self.nodes.keys()]
+                self._moved_count = sum(len(pods) for pods in moved.values())
         else:
             self.unschedulable_pods, self.nodes = _regrouped(snapshot, config.pool_label, earlier)
 
@@ -90,22 +95,22 @@ class ClusterView:
         """The non-terminal pods bound to a node, by namespace, in the snapshot's order (made when first
         asked: only topology spread constraints need it). After a drain, from the view before it when
         that one made them: its lists without the pods of the nodes gone, and the moved pods after."""
-        earlier, self._drained_from = self._drained_from, None
-        known = earlier.__dict__.get("pods_by_namespace") if earlier is not None else None
-        if earlier is not None and known is not None:
-            return self._after_drain_by_namespace(earlier, known)
+        known, self._by_namespace_before = self._by_namespace_before, None
+        if known is not None:
+            return self._after_drain_by_namespace(known)
         by_namespace: dict[str, list[Pod]] = defaultdict(list)
         for pod in self.snapshot.pods:
             if pod.node_name is not None and pod.phase not in TERMINAL_PHASES:
                 by_namespace[pod.namespace].append(pod)
         return by_namespace
 
-    def _after_drain_by_namespace(self, earlier: ClusterView, known: dict[str, list[Pod]]) -> dict[str, list[Pod]]:
+    def _after_drain_by_namespace(self, known: dict[str, list[Pod]]) -> dict[str, list[Pod]]:
         gone: dict[str, set[int]] = defaultdict(set)
-        for name in earlier.nodes.keys() - self.nodes.keys():
-            for pod in earlier.nodes[name].pods:
+        for state in self._gone:
+            for pod in state.pods:
                 gone[pod.namespace].add(id(pod))
-        by_namespace = defaultdict(list, known)  # the lists not changed here are shared with `earlier`
+        self._gone = []
+        by_namespace = defaultdict(list, known)  # the lists not changed here are shared with the view before
         for namespace, ids in gone.items():
             by_namespace[namespace] = [pod for pod in known.get(namespace, ()) if id(pod) not in ids]
         changed = set(gone)

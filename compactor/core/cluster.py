@@ -112,7 +112,11 @@ class ClusterView:
         self._gone = []
         by_namespace = defaultdict(list, known)  # the lists not changed here are shared with the view before
         for namespace, ids in gone.items():
-            by_namespace[namespace] = [pod for pod in known.get(namespace, ()) if id(pod) not in ids]
+            kept = [pod for pod in known.get(namespace, ()) if id(pod) not in ids]
+            if kept:
+                by_namespace[namespace] = kept
+            else:
+                by_namespace.pop(namespace, None)  # as a regrouping would not list it
         changed = set(gone)
         pods = self.snapshot.pods
         for pod in pods[len(pods) - self._moved_count :] if self._moved_count else ():

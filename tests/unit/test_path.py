@@ -11,6 +11,7 @@ import pytest
 from msgspec import structs
 
 from compactor.core import path, planner
+from compactor.core.cluster import ClusterView
 from compactor.core.model import DRAIN_STARTED_AT, UNDERUTILIZED_SINCE, Snapshot
 from compactor.core.plan import ConsolidationPath, Plan
 from tests.builders import NOW, ago, busy, make_config, make_node, make_pod, make_snapshot, stamp
@@ -157,3 +158,24 @@ def test_a_negative_path_length_is_bad_input() -> None:
     answer = run_cli("--path-steps", "-1")
     assert answer.returncode == 2
     assert "--path-steps: -1 is negative" in answer.stderr
+
+
+def test_the_next_view_is_the_one_regrouping_the_cluster_would_make() -> None:
+    """`ClusterView(..., moved=...)`: a namespace whose only pod left with the drained node (here a
+    DaemonSet pod) is no longer listed, and the moved pods follow their target's own pods."""
+    snapshot = light_cluster()
+    daemon = make_pod("agent", node="l0", namespace="monitoring", owner="DaemonSet", cpu="0", memory="0")
+    snapshot = structs.replace(snapshot, pods=(*snapshot.pods, daemon))
+    settings = make_config()
+    view = ClusterView(snapshot, settings)
+    assert "monitoring" in view.pods_by_namespace
+    first = planner.plan(snapshot, settings, now=NOW, view=view)
+    assert first.decision.node == "l0", first.decision.reason
+    after, _, moved = path._apply(snapshot, first.decision, settings.pool_label)
+    derived = ClusterView(after, settings, view.pdbs, earlier=view, moved=moved)
+    full = ClusterView(after, settings)
+    assert {name: state.pods for name, state in derived.nodes.items()} == {
+        name: state.pods for name, state in full.nodes.items()
+    }
+    assert "monitoring" not in derived.pods_by_namespace
+    assert dict(derived.pods_by_namespace) == dict(full.pods_by_namespace)

@@ -158,6 +158,8 @@ class Setup:
     pdbs: tuple[JsonObject, ...]
     autoscaler: AutoscalerSettings
     config: Config  # node-compactor's configuration; estafette reads the same pool settings
+    # kube-scheduler scores NodeResourcesBalancedAllocation too (`simulation.scheduler`)
+    balanced_allocation: bool = False
     initial_nodes: tuple[JsonObject, ...] = ()  # a kubectl snapshot's objects, when starting from one
     initial_pods: tuple[JsonObject, ...] = ()
     run_budget_seconds: float = 240.0  # a node-compactor run's time budget (COMPACTOR_RUN_BUDGET_SECONDS)

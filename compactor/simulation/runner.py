@@ -90,7 +90,7 @@ def build(setup: Setup) -> Cluster:
     begin = setup.start - timedelta(hours=setup.warmup_hours)
     world = World(start=begin, pool_label=setup.config.pool_label, pools=setup.pools)
     controllers = Controllers(world, setup)
-    scheduler = Scheduler(world, setup.config, setup.seed)
+    scheduler = Scheduler(world, setup.config, setup.seed, balanced_allocation=setup.balanced_allocation)
     autoscaler = Autoscaler(world, setup, controllers)
     cluster = Cluster(world, controllers, scheduler, autoscaler)
     for pdb in setup.pdbs:

@@ -172,6 +172,11 @@ class Autoscaler(_Strict):
     max_pod_eviction_seconds: int = Field(120, alias="maxPodEvictionSeconds", ge=0)
 
 
+class SchedulerSettings(_Strict):
+    # kube-scheduler's NodeResourcesBalancedAllocation score beside LeastAllocated (default profile)
+    balanced_allocation: bool = Field(False, alias="balancedAllocation")
+
+
 class ScenarioFile(_Strict):
     name: str
     description: str = ""
@@ -190,6 +195,7 @@ class ScenarioFile(_Strict):
     stateful_sets: list[StatefulSet] = Field(default_factory=list, alias="statefulSets")
     cron_jobs: list[CronJob] = Field(default_factory=list, alias="cronJobs")
     autoscaler: Autoscaler = Field(default_factory=lambda: Autoscaler.model_validate({}))
+    scheduler: SchedulerSettings = Field(default_factory=lambda: SchedulerSettings.model_validate({}))
     compactor: dict[str, Any] | None = None
 
     @model_validator(mode="after")
@@ -381,6 +387,7 @@ def _setup(scenario: ScenarioFile, *, source: str, config: Config | None) -> Set
             max_pod_eviction_seconds=settings.max_pod_eviction_seconds,
         ),
         config=config,
+        balanced_allocation=scenario.scheduler.balanced_allocation,
         run_budget_seconds=float(scenario.run_budget_seconds),
         source=source,
         sources=tuple(scenario.sources),

@@ -15,6 +15,14 @@ comes first: a node with a PreferNoSchedule taint the pod does not tolerate
 With `most_allocated` (GKE's optimize-utilization profile) the score is
 turned around: the feasible node with the least free cpu and memory after
 placement wins (NodeResourcesFit MostAllocated).
+
+With `balanced_allocation`, NodeResourcesBalancedAllocation is scored too, at
+the same weight as NodeResourcesFit, as the default profile does
+(pkg/scheduler/apis/config/v1/default_plugins.go): 100 x (1 - |cpu share - memory
+share| / 2) after placement, each share capped at 1
+(pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go). It is
+off unless a scenario asks for it (`"scheduler": {"balancedAllocation": true}`):
+node-compactor's fit proof does not model it yet (docs/savings.md).
 """
 
 from __future__ import annotations
@@ -58,10 +66,19 @@ def prepared(world: World, key: str, simulation: fit.Simulation) -> Pod:
 
 
 class Scheduler:
-    def __init__(self, world: World, config: Config, seed: int, *, most_allocated: bool = False) -> None:
+    def __init__(
+        self,
+        world: World,
+        config: Config,
+        seed: int,
+        *,
+        most_allocated: bool = False,
+        balanced_allocation: bool = False,
+    ) -> None:
         self.world = world
         self.config = config
         self.most_allocated = most_allocated
+        self.balanced_allocation = balanced_allocation
         self._ties = random.Random(f"{seed}:scheduler")
 
     def schedule(self, at: datetime) -> int:
@@ -84,6 +101,8 @@ class Scheduler:
                 if simulation.why_not(pod, target) is not None:
                     continue
                 fitness = (_most_allocated if self.most_allocated else _least_allocated)(target, used[target.name], pod)
+                if self.balanced_allocation:
+                    fitness += _balanced_allocation(target, used[target.name], pod)
                 score = fitness + _taint_toleration(pod, target)
                 if score > best_score:
                     best, best_score, ties = target, score, 1
@@ -131,6 +150,16 @@ def _most_allocated(target: NodeState, used: list[int], pod: Pod) -> int:
     cpu = _used_share(allocatable.cpu_millis, used[0] + pod.requests.cpu_millis)
     memory = _used_share(allocatable.memory_bytes, used[1] + pod.requests.memory_bytes)
     return (cpu + memory) // 2
+
+
+def _balanced_allocation(target: NodeState, used: list[int], pod: Pod) -> int:
+    """NodeResourcesBalancedAllocation's score for cpu and memory: nodes whose two shares stay close win."""
+    allocatable = target.node.allocatable
+    if allocatable.cpu_millis <= 0 or allocatable.memory_bytes <= 0:
+        return 0
+    cpu = min(1.0, (used[0] + pod.requests.cpu_millis) / allocatable.cpu_millis)
+    memory = min(1.0, (used[1] + pod.requests.memory_bytes) / allocatable.memory_bytes)
+    return int((1 - abs(cpu - memory) / 2) * 100)
 
 
 def _used_share(capacity: int, requested: int) -> int:

@@ -8,7 +8,9 @@ import pytest
 
 from compactor import quantity
 from compactor.core.cluster import ClusterView
+from compactor.errors import BadInputError
 from compactor.simulation import machines, runner, scenario
+from tests.simulation.builders import SCENARIO, setup_from
 
 EXAMPLES = (
     "examples/scenarios/diurnal-web.json",
@@ -89,3 +91,13 @@ def test_allocatable_follows_gke_reservations(machine: str, cpu: str, memory_gib
     allocatable = machines.allocatable(machine)
     assert allocatable["cpu"] == cpu
     assert int(allocatable["memory"].removesuffix("Ki")) / 2**20 == pytest.approx(memory_gib, abs=0.05)
+
+
+def test_a_scenario_may_ask_for_the_balanced_allocation_score() -> None:
+    assert setup_from(SCENARIO).balanced_allocation is False
+    asked = setup_from({**SCENARIO, "scheduler": {"balancedAllocation": True}})
+    assert asked.balanced_allocation is True
+    assert runner.build(asked).scheduler.balanced_allocation is True
+    with pytest.raises(BadInputError) as refused:
+        setup_from({**SCENARIO, "scheduler": {"balanced": True}})
+    assert any("scheduler" in problem for problem in refused.value.problems), refused.value.problems

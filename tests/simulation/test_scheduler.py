@@ -91,3 +91,20 @@ def test_placement_is_the_same_for_the_same_seed() -> None:
         return [cluster.pod_record(key).node_name for key in keys]
 
     assert placements(7) == placements(7)
+
+
+def test_with_balanced_allocation_a_pod_goes_where_cpu_and_memory_stay_even() -> None:
+    """kube-scheduler's default profile scores NodeResourcesBalancedAllocation beside LeastAllocated: a
+    2-cpu pod without memory goes to the node whose memory is as used as its cpu will be, although the
+    other node keeps more free (LeastAllocated alone: 62 against 50; with balance: 124 against 150)."""
+    placed = {}
+    for balanced in (False, True):
+        cluster = world()
+        add_node(cluster, "cpu-used", allocatable={"cpu": "4", "memory": "8Gi", "pods": "110"})
+        add_node(cluster, "memory-used", allocatable={"cpu": "4", "memory": "8Gi", "pods": "110"})
+        add_pod(cluster, "compute", node="cpu-used", cpu="1", memory="0")
+        add_pod(cluster, "cache", node="memory-used", cpu="0", memory="4Gi")
+        key = add_pod(cluster, "new", cpu="2", memory="0")
+        Scheduler(cluster, CONFIG, seed=1, balanced_allocation=balanced).schedule(START)
+        placed[balanced] = cluster.pod_record(key).node_name
+    assert placed == {False: "cpu-used", True: "memory-used"}

@@ -4,12 +4,16 @@ Places the pods largest first, in the order the executor evicts them, in
 the order their replacements reach the scheduler when PodDisruptionBudgets
 hold some evictions back (`arrival_order`), and in the order the scheduling
 queue hands them out when they wait there together (`queue_order`: higher
-priority first), each on the target that is least allocated at that moment
-among those passing every predicate, accumulating what the placements use.
-That is what the default scheduler (NodeResourcesFit, LeastAllocated) does
-with them; placing them any other way could prove a fit the scheduler then
-does not find, when small pods take the room kept for a large one. Targets wait in a heap keyed
-by their load, so most pods cost one predicate check and a heap update.
+priority first), each on the target the default scheduler scores best at
+that moment among those passing every predicate, accumulating what the
+placements use. The default profile scores NodeResourcesFit (LeastAllocated)
+and NodeResourcesBalancedAllocation at weight 1 each, which together come to
+200 - 100 x the larger of the node's cpu and memory shares after placement:
+a cpu-heavy pod goes where memory is used, not only where most is free.
+Placing the pods any other way could prove a fit the scheduler then does not
+find, when small pods take the room kept for a large one. Targets wait in a
+heap keyed by their larger share, which bounds the score a pod can get
+there, so a pod looks only at the few targets that could still win.
 
 Predicates: cpu, memory, extended resources and pod count against
 allocatable; NoSchedule/NoExecute taints tolerated; nodeSelector and
@@ -52,6 +56,8 @@ class _Usage:
 
 
 _Entry = tuple[bool, float, str, int]
+# The most a target can score for a pod (`Simulation._score`) when none of it is allocated.
+_BEST_POSSIBLE = 200
 _NO_NAMES: set[str] = set()
 
 
@@ -182,24 +188,41 @@ class Simulation:
                     return FitResult(False, placements, self._explain(pod, nowhere))
             # One pass: the reasons gathered on the way explain a pod that fits nowhere.
             refusals: Counter[str] = Counter()
-            refused: list[_Entry] = []
+            looked: list[_Entry] = []
+            best: _Entry | None = None
+            best_score = -1
             while heap:
-                entry = heapq.heappop(heap)
+                entry = heap[0]
+                if best is not None and (
+                    entry[0] > best[0] or int(_BEST_POSSIBLE - 100 * entry[1] + 1e-9) <= best_score
+                ):
+                    break  # an avoided target, or none left that could score as high
+                heapq.heappop(heap)
+                looked.append(entry)
                 target = targets[entry[3]]
                 if target.name == source:
                     continue  # in the shared starting order, which serves every source node
+                if best is not None:
+                    score = self._score(pod, target)
+                    if score <= best_score:
+                        continue  # it could not win: no need to know whether it fits
                 why = self.why_not(pod, target)
-                if why is None:
-                    self.place(pod, target)
-                    placements[pod.key] = target.name
-                    heapq.heappush(heap, (*self._rank(target), target.name, entry[3]))
-                    break
-                refusals[why] += 1
-                refused.append(entry)
-            else:  # every target refused it: the simulation ends here
-                return FitResult(False, placements, self._explain(pod, refusals))
-            for entry in refused:
-                heapq.heappush(heap, entry)
+                if why is not None:
+                    refusals[why] += 1
+                    continue
+                score = self._score(pod, target)
+                if best is None or score > best_score:
+                    best, best_score = entry, score
+            if best is not None:
+                target = targets[best[3]]
+                self.place(pod, target)
+                placements[pod.key] = target.name
+                for entry in looked:
+                    if entry is not best:
+                        heapq.heappush(heap, entry)
+                heapq.heappush(heap, (*self._rank(target), target.name, best[3]))
+                continue
+            return FitResult(False, placements, self._explain(pod, refusals))  # every target refused it
         return FitResult(True, placements)
 
     def _refused_by_node_selector(self, pod: Pod) -> Counter[str] | None:
@@ -249,8 +272,8 @@ class Simulation:
         return shared[1].get(value, _NO_NAMES)
 
     def _start(self) -> tuple[list[_Entry], Sequence[NodeState]]:
-        """The targets as a heap of (avoided, load, name, index into the sequence returned beside it):
-        the least allocated target the scheduler does not avoid on top.
+        """The targets as a heap of (avoided, larger share, name, index into the sequence returned
+        beside it): the least allocated target the scheduler does not avoid on top.
 
         Before anything is placed the order depends only on the targets and the avoided nodes, so one
         heap, of every target given, is made once per view and copied for each run (a plan simulates
@@ -273,16 +296,41 @@ class Simulation:
         return target.name in self.avoided, self._load(target)
 
     def _load(self, target: NodeState) -> float:
-        """How allocated a target is now, the mean of its cpu and memory shares (LeastAllocated's measure)."""
+        """How allocated a target is now: the larger of its cpu and memory shares (a resource the node
+        has none of counts 0). A pod placed on it scores at most `_BEST_POSSIBLE` - 100 x this."""
         allocatable = target.node.allocatable
         usage = self.usage.get(target.name)
         if usage is None:
             cpu, memory = target.requested.cpu_millis, target.requested.memory_bytes
         else:
             cpu, memory = usage.cpu, usage.memory
-        cpu_share = cpu / allocatable.cpu_millis if allocatable.cpu_millis > 0 else 1.0
-        memory_share = memory / allocatable.memory_bytes if allocatable.memory_bytes > 0 else 1.0
-        return (cpu_share + memory_share) / 2
+        cpu_share = cpu / allocatable.cpu_millis if allocatable.cpu_millis > 0 else 0.0
+        memory_share = memory / allocatable.memory_bytes if allocatable.memory_bytes > 0 else 0.0
+        return max(cpu_share, memory_share)
+
+    def _score(self, pod: Pod, target: NodeState) -> int:
+        """kube-scheduler's NodeResourcesFit (LeastAllocated) plus NodeResourcesBalancedAllocation score
+        for `pod` on `target`, both weighted 1 in the default profile, as integers the way it computes
+        them (pkg/scheduler/framework/plugins/noderesources: least_allocated.go, balanced_allocation.go).
+
+        Together they come to 200 - 100 x the larger of the two shares after placement, less rounding:
+        (100 - 50 (c + m)) + (100 - 50 |c - m|). Called only for a pod the target can hold."""
+        allocatable = target.node.allocatable
+        usage = self.usage.get(target.name)
+        if usage is None:
+            cpu, memory = target.requested.cpu_millis, target.requested.memory_bytes
+        else:
+            cpu, memory = usage.cpu, usage.memory
+        cpu += pod.requests.cpu_millis
+        memory += pod.requests.memory_bytes
+        least = 0
+        shares: list[float] = []
+        for used, capacity in ((cpu, allocatable.cpu_millis), (memory, allocatable.memory_bytes)):
+            if capacity > 0:
+                least += (capacity - used) * 100 // capacity if used <= capacity else 0
+                shares.append(min(1.0, used / capacity))
+        spread = abs(shares[0] - shares[1]) / 2 if len(shares) == 2 else 0.0
+        return least // 2 + int((1 - spread) * 100)
 
     # -- bookkeeping --------------------------------------------------------------------------
 

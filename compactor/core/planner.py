@@ -27,7 +27,7 @@ from compactor.core.wording import mebibytes, percent
 # all-pairs scan; the nodes not simulated say so.
 MAX_SIMULATIONS = 25
 
-# Reservations. kube-scheduler's least-allocated scoring spreads a drain's pods over the emptiest
+# Reservations. kube-scheduler's resource scoring spreads a drain's pods over the emptiest
 # nodes, so near full the room is left in slivers and the last, larger pod can find none although
 # the pool has room in all. When no candidate's pods fit as they are, the cheapest few whose proof
 # failed are proven again with the roomiest one or two targets taken last, as a PreferNoSchedule
@@ -407,10 +407,10 @@ def _prove(
     """The fit proof: every placement order and scheduler preference the drain may meet must succeed.
 
     Orders: largest first (rule 6), the order the evictions hand the pods to the scheduler, which
-    places each on the least allocated node as it comes, that order with the pods whose PDB the
+    places each on the node it scores best as it comes (`fit`), that order with the pods whose PDB the
     earlier evictions use up coming last (refused until the others are Ready), and that one with
     the higher priorities first in each batch (the scheduling queue's order when they wait together).
-    Preferences: plain least-allocated, and, when some targets carry a PreferNoSchedule taint, the
+    Preferences: the scheduler's resource scores alone, and, when some targets carry a PreferNoSchedule taint, the
     scheduler's TaintToleration score putting pods on the other nodes first. With `reserved`, only
     that preference, those nodes among the avoided: the reservation is what makes the pods fit.
     Returns the first placement, or why a pod fits nowhere.

@@ -156,7 +156,7 @@ def _balanced_allocation(target: NodeState, used: list[int], pod: Pod) -> int:
     """NodeResourcesBalancedAllocation's score for cpu and memory: nodes whose two shares stay close win."""
     allocatable = target.node.allocatable
     if allocatable.cpu_millis <= 0 or allocatable.memory_bytes <= 0:
-        return 0
+        return 100  # a resource the node has none of is left out: one share has no spread
     cpu = min(1.0, (used[0] + pod.requests.cpu_millis) / allocatable.cpu_millis)
     memory = min(1.0, (used[1] + pod.requests.memory_bytes) / allocatable.memory_bytes)
     return int((1 - abs(cpu - memory) / 2) * 100)

@@ -726,11 +726,11 @@ def test_a_drain_is_proven_in_eviction_order_too_as_the_scheduler_will_see_the_p
 
 
 def test_a_drain_is_proven_in_the_order_pdbs_let_the_pods_reach_the_scheduler() -> None:
-    # n2 (8 cpu) has 1000m free at 87.5%, n3 and n4 (4 cpu) 600m each at 85%. The PDB lets one of
+    # n2 (8 cpu) has 1000m free at 87.5%, n3 and n4 (4 cpu) 700m each at 82.5%. The PDB lets one of
     # web's pods go at a time: the executor evicts a-web at once, but b-web (1 cpu) is refused until
     # a-web's replacement is Ready, so c and d reach the scheduler before it. Largest first and in
-    # eviction order the big pod gets n2; in the order they really arrive, d takes n2 (least
-    # allocated by then) and b-web finds no node with 1 cpu free.
+    # eviction order the big pod gets n2; in the order they really arrive, a and c take n3 and n4,
+    # d then scores best on n2 (108 against 102) and b-web finds no node with 1 cpu free.
     nodes = [
         make_node("n1"),
         make_node("n2", cpu="8", marked_since=None),
@@ -739,7 +739,7 @@ def test_a_drain_is_proven_in_the_order_pdbs_let_the_pods_reach_the_scheduler() 
     ]
     keepers = [
         busy("k2", "n2", cpu="7", memory="0"),
-        *(busy(f"k{i}", f"n{i}", cpu="3400m", memory="0") for i in (3, 4)),
+        *(busy(f"k{i}", f"n{i}", cpu="3300m", memory="0") for i in (3, 4)),
     ]
     movers = [
         make_pod("a-web", cpu="300m", memory="0", labels={"app": "web"}),
@@ -816,3 +816,26 @@ def test_the_proof_places_each_pod_on_the_least_allocated_node() -> None:
     # Each pod goes to the node with the most room at that moment: n2 (50%), then n3 and n2 again.
     assert sorted(dict(plan.decision.placements).values()) == ["n2", "n2", "n3"]
     assert plan.decision.evictions == ("default/w0", "default/w1", "default/w2")
+
+
+def test_the_proof_places_each_pod_where_the_default_scheduler_scores_it_best() -> None:
+    """kube-scheduler's default profile adds NodeResourcesBalancedAllocation to LeastAllocated: a 2-cpu
+    pod without memory goes to the node whose memory is as used as its cpu will be (150 against 124),
+    although the other keeps more free (least allocated first would choose cpu-used), and a 2 GiB pod
+    without cpu then goes to cpu-used (175 against 124)."""
+    nodes = [
+        make_node("n1"),
+        make_node("cpu-used", cpu="4", memory="8Gi", marked_since=None),
+        make_node("memory-used", cpu="4", memory="8Gi", marked_since=None),
+    ]
+    pods = [
+        busy("compute", "cpu-used", cpu="1", memory="0"),
+        busy("cache", "memory-used", cpu="0", memory="4Gi"),
+        make_pod("cruncher", cpu="2", memory="0"),
+        make_pod("store", cpu="0", memory="2Gi"),
+    ]
+    view = ClusterView(make_snapshot(nodes, pods), make_config())
+    simulation = fit.Simulation(view, view.nodes["n1"], fit.targets_for(view))
+    result = simulation.run([pod for pod in pods if pod.node_name == "n1"])
+    assert result.fits
+    assert result.placements == {"default/cruncher": "memory-used", "default/store": "cpu-used"}

@@ -10,6 +10,8 @@ placements use. The default profile scores NodeResourcesFit (LeastAllocated)
 and NodeResourcesBalancedAllocation at weight 1 each, which together come to
 200 - 100 x the larger of the node's cpu and memory shares after placement:
 a cpu-heavy pod goes where memory is used, not only where most is free.
+Among targets scored equally the scheduler picks at random; the proof takes
+the one with the most room left, the pick that breaks the largest hole.
 Placing the pods any other way could prove a fit the scheduler then does not
 find, when small pods take the room kept for a large one. Targets wait in a
 heap keyed by their larger share, which bounds the score a pod can get

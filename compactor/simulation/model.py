@@ -159,7 +159,7 @@ class Setup:
     autoscaler: AutoscalerSettings
     config: Config  # node-compactor's configuration; estafette reads the same pool settings
     # kube-scheduler scores NodeResourcesBalancedAllocation too (`simulation.scheduler`)
-    balanced_allocation: bool = False
+    balanced_allocation: bool = True
     initial_nodes: tuple[JsonObject, ...] = ()  # a kubectl snapshot's objects, when starting from one
     initial_pods: tuple[JsonObject, ...] = ()
     run_budget_seconds: float = 240.0  # a node-compactor run's time budget (COMPACTOR_RUN_BUDGET_SECONDS)

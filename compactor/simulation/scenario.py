@@ -174,7 +174,7 @@ class Autoscaler(_Strict):
 
 class SchedulerSettings(_Strict):
     # kube-scheduler's NodeResourcesBalancedAllocation score beside LeastAllocated (default profile)
-    balanced_allocation: bool = Field(False, alias="balancedAllocation")
+    balanced_allocation: bool = Field(True, alias="balancedAllocation")
 
 
 class ScenarioFile(_Strict):

@@ -1,4 +1,4 @@
-"""kube-scheduler as GKE runs it by default: the planner's predicates, then least-allocated scoring.
+"""kube-scheduler as GKE runs it by default: the planner's predicates, then resource and taint scoring.
 
 Pending pods are taken in queue order (priority, then age). A node is
 feasible when `compactor.core.fit`'s `why_not` finds nothing against it (the
@@ -6,8 +6,8 @@ very predicates the planner proves a drain with: resources, pod count,
 taints, node selectors and affinity, host ports, pod (anti-)affinity,
 topology spread, volume zone). Among feasible nodes the one with the most
 free cpu and memory after placement wins (NodeResourcesFit LeastAllocated,
-integer scores as the scheduler computes them); ties are broken at random,
-from the run's seed. A pod that fits nowhere is marked Unschedulable, which
+with BalancedAllocation below, integer scores as the scheduler computes
+them); ties are broken at random, from the run's seed. A pod that fits nowhere is marked Unschedulable, which
 is what the Cluster Autoscaler and the planner read. TaintToleration scoring
 comes first: a node with a PreferNoSchedule taint the pod does not tolerate
 (node-compactor's soft taint on marked nodes) is taken only when no other fits.
@@ -16,13 +16,12 @@ With `most_allocated` (GKE's optimize-utilization profile) the score is
 turned around: the feasible node with the least free cpu and memory after
 placement wins (NodeResourcesFit MostAllocated).
 
-With `balanced_allocation`, NodeResourcesBalancedAllocation is scored too, at
-the same weight as NodeResourcesFit, as the default profile does
+NodeResourcesBalancedAllocation is scored too, at the same weight as
+NodeResourcesFit, as the default profile does
 (pkg/scheduler/apis/config/v1/default_plugins.go): 100 x (1 - |cpu share - memory
 share| / 2) after placement, each share capped at 1
-(pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go). It is
-off unless a scenario asks for it (`"scheduler": {"balancedAllocation": true}`):
-node-compactor's fit proof does not model it yet (docs/savings.md).
+(pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go). A
+scenario turns it off with `"scheduler": {"balancedAllocation": false}`.
 """
 
 from __future__ import annotations
@@ -73,7 +72,7 @@ class Scheduler:
         seed: int,
         *,
         most_allocated: bool = False,
-        balanced_allocation: bool = False,
+        balanced_allocation: bool = True,
     ) -> None:
         self.world = world
         self.config = config

@@ -93,11 +93,12 @@ def test_allocatable_follows_gke_reservations(machine: str, cpu: str, memory_gib
     assert int(allocatable["memory"].removesuffix("Ki")) / 2**20 == pytest.approx(memory_gib, abs=0.05)
 
 
-def test_a_scenario_may_ask_for_the_balanced_allocation_score() -> None:
-    assert setup_from(SCENARIO).balanced_allocation is False
-    asked = setup_from({**SCENARIO, "scheduler": {"balancedAllocation": True}})
-    assert asked.balanced_allocation is True
-    assert runner.build(asked).scheduler.balanced_allocation is True
+def test_the_balanced_allocation_score_is_on_unless_a_scenario_turns_it_off() -> None:
+    assert setup_from(SCENARIO).balanced_allocation is True
+    assert runner.build(setup_from(SCENARIO)).scheduler.balanced_allocation is True
+    off = setup_from({**SCENARIO, "scheduler": {"balancedAllocation": False}})
+    assert off.balanced_allocation is False
+    assert runner.build(off).scheduler.balanced_allocation is False
     with pytest.raises(BadInputError) as refused:
         setup_from({**SCENARIO, "scheduler": {"balanced": True}})
     assert any("scheduler" in problem for problem in refused.value.problems), refused.value.problems

@@ -177,6 +177,7 @@ class Simulation:
         self.usage: dict[str, _Usage] = {}
         self.source_zone = source.node.zone
         self._spread_counts: dict[tuple[str, SpreadConstraint], Counter[str]] = {}
+        self._largest: tuple[int, int] | None = None  # the targets' largest allocatable cpu and memory
 
     def run(self, pods: Iterable[Pod]) -> FitResult:
         """Place `pods` in the order given; a new Simulation for every order tried."""
@@ -193,11 +194,11 @@ class Simulation:
             looked: list[_Entry] = []
             best: _Entry | None = None
             best_score = -1
+            # The pod raises a target's larger share by at least its smaller share of the largest node.
+            ceiling = _BEST_POSSIBLE - 100 * self._least_rise(pod) + 1e-9
             while heap:
                 entry = heap[0]
-                if best is not None and (
-                    entry[0] > best[0] or int(_BEST_POSSIBLE - 100 * entry[1] + 1e-9) <= best_score
-                ):
+                if best is not None and (entry[0] > best[0] or int(ceiling - 100 * entry[1]) <= best_score):
                     break  # an avoided target, or none left that could score as high
                 heapq.heappop(heap)
                 looked.append(entry)
@@ -309,6 +310,19 @@ class Simulation:
         cpu_share = cpu / allocatable.cpu_millis if allocatable.cpu_millis > 0 else 0.0
         memory_share = memory / allocatable.memory_bytes if allocatable.memory_bytes > 0 else 0.0
         return max(cpu_share, memory_share)
+
+    def _least_rise(self, pod: Pod) -> float:
+        """The least `pod` can add to any target's larger share: the smaller of its cpu and memory
+        shares of the largest allocatable among the targets."""
+        largest = self._largest
+        if largest is None:
+            largest = self._largest = (
+                max((target.node.allocatable.cpu_millis for target in self.targets), default=0),
+                max((target.node.allocatable.memory_bytes for target in self.targets), default=0),
+            )
+        cpu = pod.requests.cpu_millis / largest[0] if largest[0] > 0 else 0.0
+        memory = pod.requests.memory_bytes / largest[1] if largest[1] > 0 else 0.0
+        return min(cpu, memory)
 
     def _score(self, pod: Pod, target: NodeState) -> int:
         """kube-scheduler's NodeResourcesFit (LeastAllocated) plus NodeResourcesBalancedAllocation score

@@ -205,15 +205,15 @@ class Simulation:
                 target = targets[entry[3]]
                 if target.name == source:
                     continue  # in the shared starting order, which serves every source node
-                if best is not None:
-                    score = self._score(pod, target)
-                    if score <= best_score:
-                        continue  # it could not win: no need to know whether it fits
+                score = self._score(pod, target) if best is not None else None
+                if score is not None and score <= best_score:
+                    continue  # it could not win: no need to know whether it fits
                 why = self.why_not(pod, target)
                 if why is not None:
                     refusals[why] += 1
                     continue
-                score = self._score(pod, target)
+                if score is None:
+                    score = self._score(pod, target)
                 if best is None or score > best_score:
                     best, best_score = entry, score
             if best is not None:
@@ -302,14 +302,17 @@ class Simulation:
         """How allocated a target is now: the larger of its cpu and memory shares (a resource the node
         has none of counts 0). A pod placed on it scores at most `_BEST_POSSIBLE` - 100 x this."""
         allocatable = target.node.allocatable
-        usage = self.usage.get(target.name)
-        if usage is None:
-            cpu, memory = target.requested.cpu_millis, target.requested.memory_bytes
-        else:
-            cpu, memory = usage.cpu, usage.memory
+        cpu, memory = self._allocated(target)
         cpu_share = cpu / allocatable.cpu_millis if allocatable.cpu_millis > 0 else 0.0
         memory_share = memory / allocatable.memory_bytes if allocatable.memory_bytes > 0 else 0.0
         return max(cpu_share, memory_share)
+
+    def _allocated(self, target: NodeState) -> tuple[int, int]:
+        """The cpu and memory requested on `target` now: its own pods' and those placed on it."""
+        usage = self.usage.get(target.name)
+        if usage is None:
+            return target.requested.cpu_millis, target.requested.memory_bytes
+        return usage.cpu, usage.memory
 
     def _least_rise(self, pod: Pod) -> float:
         """The least `pod` can add to any target's larger share: the smaller of its cpu and memory
@@ -332,11 +335,7 @@ class Simulation:
         Together they come to 200 - 100 x the larger of the two shares after placement, less rounding:
         (100 - 50 (c + m)) + (100 - 50 |c - m|). Called only for a pod the target can hold."""
         allocatable = target.node.allocatable
-        usage = self.usage.get(target.name)
-        if usage is None:
-            cpu, memory = target.requested.cpu_millis, target.requested.memory_bytes
-        else:
-            cpu, memory = usage.cpu, usage.memory
+        cpu, memory = self._allocated(target)
         cpu += pod.requests.cpu_millis
         memory += pod.requests.memory_bytes
         least = 0

@@ -14,6 +14,7 @@ from compactor.core.model import (
     DRAIN_FAILED_AT,
     DRAIN_STARTED_AT,
     UNDERUTILIZED_SINCE,
+    Node,
     Pdb,
     Pod,
     PoolAutoscaling,
@@ -725,12 +726,8 @@ def test_a_drain_is_proven_in_eviction_order_too_as_the_scheduler_will_see_the_p
     assert "with room kept on n2" in reserving.decision.reason
 
 
-def test_a_drain_is_proven_in_the_order_pdbs_let_the_pods_reach_the_scheduler() -> None:
-    # n2 (8 cpu) has 1000m free at 87.5%, n3 and n4 (4 cpu) 700m each at 82.5%. The PDB lets one of
-    # web's pods go at a time: the executor evicts a-web at once, but b-web (1 cpu) is refused until
-    # a-web's replacement is Ready, so c and d reach the scheduler before it. Largest first and in
-    # eviction order the big pod gets n2; in the order they really arrive, a and c take n3 and n4,
-    # d then scores best on n2 (108 against 102) and b-web finds no node with 1 cpu free.
+def crowded_targets(*, small_used: str) -> tuple[list[Node], list[Pod]]:
+    """n1 to drain; n2 (8 cpu) with 7 cpu in use, n3 and n4 (4 cpu) with `small_used` in use."""
     nodes = [
         make_node("n1"),
         make_node("n2", cpu="8", marked_since=None),
@@ -739,8 +736,18 @@ def test_a_drain_is_proven_in_the_order_pdbs_let_the_pods_reach_the_scheduler() 
     ]
     keepers = [
         busy("k2", "n2", cpu="7", memory="0"),
-        *(busy(f"k{i}", f"n{i}", cpu="3300m", memory="0") for i in (3, 4)),
+        *(busy(f"k{i}", f"n{i}", cpu=small_used, memory="0") for i in (3, 4)),
     ]
+    return nodes, keepers
+
+
+def test_a_drain_is_proven_in_the_order_pdbs_let_the_pods_reach_the_scheduler() -> None:
+    # n2 (8 cpu) has 1000m free at 87.5%, n3 and n4 (4 cpu) 700m each at 82.5%. The PDB lets one of
+    # web's pods go at a time: the executor evicts a-web at once, but b-web (1 cpu) is refused until
+    # a-web's replacement is Ready, so c and d reach the scheduler before it. Largest first and in
+    # eviction order the big pod gets n2; in the order they really arrive, a and c take n3 and n4,
+    # d then scores best on n2 (108 against 102) and b-web finds no node with 1 cpu free.
+    nodes, keepers = crowded_targets(small_used="3300m")
     movers = [
         make_pod("a-web", cpu="300m", memory="0", labels={"app": "web"}),
         make_pod("b-web", cpu="1", memory="0", labels={"app": "web"}),
@@ -766,16 +773,7 @@ def test_a_drain_is_proven_in_the_order_the_scheduling_queue_hands_out_the_repla
     # side by side, and kube-scheduler's queue (PrioritySort) hands out the higher priority first:
     # dns takes n2, the least allocated, and big (1 cpu) finds no node with 1 cpu free. Largest
     # first and in eviction order big comes first and gets n2.
-    nodes = [
-        make_node("n1"),
-        make_node("n2", cpu="8", marked_since=None),
-        make_node("n3", marked_since=None),
-        make_node("n4", marked_since=None),
-    ]
-    keepers = [
-        busy("k2", "n2", cpu="7", memory="0"),
-        *(busy(f"k{i}", f"n{i}", cpu="3600m", memory="0") for i in (3, 4)),
-    ]
+    nodes, keepers = crowded_targets(small_used="3600m")
     movers = [
         make_pod("big", cpu="1", memory="0"),
         make_pod("dns", cpu="300m", memory="0", priority=2000000000),

@@ -11,7 +11,9 @@ and NodeResourcesBalancedAllocation at weight 1 each, which together come to
 200 - 100 x the larger of the node's cpu and memory shares after placement:
 a cpu-heavy pod goes where memory is used, not only where most is free.
 Among targets scored equally the scheduler picks at random; the proof takes
-the one with the most room left, the pick that breaks the largest hole.
+the one with the most room left, the pick that breaks the largest hole, and
+then checks the orders the replacements really arrive in again with ties
+going to the fullest target and to seeded random ones (`TieBreak`).
 Placing the pods any other way could prove a fit the scheduler then does not
 find, when small pods take the room kept for a large one. Targets wait in a
 heap keyed by their larger share, which bounds the score a pod can get
@@ -27,9 +29,11 @@ with a PersistentVolumeClaim stays in its zone.
 from __future__ import annotations
 
 import heapq
+import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.model import UNSCHEDULABLE_TAINT, Node, Pdb, Pod, PodAffinityTerm, SpreadConstraint
@@ -61,6 +65,13 @@ _Entry = tuple[bool, float, str, int]
 # The most a target can score for a pod (`Simulation._score`) when none of it is allocated.
 _BEST_POSSIBLE = 200
 _NO_NAMES: set[str] = set()
+# How a pod's placement picks among targets with the same score: the one with the most room left
+# (the proof's first pick), the fullest, or at random as kube-scheduler does (`selectHost`).
+TieBreak = Literal["roomiest", "fullest"] | random.Random
+# With a tie-break other than the roomiest, a pod's scan looks at most this many targets: the ties
+# that matter are among a few nearly full nodes, and thousands of equally roomy ones need not be
+# told apart.
+MAX_TIE_SCAN = 64
 
 
 def largest_first(pods: Iterable[Pod]) -> list[Pod]:
@@ -69,8 +80,18 @@ def largest_first(pods: Iterable[Pod]) -> list[Pod]:
 
 
 def eviction_order(pods: Iterable[Pod]) -> list[Pod]:
-    """The order the executor evicts in: cheapest to lose first (priority, pod-deletion-cost), then name."""
-    return sorted(pods, key=lambda p: (p.priority, p.deletion_cost, p.key))
+    """The order the executor evicts in: the lower priorities first, and within a priority the
+    largest first (cpu, then memory), then pod-deletion-cost and name.
+
+    The replacements reach the scheduler about in this order, and it puts each where it scores best
+    as it comes. Large pods first take the holes only they fit in before the small ones, which fit
+    nearly anywhere, spread over them: first-fit-decreasing, the order that packs best. Small pods
+    first broke those holes, and the proof then found no place for the large pod on nodes where a
+    person sees room.
+    """
+    return sorted(
+        pods, key=lambda p: (p.priority, -p.requests.cpu_millis, -p.requests.memory_bytes, p.deletion_cost, p.key)
+    )
 
 
 def arrival_order(evicted: Iterable[Pod], covering: Callable[[Pod], Sequence[Pdb]]) -> list[Pod]:
@@ -82,7 +103,7 @@ def arrival_order(evicted: Iterable[Pod], covering: Callable[[Pod], Sequence[Pdb
     scheduler after the pods evicted at once, and they have taken their places by then.
     """
     at_once, held = _by_budget(evicted, covering)
-    return at_once + held
+    return _recreated_last(at_once) + held
 
 
 def queue_order(evicted: Iterable[Pod], covering: Callable[[Pod], Sequence[Pdb]]) -> list[Pod]:
@@ -97,7 +118,20 @@ def queue_order(evicted: Iterable[Pod], covering: Callable[[Pod], Sequence[Pdb]]
     high-priority replacements placed first, although the executor evicts them last.
     """
     at_once, held = _by_budget(evicted, covering)
-    return sorted(at_once, key=_higher_priority_first) + sorted(held, key=_higher_priority_first)
+    return sorted(_recreated_last(at_once), key=_higher_priority_first) + sorted(held, key=_higher_priority_first)
+
+
+def _recreated_last(pods: list[Pod]) -> list[Pod]:
+    """`pods` with those of StatefulSets after the others, each group in order.
+
+    A ReplicaSet creates a replacement as soon as the evicted pod is terminating; a StatefulSet
+    recreates a pod under the same name only once the old one is gone, after its termination grace
+    period (pkg/controller/statefulset/stateful_set_control.go waits for a terminating pod to be
+    deleted), so the other replacements reach the scheduler first."""
+    later = [pod for pod in pods if pod.controller_kind == "StatefulSet"]
+    if not later:
+        return pods
+    return [pod for pod in pods if pod.controller_kind != "StatefulSet"] + later
 
 
 def _higher_priority_first(pod: Pod) -> int:
@@ -165,8 +199,11 @@ class Simulation:
         source: NodeState,
         targets: Sequence[NodeState],
         avoided: frozenset[str] = frozenset(),
+        *,
+        ties: TieBreak = "roomiest",
     ) -> None:
         self.view = view
+        self.ties = ties
         self.source = source
         self.targets = [target for target in targets if target.name != source.name]
         self._given = targets
@@ -184,6 +221,10 @@ class Simulation:
         placements: dict[str, str] = {}
         heap, targets = self._start()
         source = self.source.name
+        # How much more than the best so far a later (fuller) target must score to win: with ties to
+        # the roomiest, more; otherwise as much, and the scan goes on through equal scores.
+        margin = 1 if self.ties == "roomiest" else 0
+        draws = self.ties if isinstance(self.ties, random.Random) else None
         for pod in pods:
             if pod.node_selector and self.targets:
                 nowhere = self._refused_by_node_selector(pod)
@@ -194,19 +235,22 @@ class Simulation:
             looked: list[_Entry] = []
             best: _Entry | None = None
             best_score = -1
+            tied = 0
             # The pod raises a target's larger share by at least its smaller share of the largest node.
             ceiling = _BEST_POSSIBLE - 100 * self._least_rise(pod) + 1e-9
             while heap:
                 entry = heap[0]
-                if best is not None and (entry[0] > best[0] or int(ceiling - 100 * entry[1]) <= best_score):
+                if best is not None and (entry[0] > best[0] or int(ceiling - 100 * entry[1]) < best_score + margin):
                     break  # an avoided target, or none left that could score as high
+                if best is not None and margin == 0 and len(looked) >= MAX_TIE_SCAN:
+                    break
                 heapq.heappop(heap)
                 looked.append(entry)
                 target = targets[entry[3]]
                 if target.name == source:
                     continue  # in the shared starting order, which serves every source node
                 score = self._score(pod, target) if best is not None else None
-                if score is not None and score <= best_score:
+                if score is not None and score < best_score + margin:
                     continue  # it could not win: no need to know whether it fits
                 why = self.why_not(pod, target)
                 if why is not None:
@@ -215,7 +259,11 @@ class Simulation:
                 if score is None:
                     score = self._score(pod, target)
                 if best is None or score > best_score:
-                    best, best_score = entry, score
+                    best, best_score, tied = entry, score, 1
+                elif score == best_score and margin == 0:
+                    tied += 1  # the fullest so far, or one of the tied at random
+                    if draws is None or draws.randrange(tied) == 0:
+                        best = entry
             if best is not None:
                 target = targets[best[3]]
                 self.place(pod, target)

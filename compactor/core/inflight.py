@@ -70,7 +70,7 @@ class _Started:
 
 
 def eviction_order(pods: list[Pod]) -> tuple[str, ...]:
-    """Cheapest to lose first; the fit proof checks this order too (`fit.eviction_order`)."""
+    """Lower priorities first, the largest first within each: `fit.eviction_order`, which the proof checks too."""
     return tuple(pod.key for pod in fit.eviction_order(pods))
 
 

@@ -10,6 +10,7 @@ fits. Exactly one node is chosen, or none, and every node says why.
 from __future__ import annotations
 
 import math
+import random
 from collections import Counter
 from datetime import datetime
 
@@ -37,6 +38,10 @@ MAX_SIMULATIONS = 25
 # plan takes 1.03 s against 0.95 s without: bench/plan_worst_case.py).
 MAX_RESERVED = 2
 RESERVATION_CANDIDATES = 10
+
+# Random tie-breaks a proven drain is checked with, beside ties to the fullest target (`_prove`).
+TIE_DRAWS = 4
+TIES_SUFFIX = " (when the scheduler breaks ties between equal scores another way)"
 
 BLOCKER_SUMMARY = {
     "pool": "in a pool that is not enabled",
@@ -407,9 +412,12 @@ def _prove(
     """The fit proof: every placement order and scheduler preference the drain may meet must succeed.
 
     Orders: largest first (rule 6), the order the evictions hand the pods to the scheduler, which
-    places each on the node it scores best as it comes (`fit`), that order with the pods whose PDB the
-    earlier evictions use up coming last (refused until the others are Ready), and that one with
-    the higher priorities first in each batch (the scheduling queue's order when they wait together).
+    places each on the node it scores best as it comes (`fit`), that order as the replacements really
+    arrive (the pods whose PDB the earlier evictions use up, refused until the others are Ready, and
+    StatefulSet pods, recreated once the old pod is gone, coming last), and that one with the higher
+    priorities first in each batch (the scheduling queue's order when they wait together). Ties
+    between equal scores go to the roomiest target; the orders of arrival are then tried again with
+    ties going to the fullest and at random (`_tie_breaks`).
     Preferences: the scheduler's resource scores alone, and, when some targets carry a PreferNoSchedule taint, the
     scheduler's TaintToleration score putting pods on the other nodes first. With `reserved`, only
     that preference, those nodes among the avoided: the reservation is what makes the pods fit.
@@ -425,20 +433,47 @@ def _prove(
     evicted = fit.eviction_order(movable)
     arriving = fit.arrival_order(evicted, view.pdbs.covering)
     queued = fit.queue_order(evicted, view.pdbs.covering)
-    orders = [(fit.largest_first(movable), ""), (evicted, ", when they arrive in eviction order")]
-    if arriving != evicted:
-        orders.append((arriving, ", when PodDisruptionBudgets hold some evictions back until the others are placed"))
-    if queued != evicted and queued != arriving:
-        orders.append((queued, ", when the scheduler takes the higher-priority replacements first"))
+    in_eviction_order = (evicted, ", when they arrive in eviction order")
+    in_arrival_order = (
+        arriving,
+        ", when they reach the scheduler as they really arrive "
+        "(pods whose PodDisruptionBudget holds them back and StatefulSet pods last)",
+    )
+    in_queue_order = (queued, ", when the scheduler takes the higher-priority replacements first")
+    # The orders the replacements may really reach the scheduler in.
+    arriving_orders = [in_eviction_order if arriving == evicted else in_arrival_order]
+    if queued != arriving:
+        arriving_orders.append(in_queue_order)
+    orders = [(fit.largest_first(movable), ""), in_eviction_order]
+    orders.extend(order for order in arriving_orders if order[0] != evicted)
     for policy in policies:
         for order, suffix in orders:
             result = fit.Simulation(view, state, targets, policy).run(order)
             if not result.fits:
-                where = " (marked nodes taken last)" if policy else ""
-                return f"{result.failure or 'its pods fit nowhere else'}{suffix}{where}"
+                return _no_fit(result, suffix, policy)
             first = first or result
+    # kube-scheduler breaks equal scores at random. On nearly full targets the whole-number scores
+    # tie often, and a pick other than the roomiest can leave a later pod without a place: the
+    # orders the replacements arrive in are tried again with the other picks.
+    for ties in _tie_breaks(state):
+        for policy in policies:
+            for order, suffix in arriving_orders:
+                result = fit.Simulation(view, state, targets, policy, ties=ties).run(order)
+                if not result.fits:
+                    return _no_fit(result, f"{suffix}{TIES_SUFFIX}", policy)
     assert first is not None
     return first
+
+
+def _tie_breaks(state: NodeState) -> list[fit.TieBreak]:
+    """Ties to the fullest target, then `TIE_DRAWS` random picks seeded by the node's name: the same
+    snapshot gets the same plan."""
+    return ["fullest", *(random.Random(f"{state.name}/{draw}") for draw in range(TIE_DRAWS))]
+
+
+def _no_fit(result: fit.FitResult, suffix: str, policy: frozenset[str]) -> str:
+    where = " (marked nodes taken last)" if policy else ""
+    return f"{result.failure or 'its pods fit nowhere else'}{suffix}{where}"
 
 
 def _summary(states: list[NodeState], blockers: dict[str, list[Blocker]]) -> str:

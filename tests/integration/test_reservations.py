@@ -2,8 +2,9 @@
 
 n1 is marked and holds a 1-cpu pod and four of 300m. n2 has 1000m free, n3 and n4 600m each: the
 pods fit only if the big one gets n2, which the scheduler's least-allocated scoring would fill with
-the small ones first. The planner keeps n2's room with the reserved PreferNoSchedule taint, which
-must be on n2 before the first eviction.
+the small ones first (the big pod has the higher priority, so it is evicted after them). The
+planner keeps n2's room with the reserved PreferNoSchedule taint, which must be on n2 before the
+first eviction.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ def needs_room_kept(api: FakeApiServer) -> None:
     api.add(k8s.node("n2", taints=[GPU]))
     api.add(k8s.node("n3"))
     api.add(k8s.node("n4"))
-    api.add(k8s.pod("z-big", node="n1", cpu="1", memory="0", tolerations=[k8s.toleration("nvidia.com/gpu")]))
+    api.add(
+        k8s.pod("z-big", node="n1", cpu="1", memory="0", priority=1000, tolerations=[k8s.toleration("nvidia.com/gpu")])
+    )
     for index in range(4):
         api.add(
             k8s.pod(

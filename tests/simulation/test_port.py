@@ -111,14 +111,16 @@ def test_the_outcome_does_not_depend_on_how_the_threads_run() -> None:
 
 
 def stranding_cluster(n4_keeper_cpu: str) -> tuple[World, Callable[[datetime], None]]:
-    """n1 holds one 1000m pod and four of 300m; n2 has 1000m free, n3 600m, n4 what is left beside its keeper."""
+    """n1 holds one 1000m pod and four of 300m; n2 has 1000m free, n3 600m, n4 what is left beside its keeper.
+    The big pod has the higher priority, so the executor evicts it after the small ones."""
     cluster = world()
     for name in ("n1", "n2", "n3", "n4"):
         add_node(cluster, name)
     for name, cpu in (("n2", "3"), ("n3", "3400m"), ("n4", n4_keeper_cpu)):
         add_pod(cluster, f"keeper-{name}", node=name, cpu=cpu, owner=None)
     sizes = {"big": "1", "small": "300m"}
-    add_pod(cluster, "z-big", node="n1", cpu=sizes["big"], owner=("ReplicaSet", "big"))
+    priorities = {"big": 1000, "small": 0}
+    add_pod(cluster, "z-big", node="n1", cpu=sizes["big"], owner=("ReplicaSet", "big"), priority=priorities["big"])
     for index in range(4):
         add_pod(cluster, f"a-small-{index}", node="n1", cpu=sizes["small"], owner=("ReplicaSet", "small"))
     scheduler = Scheduler(cluster, CONFIG, seed=1)
@@ -127,7 +129,13 @@ def stranding_cluster(n4_keeper_cpu: str) -> tuple[World, Callable[[datetime], N
         cluster.now = at
         for owner in cluster.disrupted:
             cluster.owed[owner].clear()
-            add_pod(cluster, f"{owner[2]}-new-{len(cluster.pods)}", cpu=sizes[owner[2]], owner=(owner[1], owner[2]))
+            add_pod(
+                cluster,
+                f"{owner[2]}-new-{len(cluster.pods)}",
+                cpu=sizes[owner[2]],
+                owner=(owner[1], owner[2]),
+                priority=priorities[owner[2]],
+            )
         cluster.disrupted.clear()
         scheduler.schedule(at)
 
@@ -135,7 +143,7 @@ def stranding_cluster(n4_keeper_cpu: str) -> tuple[World, Callable[[datetime], N
 
 
 def test_a_drain_the_scheduler_would_strand_a_pod_of_is_not_started() -> None:
-    # Evicted cheapest first, the small pods reach the scheduler first and fill n2, the least
+    # Evicted before the big pod, the small pods reach the scheduler first and fill n2, the least
     # allocated node; the big one would then find no place. The planner proves the eviction order too.
     cluster, _ = stranding_cluster("3400m")
     plan = planner.plan(cluster.snapshot(NOW), NO_RESERVATIONS, now=NOW)

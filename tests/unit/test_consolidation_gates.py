@@ -253,13 +253,14 @@ def test_the_proof_puts_pods_on_unmarked_nodes_first_as_the_scheduler_will() -> 
 
 
 def test_a_drain_must_fit_with_and_without_the_scheduler_avoiding_marked_nodes() -> None:
-    # Only n2 (marked) has room for the 1-cpu pod. With marked nodes avoided, the small pods fill
-    # n3 and n4 first and the big one still fits on n2; without, the small pods go to n2 (least
-    # allocated) and the big one finds no room: not proven, so not drained.
+    # Only n2 (marked) has room for the 1-cpu pod, which has the higher priority and so is evicted
+    # after the small ones. With marked nodes avoided, the small pods fill n3 and n4 first and the
+    # big one still fits on n2; without, the small pods go to n2 (least allocated) and the big one
+    # finds no room: not proven, so not drained.
     nodes = [make_node("n1"), make_node("n2"), make_node("n3", marked_since=None), make_node("n4", marked_since=None)]
     keepers = [busy("k2", "n2", cpu="2800m"), busy("k3", "n3", cpu="3400m"), busy("k4", "n4", cpu="3400m")]
     movers = [
-        make_pod("z-big", node="n1", cpu="1"),
+        make_pod("z-big", node="n1", cpu="1", priority=1000),
         *(make_pod(f"a-small-{i}", node="n1", cpu="300m") for i in range(2)),
     ]
     plan = run_plan(nodes, [*movers, *keepers], config=make_config(reserveRoomForDrains=False))

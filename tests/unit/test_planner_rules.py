@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -706,12 +707,13 @@ def test_karpenters_do_not_disrupt_on_a_node_is_an_opt_out() -> None:
 
 def test_a_drain_is_proven_in_eviction_order_too_as_the_scheduler_will_see_the_pods() -> None:
     # n2 has 1000m free, n3 and n4 600m each. Largest first, the big pod takes n2 and the small ones
-    # n3 and n4. But the executor evicts the small pods first (cheapest to lose), and the scheduler
-    # puts each on the least allocated node as it comes: they fill n2 and the big pod finds no place.
+    # n3 and n4. But the big pod has the higher priority, so the executor evicts the small pods
+    # first, and the scheduler puts each on the least allocated node as it comes: they fill n2 and
+    # the big pod finds no place.
     nodes = [make_node("n1"), *(make_node(n, marked_since=None) for n in ("n2", "n3", "n4"))]
     keepers = [busy("k2", "n2", cpu="3"), busy("k3", "n3", cpu="3400m"), busy("k4", "n4", cpu="3400m")]
     movers = [
-        make_pod("z-big", node="n1", cpu="1"),
+        make_pod("z-big", node="n1", cpu="1", priority=1000),
         *(make_pod(f"a-small-{i}", node="n1", cpu="300m") for i in range(4)),
     ]
     plan = run_plan(nodes, [*movers, *keepers], config=make_config(reserveRoomForDrains=False))
@@ -742,24 +744,24 @@ def crowded_targets(*, small_used: str) -> tuple[list[Node], list[Pod]]:
 
 
 def test_a_drain_is_proven_in_the_order_pdbs_let_the_pods_reach_the_scheduler() -> None:
-    # n2 (8 cpu) has 1000m free at 87.5%, n3 and n4 (4 cpu) 700m each at 82.5%. The PDB lets one of
-    # web's pods go at a time: the executor evicts a-web at once, but b-web (1 cpu) is refused until
-    # a-web's replacement is Ready, so c and d reach the scheduler before it. Largest first and in
-    # eviction order the big pod gets n2; in the order they really arrive, a and c take n3 and n4,
-    # d then scores best on n2 (108 against 102) and b-web finds no node with 1 cpu free.
-    nodes, keepers = crowded_targets(small_used="3300m")
+    # n2 (8 cpu) has 1000m free at 87.5%, n3 and n4 (4 cpu) 1300m each at 67.5%. The executor
+    # evicts the largest first, but the PDB lets one of web's pods go at a time: b-web (700m) is
+    # refused until a-web's replacement is Ready, so the three 400m pods reach the scheduler before
+    # it. In eviction order the web pods take n3 and n4 and the small ones fill around them; in the
+    # order they really arrive, a-web takes n3, two small pods n4 and the third n2, and b-web finds
+    # no node with 700m free (600m, 600m and 500m are left).
+    nodes, keepers = crowded_targets(small_used="2700m")
     movers = [
-        make_pod("a-web", cpu="300m", memory="0", labels={"app": "web"}),
-        make_pod("b-web", cpu="1", memory="0", labels={"app": "web"}),
-        make_pod("c-small", cpu="300m", memory="0"),
-        make_pod("d-small", cpu="300m", memory="0"),
+        make_pod("a-web", cpu="700m", memory="0", labels={"app": "web"}),
+        make_pod("b-web", cpu="700m", memory="0", labels={"app": "web"}),
+        *(make_pod(f"c-small-{i}", cpu="400m", memory="0") for i in range(3)),
     ]
     one_at_a_time = make_pdb("web", match={"app": "web"}, allowed=1)
     no_reservations = make_config(reserveRoomForDrains=False)
     plan = run_plan(nodes, [*movers, *keepers], [one_at_a_time], config=no_reservations)
     assert plan.decision.action == "none"
     assert "pod default/b-web" in blockers_of(plan, "n1")
-    assert "when PodDisruptionBudgets hold some evictions back" in blockers_of(plan, "n1")
+    assert "when they reach the scheduler as they really arrive" in blockers_of(plan, "n1")
     # With room for both of web's pods at once, the same pods arrive in eviction order and the drain is proven.
     relaxed = run_plan(
         nodes, [*movers, *keepers], [make_pdb("web", match={"app": "web"}, allowed=2)], config=no_reservations
@@ -804,6 +806,96 @@ def test_the_queue_order_puts_higher_priorities_first_within_each_batch() -> Non
     # a uses the budget; b and c are held back until a's replacement is Ready, and come last.
     assert [p.name for p in fit.arrival_order(pods, covering)] == ["a", "d", "b", "c"]
     assert [p.name for p in fit.queue_order(pods, covering)] == ["d", "a", "c", "b"]
+
+
+def test_the_executor_evicts_the_lower_priorities_first_and_within_them_the_largest_first() -> None:
+    pods = [
+        make_pod("a-small", cpu="200m"),
+        make_pod("b-big", cpu="1"),
+        make_pod("c-big-more-memory", cpu="1", memory="1Gi"),
+        make_pod("d-dns", cpu="2", priority=2000000000),
+        make_pod("e-cheap-small", cpu="200m", deletion_cost=-10),
+    ]
+    assert [p.name for p in fit.eviction_order(pods)] == [
+        "c-big-more-memory",
+        "b-big",
+        "e-cheap-small",
+        "a-small",
+        "d-dns",
+    ]
+
+
+def test_the_big_pod_evicted_first_takes_the_only_hole_it_fits_in() -> None:
+    # n2 has 1000m free, n3 and n4 600m each. Evicted small first, the 300m pods would fill n2 (the
+    # least allocated) and the 1-cpu pod find no place; evicted largest first, it takes n2 and the
+    # small pods spread over n3 and n4.
+    nodes = [make_node("n1"), *(make_node(n, marked_since=None) for n in ("n2", "n3", "n4"))]
+    keepers = [busy("k2", "n2", cpu="3"), busy("k3", "n3", cpu="3400m"), busy("k4", "n4", cpu="3400m")]
+    movers = [make_pod("z-big", cpu="1"), *(make_pod(f"a-small-{i}", cpu="300m") for i in range(4))]
+    plan = run_plan(nodes, [*movers, *keepers], config=make_config(reserveRoomForDrains=False))
+    assert (plan.decision.action, plan.decision.node) == ("drain", "n1")
+    assert plan.decision.evictions[0] == "default/z-big"
+    assert dict(plan.decision.placements)["default/z-big"] == "n2"
+
+
+def test_statefulset_pods_reach_the_scheduler_after_the_other_replacements() -> None:
+    # A StatefulSet recreates its pod under the same name once the old one is gone; a ReplicaSet's
+    # replacement is made at once. The PDB-held pods still come last.
+    pods = [
+        make_pod("db-0", cpu="2", owner="StatefulSet"),
+        make_pod("web-a", cpu="1", labels={"app": "web"}),
+        make_pod("web-b", cpu="1", labels={"app": "web"}),
+        make_pod("worker", cpu="500m"),
+    ]
+    web = make_pdb("web", match={"app": "web"}, allowed=1)
+
+    def covering(pod: Pod) -> list[Pdb]:
+        return [web] if pod.labels.get("app") == "web" else []
+
+    evicted = fit.eviction_order(pods)
+    assert [p.name for p in evicted] == ["db-0", "web-a", "web-b", "worker"]
+    assert [p.name for p in fit.arrival_order(evicted, covering)] == ["web-a", "worker", "db-0", "web-b"]
+    assert [p.name for p in fit.queue_order(evicted, covering)] == ["web-a", "worker", "db-0", "web-b"]
+
+
+def tie_on_n2_and_n3(n3_used: str) -> tuple[list[Node], list[Pod]]:
+    """n1's pods (300m, then three of 200m) to n2 (8 cpu, 480m free) and n3 (8 cpu, `n3_used` in use)."""
+    nodes = [make_node("n1"), make_node("n2", cpu="8", marked_since=None), make_node("n3", cpu="8", marked_since=None)]
+    keepers = [busy("k2", "n2", cpu="7520m", memory="0"), busy("k3", "n3", cpu=n3_used, memory="0")]
+    movers = [
+        make_pod("big", cpu="300m", memory="0"),
+        *(make_pod(f"small-{i}", cpu="200m", memory="0") for i in range(3)),
+    ]
+    return nodes, [*movers, *keepers]
+
+
+def test_a_drain_must_fit_whichever_of_two_equal_scores_the_scheduler_picks() -> None:
+    # n3 has 540m free, n2 480m: for the 300m pod both score 102 in whole numbers, and
+    # kube-scheduler picks one of them at random. On n3, the roomier, the three 200m pods fit
+    # (n2 keeps 480m, n3 240m); on n2 they do not (180m and 540m hold two). Not proven.
+    config = make_config(reserveRoomForDrains=False, softTaintMarkedNodes=False)
+    plan = run_plan(*tie_on_n2_and_n3("7460m"), config=config)
+    assert plan.decision.action == "none"
+    assert "when the scheduler breaks ties between equal scores another way" in blockers_of(plan, "n1")
+    # With 600m free on n3 the 300m pod scores higher there, and every pick leaves room for the rest.
+    roomier = run_plan(*tie_on_n2_and_n3("7400m"), config=config)
+    assert (roomier.decision.action, roomier.decision.node) == ("drain", "n1")
+
+
+def test_a_tie_goes_to_the_roomiest_the_fullest_or_a_seeded_random_target() -> None:
+    nodes, pods = tie_on_n2_and_n3("7460m")
+    view = ClusterView(make_snapshot(nodes, pods), make_config())
+    targets = [view.nodes["n2"], view.nodes["n3"]]
+    big = [pod for pod in pods if pod.name == "big"]
+
+    def pick(ties: fit.TieBreak) -> str:
+        return fit.Simulation(view, view.nodes["n1"], targets, ties=ties).run(big).placements["default/big"]
+
+    assert pick("roomiest") == "n3"
+    assert pick("fullest") == "n2"
+    draws = {pick(random.Random(seed)) for seed in range(20)}
+    assert draws == {"n2", "n3"}
+    assert pick(random.Random(7)) == pick(random.Random(7))
 
 
 def test_the_proof_places_each_pod_on_the_least_allocated_node() -> None:

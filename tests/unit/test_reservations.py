@@ -9,12 +9,13 @@ RESERVED = taint(RESERVED_TAINT, "true", PREFER_NO_SCHEDULE)
 
 
 def tight(n3_keeper: str = "3400m") -> tuple[list[Node], list[Pod]]:
-    """n1's 1-cpu pod fits only on n2 (1000m free); its four 300m pods would fill n2 first."""
+    """n1's 1-cpu pod fits only on n2 (1000m free); it has the higher priority, so it is evicted after
+    its four 300m pods, which would fill n2 first."""
     nodes = [make_node("n1"), *(make_node(n, marked_since=None) for n in ("n2", "n3", "n4"))]
     keepers = [busy("k2", "n2", cpu="3", memory="0"), busy("k3", "n3", cpu=n3_keeper, memory="0")]
     keepers.append(busy("k4", "n4", cpu="3400m", memory="0"))
     movers = [
-        make_pod("z-big", cpu="1", memory="0"),
+        make_pod("z-big", cpu="1", memory="0", priority=1000),
         *(make_pod(f"a-small-{i}", cpu="300m", memory="0") for i in range(4)),
     ]
     return nodes, [*movers, *keepers]
@@ -56,7 +57,7 @@ def test_only_nodes_the_big_pod_could_use_are_reserved() -> None:
     keepers += [busy("k3", "n3", cpu="3", memory="0")]
     keepers += [busy(f"k{n}", n, cpu="3400m", memory="0") for n in ("n4", "n6")]
     movers = [
-        make_pod("z-big", cpu="1", memory="0"),
+        make_pod("z-big", cpu="1", memory="0", priority=1000),
         *(make_pod(f"a-small-{i}", cpu="300m", memory="0") for i in range(4)),
     ]
     plan = run_plan(nodes, [*movers, *keepers])

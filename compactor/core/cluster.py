@@ -89,6 +89,8 @@ class ClusterView:
         # never matches) and the avoided nodes, or the label key.
         self.start_heaps: dict[tuple[int, frozenset[str]], tuple[object, list[tuple[bool, float, str, int]]]] = {}
         self.target_labels: dict[tuple[int, str], tuple[object, dict[str, set[str]]]] = {}
+        # Matching pods per domain for a spread constraint before anything moves (`fit`), per source node.
+        self.spread_counts: dict[tuple[object, ...], Counter[str]] = {}
 
     @functools.cached_property
     def pods_by_namespace(self) -> dict[str, list[Pod]]:

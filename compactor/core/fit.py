@@ -563,6 +563,22 @@ class Simulation:
         key = (pod.namespace, constraint)
         counts = self._spread_counts.get(key)
         if counts is None:
+            counts = Counter(self._spread_counts_before(pod, constraint))
+            targets = {target.name: target for target in self.targets}
+            for target_name, usage in self.usage.items():
+                target = targets[target_name]
+                for placed in usage.placed:
+                    if placed.namespace == pod.namespace and selector_matches(constraint.selector, placed.labels):
+                        self._count_move(counts, constraint, placed, target)
+            self._spread_counts[key] = counts
+        return counts
+
+    def _spread_counts_before(self, pod: Pod, constraint: SpreadConstraint) -> Counter[str]:
+        """`_spread_counts_for` before the simulation placed anything: the same for every order and
+        tie-break a node's proof tries, so found once per view and source node (do not change it)."""
+        shared_key = (self.source.name, pod.namespace, constraint, pod.node_selector, pod.node_affinity)
+        counts = self.view.spread_counts.get(shared_key)
+        if counts is None:
             counts = Counter()
             for state in self.view.nodes.values():
                 if state.name == self.source.name:
@@ -583,13 +599,7 @@ class Simulation:
                 domain = holder.node.labels.get(constraint.topology_key) if holder is not None else None
                 if domain is not None and domain in counts:
                     counts[domain] += 1
-            targets = {target.name: target for target in self.targets}
-            for target_name, usage in self.usage.items():
-                target = targets[target_name]
-                for placed in usage.placed:
-                    if placed.namespace == pod.namespace and selector_matches(constraint.selector, placed.labels):
-                        self._count_move(counts, constraint, placed, target)
-            self._spread_counts[key] = counts
+            self.view.spread_counts[shared_key] = counts
         return counts
 
     # -- explanation --------------------------------------------------------------------------

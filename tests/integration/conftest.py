@@ -145,5 +145,12 @@ def cordoned(api: FakeApiServer, node: str) -> bool:
     return bool((found.get("spec") or {}).get("unschedulable"))
 
 
+def node_taints(api: FakeApiServer, node: str) -> list[Any]:
+    found = api.get("Node", node)
+    assert found is not None
+    result: list[Any] = (found.get("spec") or {}).get("taints") or []
+    return result
+
+
 def event_reasons(api: FakeApiServer, node: str) -> list[str]:
     return [e["reason"] for e in api.objects("Event") if e["involvedObject"]["name"] == node]

@@ -9,22 +9,13 @@ first eviction.
 
 from __future__ import annotations
 
-from typing import Any
-
 from compactor.core.model import DRAIN_STARTED_AT, PREFER_NO_SCHEDULE, RESERVED_TAINT, UNDERUTILIZED_SINCE
 from tests.fakeapi import builders as k8s
 from tests.fakeapi.server import FakeApiServer, Fault
-from tests.integration.conftest import MARKED, node_annotations, run_once
+from tests.integration.conftest import MARKED, node_annotations, node_taints, run_once
 
 RESERVED = {"key": RESERVED_TAINT, "value": "true", "effect": PREFER_NO_SCHEDULE}
 GPU = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
-
-
-def taints(api: FakeApiServer, node: str) -> list[Any]:
-    found = api.get("Node", node)
-    assert found is not None
-    result: list[Any] = (found.get("spec") or {}).get("taints") or []
-    return result
 
 
 def needs_room_kept(api: FakeApiServer) -> None:
@@ -54,7 +45,7 @@ def test_the_reserved_taint_is_on_the_kept_node_before_the_first_eviction(api: F
     assert result.report["reservations"] == {"add": ["n2"], "remove": []}
     assert result.outcome.reservations_added == ["n2"]
     # n2's own taints are sent back as read, ours after them.
-    assert taints(api, "n2") == [GPU, RESERVED]
+    assert node_taints(api, "n2") == [GPU, RESERVED]
     writes = api.writes
     reserved_at = next(i for i, w in enumerate(writes) if w.kind == "Node" and w.name == "n2")
     cordoned_at = next(
@@ -77,7 +68,7 @@ def test_a_reservation_that_cannot_be_written_stops_the_drain_before_the_cordon(
     assert "could not reserve room on n2" in (result.outcome.stale or "")
     assert DRAIN_STARTED_AT not in node_annotations(api, "n1")
     assert not api.evictions
-    assert RESERVED not in taints(api, "n2")
+    assert RESERVED not in node_taints(api, "n2")
 
 
 def test_once_no_drain_is_evicting_the_reservation_comes_off_and_other_taints_stay(api: FakeApiServer) -> None:
@@ -88,7 +79,7 @@ def test_once_no_drain_is_evicting_the_reservation_comes_off_and_other_taints_st
     result = run_once(api)
     assert result.report["reservations"] == {"add": [], "remove": ["n2"]}
     assert result.outcome.reservations_removed == ["n2"]
-    assert taints(api, "n2") == [GPU]
+    assert node_taints(api, "n2") == [GPU]
 
 
 def test_a_reservation_stays_while_the_drain_it_was_made_for_is_evicting(api: FakeApiServer) -> None:
@@ -100,4 +91,4 @@ def test_a_reservation_stays_while_the_drain_it_was_made_for_is_evicting(api: Fa
     result = run_once(api)
     assert result.report["decision"]["action"] == "continue-drain"
     assert result.report["reservations"]["remove"] == []
-    assert taints(api, "n2") == [RESERVED]
+    assert node_taints(api, "n2") == [RESERVED]

@@ -7,18 +7,11 @@ from typing import Any
 from compactor.core.model import PREFER_NO_SCHEDULE, SOFT_TAINT, UNDERUTILIZED_SINCE
 from tests.fakeapi import builders as k8s
 from tests.fakeapi.server import FakeApiServer
-from tests.integration.conftest import MARKED, light_cluster, run_once
+from tests.integration.conftest import MARKED, light_cluster, node_taints, run_once
 
 OURS = {"key": SOFT_TAINT, "value": "true", "effect": PREFER_NO_SCHEDULE}
 GPU = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 NOT_READY = {"key": "node.kubernetes.io/not-ready", "effect": "NoExecute", "timeAdded": "2026-11-21T11:00:00Z"}
-
-
-def taints(api: FakeApiServer, node: str) -> list[Any]:
-    found = api.get("Node", node)
-    assert found is not None
-    result: list[Any] = (found.get("spec") or {}).get("taints") or []
-    return result
 
 
 def taint_patches(api: FakeApiServer) -> list[Any]:
@@ -33,7 +26,7 @@ def test_a_newly_marked_node_gets_the_taint_beside_its_own_taints_unchanged(api:
     assert result.outcome.marks_added == ["n1"]
     assert result.outcome.soft_taints_added == ["n1"]
     # The other taints are sent back exactly as read, timeAdded included.
-    assert taints(api, "n1") == [GPU, NOT_READY, OURS]
+    assert node_taints(api, "n1") == [GPU, NOT_READY, OURS]
     patches = [
         w for w in api.writes_of("Node", "PATCH") if w.name == "n1" and "taints" in (w.body or {}).get("spec", {})
     ]
@@ -47,16 +40,16 @@ def test_a_node_that_is_no_longer_underutilized_loses_the_taint_and_keeps_the_ot
     api.add(k8s.pod("busy", node="n1", cpu="3900m"))
     result = run_once(api)
     assert result.outcome.soft_taints_removed == ["n1"]
-    assert taints(api, "n1") == [GPU]
+    assert node_taints(api, "n1") == [GPU]
 
 
 def test_a_cordoned_node_keeps_its_taints_untouched(api: FakeApiServer) -> None:
     api.add(k8s.node("n1", unschedulable=True, taints=[GPU]))
     api.add(k8s.node("n2", unschedulable=True, annotations={UNDERUTILIZED_SINCE: MARKED}, taints=[OURS]))
     api.add(k8s.pod("busy", node="n2", cpu="3900m"))
-    before = {name: taints(api, name) for name in ("n1", "n2")}
+    before = {name: node_taints(api, name) for name in ("n1", "n2")}
     run_once(api)
-    assert {name: taints(api, name) for name in ("n1", "n2")} == before
+    assert {name: node_taints(api, name) for name in ("n1", "n2")} == before
     assert OURS in before["n2"] and OURS not in before["n1"]
     assert not taint_patches(api)
 
@@ -64,7 +57,7 @@ def test_a_cordoned_node_keeps_its_taints_untouched(api: FakeApiServer) -> None:
 def test_a_dry_run_writes_no_taint(api: FakeApiServer) -> None:
     light_cluster(api)
     run_once(api, dry_run=True)
-    assert taints(api, "n1") == []
+    assert node_taints(api, "n1") == []
     assert not api.writes_of("Node", "PATCH")
 
 
@@ -73,4 +66,4 @@ def test_the_drain_still_runs_with_the_taint_written_first(api: FakeApiServer) -
     result = run_once(api)
     assert result.report["decision"]["action"] == "drain"
     assert result.outcome.drain_completed
-    assert OURS in taints(api, "n1")
+    assert OURS in node_taints(api, "n1")

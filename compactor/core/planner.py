@@ -9,9 +9,11 @@ fits. Exactly one node is chosen, or none, and every node says why.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections import Counter
+from collections.abc import Iterator
 from datetime import datetime
 
 from compactor.config import Config
@@ -446,29 +448,31 @@ def _prove(
         arriving_orders.append(in_queue_order)
     orders = [(fit.largest_first(movable), ""), in_eviction_order]
     orders.extend(order for order in arriving_orders if order[0] != evicted)
-    for policy in policies:
-        for order, suffix in orders:
-            result = fit.Simulation(view, state, targets, policy).run(order)
-            if not result.fits:
-                return _no_fit(result, suffix, policy)
-            first = first or result
     # kube-scheduler breaks equal scores at random. On nearly full targets the whole-number scores
-    # tie often, and a pick other than the roomiest can leave a later pod without a place: the
-    # orders the replacements arrive in are tried again with the other picks.
-    for ties in _tie_breaks(state):
+    # tie often, and a pick other than the roomiest can leave a later pod without a place: once
+    # every order passes with ties to the roomiest, the orders the replacements arrive in are tried
+    # again with the other picks (made only then: `_tie_breaks` is a generator).
+    roomiest: fit.TieBreak = "roomiest"
+    passes = itertools.chain(
+        [(roomiest, orders, "")], ((ties, arriving_orders, TIES_SUFFIX) for ties in _tie_breaks(state))
+    )
+    for ties, tried, note in passes:
         for policy in policies:
-            for order, suffix in arriving_orders:
+            for order, suffix in tried:
                 result = fit.Simulation(view, state, targets, policy, ties=ties).run(order)
                 if not result.fits:
-                    return _no_fit(result, f"{suffix}{TIES_SUFFIX}", policy)
+                    return _no_fit(result, f"{suffix}{note}", policy)
+                first = first or result
     assert first is not None
     return first
 
 
-def _tie_breaks(state: NodeState) -> list[fit.TieBreak]:
+def _tie_breaks(state: NodeState) -> Iterator[fit.TieBreak]:
     """Ties to the fullest target, then `TIE_DRAWS` random picks seeded by the node's name: the same
     snapshot gets the same plan."""
-    return ["fullest", *(random.Random(f"{state.name}/{draw}") for draw in range(TIE_DRAWS))]
+    yield "fullest"
+    for draw in range(TIE_DRAWS):
+        yield random.Random(f"{state.name}/{draw}")
 
 
 def _no_fit(result: fit.FitResult, suffix: str, policy: frozenset[str]) -> str:

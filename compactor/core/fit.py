@@ -122,16 +122,22 @@ def queue_order(evicted: Iterable[Pod], covering: Callable[[Pod], Sequence[Pdb]]
 
 
 def _recreated_last(pods: list[Pod]) -> list[Pod]:
-    """`pods` with those of StatefulSets after the others, each group in order.
+    """`pods` in the order their controllers recreate them: Job pods after the others, StatefulSet
+    pods last, each group in order.
 
-    A ReplicaSet creates a replacement as soon as the evicted pod is terminating; a StatefulSet
-    recreates a pod under the same name only once the old one is gone, after its termination grace
-    period (pkg/controller/statefulset/stateful_set_control.go waits for a terminating pod to be
-    deleted), so the other replacements reach the scheduler first."""
-    later = [pod for pod in pods if pod.controller_kind == "StatefulSet"]
-    if not later:
+    A ReplicaSet creates a replacement as soon as the evicted pod is terminating. The Job controller
+    batches the pod events of a Job and syncs it one second later (`syncJobBatchPeriod`,
+    pkg/controller/job/job_controller.go), after the executor's evictions of the drain have gone out.
+    A StatefulSet recreates a pod under the same name only once the old one is gone, after its
+    termination grace period (pkg/controller/statefulset/stateful_set_control.go waits for a
+    terminating pod to be deleted). So the other replacements reach the scheduler first."""
+    if not any(pod.controller_kind in _RECREATED_LATER for pod in pods):
         return pods
-    return [pod for pod in pods if pod.controller_kind != "StatefulSet"] + later
+    return sorted(pods, key=lambda pod: _RECREATED_LATER.get(pod.controller_kind or "", 0))  # stable
+
+
+# How late a controller recreates an evicted pod, relative to the others (`_recreated_last`).
+_RECREATED_LATER = {"Job": 1, "StatefulSet": 2}
 
 
 def _higher_priority_first(pod: Pod) -> int:

@@ -415,8 +415,9 @@ def _prove(
 
     Orders: largest first (rule 6), the order the evictions hand the pods to the scheduler, which
     places each on the node it scores best as it comes (`fit`), that order as the replacements really
-    arrive (the pods whose PDB the earlier evictions use up, refused until the others are Ready, and
-    StatefulSet pods, recreated once the old pod is gone, coming last), and that one with the higher
+    arrive (the pods whose PDB the earlier evictions use up, refused until the others are Ready, coming
+    last, and before them Job pods, which their controller recreates a second later, then StatefulSet
+    pods, recreated once the old pod is gone), and that one with the higher
     priorities first in each batch (the scheduling queue's order when they wait together). Ties
     between equal scores go to the roomiest target; the orders of arrival are then tried again with
     ties going to the fullest and at random (`_tie_breaks`).
@@ -439,7 +440,7 @@ def _prove(
     in_arrival_order = (
         arriving,
         ", when they reach the scheduler as they really arrive "
-        "(pods whose PodDisruptionBudget holds them back and StatefulSet pods last)",
+        "(Job, then StatefulSet pods after the others, and pods whose PodDisruptionBudget holds them back last)",
     )
     in_queue_order = (queued, ", when the scheduler takes the higher-priority replacements first")
     # The orders the replacements may really reach the scheduler in.

@@ -929,3 +929,40 @@ def test_the_proof_places_each_pod_where_the_default_scheduler_scores_it_best() 
     result = simulation.run([pod for pod in pods if pod.node_name == "n1"])
     assert result.fits
     assert result.placements == {"default/cruncher": "memory-used", "default/store": "cpu-used"}
+
+
+def test_job_pods_reach_the_scheduler_after_the_replicaset_pods_and_before_the_statefulset_pods() -> None:
+    # The Job controller syncs a Job one second after its pods' events; a ReplicaSet's replacement
+    # is made at once, a StatefulSet's once the old pod is gone.
+    pods = [
+        make_pod("etl-1", cpu="2", owner="Job"),
+        make_pod("etl-2", cpu="2", owner="Job"),
+        make_pod("db-0", cpu="2", owner="StatefulSet"),
+        make_pod("worker-a", cpu="1"),
+        make_pod("worker-b", cpu="1"),
+    ]
+    evicted = fit.eviction_order(pods)
+    assert [p.name for p in evicted] == ["db-0", "etl-1", "etl-2", "worker-a", "worker-b"]
+    expected = ["worker-a", "worker-b", "etl-1", "etl-2", "db-0"]
+    assert [p.name for p in fit.arrival_order(evicted, lambda pod: [])] == expected
+    assert [p.name for p in fit.queue_order(evicted, lambda pod: [])] == expected
+
+
+def test_a_drain_whose_job_pods_only_fit_before_the_replicaset_pods_is_not_proven() -> None:
+    # n2 has 5 cpu free, n3 4 cpu. Largest first, the three 2-cpu Job pods and three 1-cpu workers
+    # fit (n2: 2+2+1, n3: 2+1+1). The workers' replacements come first, though, and spread (n2: 1+1,
+    # n3: 1): then n2 and n3 keep 3 cpu each, and the third Job pod finds no place.
+    nodes = [
+        make_node("n1", cpu="16"),
+        make_node("n2", cpu="8", marked_since=None),
+        make_node("n3", cpu="8", marked_since=None),
+    ]
+    keepers = [busy("k2", "n2", cpu="3", memory="0"), busy("k3", "n3", cpu="4", memory="0")]
+    movers = [
+        *(make_pod(f"etl-{i}", cpu="2", memory="0", owner="Job") for i in range(3)),
+        *(make_pod(f"worker-{i}", cpu="1", memory="0") for i in range(3)),
+    ]
+    config = make_config(reserveRoomForDrains=False, softTaintMarkedNodes=False)
+    plan = run_plan(nodes, [*movers, *keepers], config=config)
+    assert plan.decision.action == "none"
+    assert "when they reach the scheduler as they really arrive" in blockers_of(plan, "n1")

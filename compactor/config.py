@@ -107,6 +107,10 @@ class Config(BaseModel):
     # When no node's pods fit as they are, a drain may keep room on one or two nodes for its last pods,
     # with a PreferNoSchedule taint on them while it runs (planner: reservations).
     reserve_room_for_drains: bool = Field(True, alias="reserveRoomForDrains")
+    # The ReplicaSet pods of each enabled pool's least utilized node get a pod-deletion-cost of -1, so
+    # the pods a scale-down removes come from there first and the node empties with fewer evictions
+    # (core.steering).
+    steer_scale_down: bool = Field(True, alias="steerScaleDown")
     # The IANA time zone of every pool's disruptionWindows.
     time_zone: str = Field("UTC", alias="timeZone", min_length=1)
     # The Cluster Autoscaler removes an empty node only while what stays on it (DaemonSet and mirror pods)

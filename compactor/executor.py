@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from compactor import deletioncost, tainting
 from compactor import snapshot as parsing
-from compactor import tainting
 from compactor.config import Config
 from compactor.core import planner
 from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE, Pod, Snapshot
@@ -73,6 +73,10 @@ class ClusterPort(Protocol):
 
     def evict(self, namespace: str, name: str) -> EvictionResult: ...
 
+    def pod(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    def patch_pod(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]: ...
+
     def event(self, node: Any, *, reason: str, message: str, warning: bool, now: datetime) -> None: ...
 
 
@@ -87,6 +91,8 @@ class Outcome:
     soft_taints_removed: list[str] = field(default_factory=list)
     reservations_added: list[str] = field(default_factory=list)
     reservations_removed: list[str] = field(default_factory=list)
+    deletion_costs_added: list[str] = field(default_factory=list)
+    deletion_costs_removed: list[str] = field(default_factory=list)
     drain_started: bool = False
     drain_completed: bool = False
     rolled_back: bool = False
@@ -107,6 +113,8 @@ class Outcome:
             "softTaintsRemoved": sorted(self.soft_taints_removed),
             "reservationsAdded": sorted(self.reservations_added),
             "reservationsRemoved": sorted(self.reservations_removed),
+            "deletionCostsAdded": sorted(self.deletion_costs_added),
+            "deletionCostsRemoved": sorted(self.deletion_costs_removed),
             "drainStarted": self.drain_started,
             "drainCompleted": self.drain_completed,
             "rolledBack": self.rolled_back,
@@ -166,6 +174,9 @@ class Executor:
         )
         _, self.outcome.reservations_removed = tainting.apply(
             self.cluster, (), plan.reservations_remove, concurrency=MARK_CONCURRENCY, taint=tainting.RESERVED
+        )
+        self.outcome.deletion_costs_added, self.outcome.deletion_costs_removed = deletioncost.apply(
+            self.cluster, plan.deletion_costs_add, plan.deletion_costs_remove, concurrency=MARK_CONCURRENCY
         )
         decision = plan.decision
         if decision.action == "continue-drain" and decision.node:

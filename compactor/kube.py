@@ -45,6 +45,9 @@ LIST_RESTARTS = 2
 UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 REQUEST_TIMEOUT = (5.0, 60.0)  # connect, read
 MERGE_PATCH = "application/merge-patch+json"
+# The client's keyword arguments for a single read or merge patch whose raw answer is decoded here.
+_RAW_READ: dict[str, Any] = {"_preload_content": False, "_request_timeout": REQUEST_TIMEOUT}
+_RAW_PATCH: dict[str, Any] = {"_content_type": MERGE_PATCH, **_RAW_READ}
 LEASE_NAME = "node-compactor"
 EVENT_NAMESPACE = "default"  # where the kubelet and the node controller put Node events
 COMPONENT = "node-compactor"
@@ -176,25 +179,34 @@ class Cluster:
 
     def node(self, name: str) -> dict[str, Any] | None:
         """The raw Node, or None when it no longer exists."""
+        return self._read_object("Node", name, f"node {name}", lambda: self.core.read_node(name, **_RAW_READ))
+
+    def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The raw Pod, or None when it no longer exists."""
+        return self._read_object(
+            "Pod", name, f"pod {namespace}/{name}", lambda: self.core.read_namespaced_pod(name, namespace, **_RAW_READ)
+        )
+
+    def _read_object(self, kind: str, name: str, what: str, read: Callable[[], Any]) -> dict[str, Any] | None:
         try:
-            response = self.core.read_node(name, _preload_content=False, _request_timeout=REQUEST_TIMEOUT)
+            response = read()
         except client.ApiException as error:
             if error.status == 404:
                 return None
-            raise access_error(f"read node {name}", error) from error
+            raise access_error(f"read {what}", error) from error
         except urllib3.exceptions.HTTPError as error:
-            raise access_error(f"read node {name}", error) from error
+            raise access_error(f"read {what}", error) from error
         try:
-            node = orjson.loads(response.data)
+            found = orjson.loads(response.data)
         except orjson.JSONDecodeError as error:
-            raise SnapshotError(f"cannot read node {name}: the API server sent invalid JSON ({error})") from error
-        meta = node.get("metadata") if isinstance(node, dict) else None
+            raise SnapshotError(f"cannot read {what}: the API server sent invalid JSON ({error})") from error
+        meta = found.get("metadata") if isinstance(found, dict) else None
         if not isinstance(meta, dict) or meta.get("name") != name or not isinstance(meta.get("resourceVersion"), str):
             raise SnapshotError(
-                f"cannot read node {name}: the answer is not that Node (metadata with its name and resourceVersion)"
+                f"cannot read {what}: the answer is not that {kind} (metadata with its name and resourceVersion)"
             )
-        checked: dict[str, Any] = node
-        checked.setdefault("kind", "Node")
+        checked: dict[str, Any] = found
+        checked.setdefault("kind", kind)
         return checked
 
     def pods_on(self, node_name: str) -> list[dict[str, Any]]:
@@ -293,26 +305,38 @@ class Cluster:
 
     def patch_node(self, name: str, patch: dict[str, Any]) -> dict[str, Any]:
         """A JSON merge patch; with metadata.resourceVersion in it, the API server treats it as a precondition."""
+        return self._patch(
+            "Node", f"node {name}", {"name": name}, lambda: self.core.patch_node(name, patch, **_RAW_PATCH)
+        )
+
+    def patch_pod(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch of a pod, resourceVersion in it a precondition as for `patch_node`."""
+        return self._patch(
+            "Pod",
+            f"pod {namespace}/{name}",
+            {"name": name, "namespace": namespace},
+            lambda: self.core.patch_namespaced_pod(name, namespace, patch, **_RAW_PATCH),
+        )
+
+    def _patch(self, kind: str, what: str, metadata: dict[str, str], send: Callable[[], Any]) -> dict[str, Any]:
         try:
-            response = self.core.patch_node(
-                name, patch, _content_type=MERGE_PATCH, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
-            )
+            response = send()
         except client.ApiException as error:
             if error.status == 409:
-                raise ConflictError(f"node {name} changed since it was read") from error
+                raise ConflictError(f"{what} changed since it was read") from error
             if error.status == 404:
-                raise NotFoundError(f"node {name} no longer exists") from error
-            raise access_error(f"patch node {name}", error) from error
+                raise NotFoundError(f"{what} no longer exists") from error
+            raise access_error(f"patch {what}", error) from error
         except urllib3.exceptions.HTTPError as error:
-            raise access_error(f"patch node {name}", error) from error
+            raise access_error(f"patch {what}", error) from error
         try:
             result = orjson.loads(response.data)
         except orjson.JSONDecodeError:
             result = None
         if not isinstance(result, dict) or not isinstance(result.get("metadata"), dict):
             # The status said the patch was applied; only the Event's reference comes from the answer.
-            log.warning("the API server's answer to the patch of node %s is not a Node; the patch was applied", name)
-            return {"kind": "Node", "metadata": {"name": name}}
+            log.warning("the API server's answer to the patch of %s is not a %s; the patch was applied", what, kind)
+            return {"kind": kind, "metadata": dict(metadata)}
         return result
 
     def evict(self, namespace: str, name: str) -> EvictionResult:

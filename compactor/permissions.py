@@ -20,6 +20,7 @@ IAM_PERMISSIONS: tuple[str, ...] = (
     "container.nodes.update",
     "container.pods.get",
     "container.pods.list",
+    "container.pods.update",  # the pod-deletion-cost of scale-down steering (a patch)
     "container.pods.evict",
     "container.podDisruptionBudgets.get",
     "container.podDisruptionBudgets.list",
@@ -43,7 +44,7 @@ class RbacRule(NamedTuple):
 # give the function only `roles/container.clusterViewer` in IAM.
 RBAC_RULES: tuple[RbacRule, ...] = (
     RbacRule("", "nodes", ("get", "list", "patch", "update")),
-    RbacRule("", "pods", ("get", "list")),
+    RbacRule("", "pods", ("get", "list", "patch")),
     RbacRule("", "pods/eviction", ("create",)),
     RbacRule("policy", "poddisruptionbudgets", ("get", "list")),
     RbacRule("", "events", ("create",)),

@@ -73,6 +73,12 @@ class PathModel(_Model):
     estimated_minutes: float = Field(serialization_alias="estimatedMinutes")
 
 
+class SteeringModel(_Model):
+    nodes: list[str]
+    add: list[str]
+    remove: list[str]
+
+
 class ReportModel(_Model):
     decision: DecisionModel
     marks: MarksModel
@@ -86,6 +92,9 @@ class ReportModel(_Model):
     soft_taints: MarksModel = Field(serialization_alias="softTaints")
     # The reserved taint: put on the nodes a new drain keeps room on, taken off when no drain runs.
     reservations: MarksModel
+    # Scale-down steering: the nodes the ReplicaSet controller's scale-downs are pointed at, and the
+    # pods ("namespace/name") that get or lose node-compactor's pod-deletion-cost.
+    scale_down_steering: SteeringModel = Field(serialization_alias="scaleDownSteering")
     # The drains that would follow if nothing changed; null where it was not computed (acting runs).
     path: PathModel | None
     # What the run did, filled by the executor for live runs (absent for `plan`).
@@ -142,6 +151,9 @@ def to_model(plan: Plan, *, outcome: dict[str, Any] | None = None) -> ReportMode
         awaiting_removal=list(plan.awaiting_removal),
         soft_taints=MarksModel(add=list(plan.soft_taints_add), remove=list(plan.soft_taints_remove)),
         reservations=MarksModel(add=list(plan.decision.reserved), remove=list(plan.reservations_remove)),
+        scale_down_steering=SteeringModel(
+            nodes=list(plan.steered_nodes), add=list(plan.deletion_costs_add), remove=list(plan.deletion_costs_remove)
+        ),
         path=_path_model(plan),
         outcome=outcome,
     )
@@ -239,6 +251,12 @@ def to_table(plan: Plan) -> str:
         lines.append(f"Awaiting removal by the Cluster Autoscaler: {_names(plan.awaiting_removal)}.")
     if plan.path is not None:
         lines += _path_lines(plan.path)
+    if plan.steered_nodes or plan.deletion_costs_remove:
+        lines.append(
+            f"Scale-downs steered to: {_names(plan.steered_nodes)} "
+            f"(pod-deletion-cost on {len(plan.deletion_costs_add)} more pod(s), "
+            f"taken back from {len(plan.deletion_costs_remove)})."
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -259,6 +277,11 @@ def outcome_lines(outcome: dict[str, Any]) -> str:
     if outcome.get("dryRun"):
         return "Dry run: nothing was written.\n"
     lines = [f"Marks written: {len(outcome['marksAdded'])} added, {len(outcome['marksRemoved'])} removed."]
+    if outcome.get("deletionCostsAdded") or outcome.get("deletionCostsRemoved"):
+        lines.append(
+            f"Pod-deletion-costs written: {len(outcome['deletionCostsAdded'])} added, "
+            f"{len(outcome['deletionCostsRemoved'])} taken back."
+        )
     if outcome.get("stale"):
         lines.append(f"Not started: {outcome['stale']}.")
     if outcome.get("drainStarted"):

@@ -37,6 +37,7 @@ from compactor.core.model import (
     EMPTY,
     MIRROR_POD,
     SAFE_TO_EVICT,
+    STEERED_COST,
     ZERO,
     HostPort,
     LabelSelector,
@@ -326,10 +327,7 @@ def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: 
     safe_to_evict = None if safe_to_evict_text is None else safe_to_evict_text.strip().lower() == "true"
     if safe_to_evict_text is not None and safe_to_evict_text.strip().lower() not in ("true", "false"):
         safe_to_evict = None
-    try:
-        deletion_cost = int(annotations.get(DELETION_COST, "0"))
-    except ValueError:
-        deletion_cost = 0  # the ReplicaSet controller ignores an unreadable cost too
+    deletion_cost, deletion_cost_set, steered = deletion_cost_of(annotations)
 
     unschedulable = False
     for condition in _list(status, "conditions", "status"):
@@ -358,6 +356,8 @@ def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: 
         safe_to_evict=safe_to_evict,
         do_not_disrupt=annotations.get(DO_NOT_DISRUPT, "").strip().lower() == "true",
         deletion_cost=deletion_cost,
+        deletion_cost_set=deletion_cost_set,
+        steered=steered,
         priority=_int(spec, "priority", "spec"),
         local_storage=tuple(local_storage),
         pvc_names=tuple(pvc_names),
@@ -630,17 +630,13 @@ def _pod_of(item: decoding.Item) -> Pod:
     safe_to_evict = None
     do_not_disrupt = False
     deletion_cost = 0
+    deletion_cost_set = steered = False
     is_mirror = controller_kind == "Node"
     if annotations:  # most pods carry none of the annotations read here
         safe_to_evict_text = annotations.get(SAFE_TO_EVICT)
         if safe_to_evict_text is not None and safe_to_evict_text.strip().lower() in ("true", "false"):
             safe_to_evict = safe_to_evict_text.strip().lower() == "true"
-        deletion_cost_text = annotations.get(DELETION_COST)
-        if deletion_cost_text is not None:
-            try:
-                deletion_cost = int(deletion_cost_text)
-            except ValueError:
-                deletion_cost = 0
+        deletion_cost, deletion_cost_set, steered = deletion_cost_of(annotations)
         do_not_disrupt = annotations.get(DO_NOT_DISRUPT, "").strip().lower() == "true"
         is_mirror = is_mirror or MIRROR_POD in annotations
 
@@ -680,6 +676,8 @@ def _pod_of(item: decoding.Item) -> Pod:
         safe_to_evict,
         do_not_disrupt,
         deletion_cost,
+        deletion_cost_set,
+        steered,
         spec.priority,
         tuple(local_storage) if local_storage else (),
         tuple(pvc_names) if pvc_names else (),
@@ -693,6 +691,20 @@ def _pod_of(item: decoding.Item) -> Pod:
         unschedulable and node_name is None,  # unschedulable
         meta.deletionTimestamp is not None,  # terminating
     )
+
+
+def deletion_cost_of(annotations: Mapping[str, str]) -> tuple[int, bool, bool]:
+    """The pod's own pod-deletion-cost, whether the annotation is there, and whether node-compactor
+    wrote it (`STEERED_COST` holds the same text): then the pod's own cost is 0, the default."""
+    text = annotations.get(DELETION_COST)
+    if text is None:
+        return 0, False, False
+    if annotations.get(STEERED_COST) == text:
+        return 0, True, True
+    try:
+        return int(text), True, False
+    except ValueError:
+        return 0, True, False  # the ReplicaSet controller ignores an unreadable cost too
 
 
 def _conditions_of(status: decoding.Status) -> list[decoding.Condition]:

@@ -71,6 +71,7 @@ locals {
     "container.nodes.update",
     "container.pods.get",
     "container.pods.list",
+    "container.pods.update",
     "container.pods.evict",
     "container.podDisruptionBudgets.get",
     "container.podDisruptionBudgets.list",
@@ -104,7 +105,7 @@ locals {
     cluster = {
       needed      = local.any_iam_access
       title       = "node-compactor"
-      description = "Exactly what the node-compactor function does: read nodes, pods and PDBs, cordon, evict, write events and its lease."
+      description = "Exactly what the node-compactor function does: read nodes, pods and PDBs, cordon, evict, annotate pods for scale-down steering, write events and its lease."
       permissions = local.iam_permissions
     }
     firestore = {

@@ -34,6 +34,11 @@ CA_SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+# On a pod whose pod-deletion-cost node-compactor wrote (scale-down steering): the value it wrote. The
+# cost is node-compactor's while the two agree; a cost anyone else set is never changed.
+STEERED_COST = "node-compactor.dev/deletion-cost"
+# The pod-deletion-cost node-compactor writes (`core.steering`).
+STEERED_DELETION_COST = -1
 MIRROR_POD = "kubernetes.io/config.mirror"
 CA_DELETING_TAINT = "ToBeDeletedByClusterAutoscaler"
 # The taint the node lifecycle controller mirrors spec.unschedulable into (TaintNodesByCondition).
@@ -176,7 +181,11 @@ class Pod(msgspec.Struct, frozen=True, gc=False):
     is_mirror: bool = False
     safe_to_evict: bool | None = None  # the cluster-autoscaler annotation, None when absent
     do_not_disrupt: bool = False
-    deletion_cost: int = 0
+    deletion_cost: int = 0  # the pod's own: 0 when node-compactor wrote the annotation (`steered`)
+    # The pod-deletion-cost annotation is there, written by anyone (`deletion_cost_set`) or by
+    # node-compactor to steer scale-down to the pod's node (`steered`).
+    deletion_cost_set: bool = False
+    steered: bool = False
     priority: int = 0
     local_storage: tuple[str, ...] = ()  # names of emptyDir (not in memory) and hostPath volumes
     pvc_names: tuple[str, ...] = ()
@@ -196,6 +205,11 @@ class Pod(msgspec.Struct, frozen=True, gc=False):
     def __post_init__(self) -> None:
         stays = self.controller_kind == "DaemonSet" or self.is_mirror or self.phase in TERMINAL_PHASES
         msgspec.structs.force_setattr(self, "stays_on_node", stays)
+
+    @property
+    def scale_down_cost(self) -> int:
+        """The pod-deletion-cost the ReplicaSet controller reads: node-compactor's when it wrote one."""
+        return STEERED_DELETION_COST if self.steered else self.deletion_cost
 
     @property
     def key(self) -> str:

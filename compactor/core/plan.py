@@ -90,5 +90,10 @@ class Plan:
     soft_taints_remove: tuple[str, ...] = ()
     # Nodes whose model.RESERVED_TAINT comes off: no drain is being evicted any more.
     reservations_remove: tuple[str, ...] = ()
+    # Scale-down steering (`core.steering`): the nodes it points at, the pods ("namespace/name") that
+    # get node-compactor's pod-deletion-cost and those whose cost it takes back.
+    steered_nodes: tuple[str, ...] = ()
+    deletion_costs_add: tuple[str, ...] = ()
+    deletion_costs_remove: tuple[str, ...] = ()
     # Filled by the callers that show it (`plan`, dry runs); planning itself never computes it.
     path: ConsolidationPath | None = None

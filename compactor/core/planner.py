@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from datetime import datetime
 
 from compactor.config import Config
-from compactor.core import candidates, fit, inflight, marks, pools, ranking
+from compactor.core import candidates, fit, inflight, marks, pools, ranking, steering
 from compactor.core.blockers import Blocker
 from compactor.core.cluster import ClusterView, NodeState, PdbIndex
 from compactor.core.model import PREFER_NO_SCHEDULE, RESERVED_TAINT, SOFT_TAINT, Pod, Snapshot
@@ -170,6 +170,11 @@ def plan(
         decision = chosen
     else:
         decision = Decision("none", None, None, _summary(states, blockers))
+    # Steered from where the cluster goes after this decision; the consolidation path's plans are
+    # never carried out, and write no pod.
+    evicting = decision.node if decision.action in ("drain", "continue-drain") else None
+    taken = started | {evicting} if evicting is not None else started
+    steered = steering.steer(view, states, taken, evicting) if explain else steering.NONE
 
     node_reports = tuple(
         NodeReport(
@@ -201,6 +206,9 @@ def plan(
         soft_taints_add=soft_add,
         soft_taints_remove=soft_remove,
         reservations_remove=unreserve,
+        steered_nodes=steered.nodes,
+        deletion_costs_add=steered.add,
+        deletion_costs_remove=steered.remove,
     )
 
 

@@ -96,7 +96,7 @@ class Controllers:
             record = self.world.pod_record(key)
             bound = record.node_name is not None
             doubled = -per_node[record.node_name] if bound else 0
-            return (bound, self.world.is_ready(key, at), record.deletion_cost, doubled, -self.world.sequence(key))
+            return (bound, self.world.is_ready(key, at), record.scale_down_cost, doubled, -self.world.sequence(key))
 
         return sorted(keys, key=rank)
 

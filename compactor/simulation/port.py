@@ -84,6 +84,15 @@ class SimulatedCluster:
         with self._lock:
             return copy.deepcopy(self.world.patch_node(name, patch))
 
+    def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        with self._lock:
+            obj = self.world.pods.get(f"{namespace}/{name}")
+            return copy.deepcopy(obj) if obj is not None else None
+
+    def patch_pod(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            return copy.deepcopy(self.world.patch_pod(f"{namespace}/{name}", patch))
+
     def evict(self, namespace: str, name: str) -> EvictionResult:
         key = f"{namespace}/{name}"
         with self._lock:

@@ -189,6 +189,24 @@ class World:
             self.ready_at[key] = self.now - READY_LONG_AGO if ready else self.now + timedelta(seconds=startup_seconds)
         return key
 
+    def patch_pod(self, key: str, patch: Mapping[str, Any]) -> JsonObject:
+        """A JSON merge patch of a pod's metadata (the annotations node-compactor writes), with
+        `metadata.resourceVersion` in it a precondition, as on the API server."""
+        current = self.pods.get(key)
+        if current is None:
+            raise NotFoundError(f"pod {key} no longer exists")
+        wanted = (patch.get("metadata") or {}).get("resourceVersion")
+        if wanted is not None and wanted != current["metadata"].get("resourceVersion"):
+            raise ConflictError(f"pod {key} changed since it was read")
+        updated: JsonObject = merge_patch(current, patch)
+        updated["metadata"]["resourceVersion"] = self._bump()
+        self.pods[key] = updated
+        cost, cost_set, steered = parsing.deletion_cost_of(updated["metadata"].get("annotations") or {})
+        self._pod_records[key] = structs.replace(
+            self._pod_records[key], deletion_cost=cost, deletion_cost_set=cost_set, steered=steered
+        )
+        return updated
+
     def pod_record(self, key: str) -> Pod:
         return self._pod_records[key]
 

@@ -207,9 +207,14 @@ class Simulation:
         avoided: frozenset[str] = frozenset(),
         *,
         ties: TieBreak = "roomiest",
+        source_is_domain: bool = True,
     ) -> None:
+        """`source_is_domain`: whether the source node, cordoned and emptying, still counts as a
+        topology spread domain, as kube-scheduler counts it (`_spread_counts_before`). The Cluster
+        Autoscaler's own simulation removes the node from its snapshot, and so does not."""
         self.view = view
         self.ties = ties
+        self.source_is_domain = source_is_domain
         self.source = source
         self.targets = [target for target in targets if target.name != source.name]
         self._given = targets
@@ -561,10 +566,15 @@ class Simulation:
     def _spread_counts_for(self, pod: Pod, constraint: SpreadConstraint) -> Counter[str]:
         """Matching pods per domain over the nodes the pod may use, as the scheduler counts them now.
 
-        The source node is leaving, so it is no domain of its own; but the pods on it that have not
-        been placed yet are still running there (the executor has not evicted them, or a PDB holds
-        them back) and kube-scheduler's PodTopologySpread counts them in its zone. A pod the
-        simulation has placed counts where it went, and no longer where it was.
+        kube-scheduler's PodTopologySpread counts every node that matches the pod's node selector
+        and required affinity as a domain, a cordoned one too: `nodeTaintsPolicy` defaults to Ignore,
+        so the cordon's node.kubernetes.io/unschedulable taint does not take it out
+        (pkg/scheduler/framework/plugins/podtopologyspread/filtering.go; kubernetes#106127). So
+        the source node stays a domain until the Cluster Autoscaler deletes it: the pods on it that
+        have not been placed yet still count there (the executor has not evicted them, or a PDB
+        holds them back), and once they are gone its domain counts what is left, zero for a
+        hostname spread or a zone it is alone in, and caps the skew of every other domain. A pod
+        the simulation has placed counts where it went, and no longer where it was.
         """
         key = (pod.namespace, constraint)
         counts = self._spread_counts.get(key)
@@ -582,12 +592,19 @@ class Simulation:
     def _spread_counts_before(self, pod: Pod, constraint: SpreadConstraint) -> Counter[str]:
         """`_spread_counts_for` before the simulation placed anything: the same for every order and
         tie-break a node's proof tries, so found once per view and source node (do not change it)."""
-        shared_key = (self.source.name, pod.namespace, constraint, pod.node_selector, pod.node_affinity)
+        shared_key = (
+            self.source.name,
+            self.source_is_domain,
+            pod.namespace,
+            constraint,
+            pod.node_selector,
+            pod.node_affinity,
+        )
         counts = self.view.spread_counts.get(shared_key)
         if counts is None:
             counts = Counter()
             for state in self.view.nodes.values():
-                if state.name == self.source.name:
+                if state.name == self.source.name and not self.source_is_domain:
                     continue
                 node = state.node
                 domain = node.labels.get(constraint.topology_key)

@@ -329,7 +329,9 @@ class Autoscaler:
                 needed = _sum(movable)
                 if needed.cpu_millis > spare_cpu or needed.memory_bytes > spare_memory:
                     continue
-                if not fit.Simulation(view, state, targets).run(fit.largest_first(movable)).fits:
+                # The autoscaler simulates the node gone from its snapshot: it is no spread domain.
+                simulation = fit.Simulation(view, state, targets, source_is_domain=False)
+                if not simulation.run(fit.largest_first(movable)).fits:
                     continue
             found.append(state.name)
         self.unneeded_since = {name: self.unneeded_since.get(name, now) for name in found}

@@ -562,6 +562,34 @@ def test_topology_spread_counts_the_pods_still_on_the_node_being_drained() -> No
     assert simulation.why_not(web[1], n3) == "topology spread"
 
 
+def test_the_cordoned_source_node_stays_a_spread_domain_until_it_is_gone() -> None:
+    # kube-scheduler counts a cordoned node as a topology domain (nodeTaintsPolicy defaults to
+    # Ignore; kubernetes#106127). Spread by hostname with maxSkew 1 and one web pod on each node:
+    # once web-1 has left n1, n1 counts 0, and n2 or n3 would hold 2. The replacement would wait
+    # for the Cluster Autoscaler to delete n1.
+    from tests.builders import spread
+
+    constraint = (spread({"app": "web"}, key="kubernetes.io/hostname"),)
+    nodes = [make_node("n1"), make_node("n2", marked_since=None), make_node("n3", marked_since=None)]
+    web = [make_pod(f"web-{i}", node=f"n{i}", labels={"app": "web"}, spread_constraints=constraint) for i in (1, 2, 3)]
+    plan = run_plan(nodes, [*web, busy("b2", "n2", cpu="2"), busy("b3", "n3", cpu="2")])
+    assert plan.decision.action == "none"
+    assert "topology spread on 2" in blockers_of(plan, "n1")
+
+
+def test_a_zone_the_source_node_is_alone_in_stays_a_spread_domain() -> None:
+    # n1 is the only node in zone b: once its web pod has left, zone b counts 0 and zone a, which
+    # holds one already, may not take a second with maxSkew 1.
+    from tests.builders import spread
+
+    constraint = (spread({"app": "web"}),)
+    nodes = [make_node("n1", zone="b"), make_node("n2", zone="a", marked_since=None)]
+    web = [make_pod(f"web-{n}", node=n, labels={"app": "web"}, spread_constraints=constraint) for n in ("n1", "n2")]
+    plan = run_plan(nodes, [*web, busy("b2", "n2", cpu="2")])
+    assert plan.decision.action == "none"
+    assert "topology spread on 1" in blockers_of(plan, "n1")
+
+
 def test_required_pod_affinity_needs_a_matching_pod_in_the_domain() -> None:
     from tests.builders import affinity_term
 

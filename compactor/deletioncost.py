@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from compactor.core.model import DELETION_COST, STEERED_COST
 from compactor.core.steering import STEER_COST
 from compactor.errors import CompactorError
 from compactor.kube import ConflictError, NotFoundError
+from compactor.tainting import write_each
 
 log = logging.getLogger(__name__)
 
@@ -37,14 +37,7 @@ def apply(
 ) -> tuple[list[str], list[str]]:
     """Give the pods of `add` node-compactor's cost and take it back from those of `remove`
     ("namespace/name"), `concurrency` pods at a time; returns the pods written, per direction."""
-    changes = [(key, True) for key in add] + [(key, False) for key in remove]
-    if not changes:
-        return [], []
-    with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(changes)))) as pool:
-        written = list(pool.map(lambda change: _write(cluster, change[0], wanted=change[1]), changes))
-    added = [key for (key, wanted), done in zip(changes, written, strict=True) if done and wanted]
-    removed = [key for (key, wanted), done in zip(changes, written, strict=True) if done and not wanted]
-    return added, removed
+    return write_each(add, remove, lambda key, wanted: _write(cluster, key, wanted=wanted), concurrency)
 
 
 def _write(cluster: PodWriter, key: str, *, wanted: bool) -> bool:

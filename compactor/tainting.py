@@ -21,7 +21,7 @@ drain under way, keeps whatever it carries).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
@@ -55,13 +55,23 @@ def apply(
 ) -> tuple[list[str], list[str]]:
     """Put `taint` on `add` and take it off `remove`, `concurrency` nodes at a time (a first run
     marks many nodes at once); returns the nodes written, per direction."""
+    return write_each(
+        add, remove, lambda name, wanted: _write(cluster, name, taint, wanted=wanted) == "written", concurrency
+    )
+
+
+def write_each(
+    add: Iterable[str], remove: Iterable[str], write: Callable[[str, bool], bool], concurrency: int
+) -> tuple[list[str], list[str]]:
+    """`write(name, True)` for each of `add` and `write(name, False)` for each of `remove`,
+    `concurrency` at a time; returns the names whose write happened, per direction."""
     changes = [(name, True) for name in add] + [(name, False) for name in remove]
     if not changes:
         return [], []
     with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(changes)))) as pool:
-        written = list(pool.map(lambda change: _write(cluster, change[0], taint, wanted=change[1]), changes))
-    added = [name for (name, wanted), done in zip(changes, written, strict=True) if done == "written" and wanted]
-    removed = [name for (name, wanted), done in zip(changes, written, strict=True) if done == "written" and not wanted]
+        written = list(pool.map(lambda change: write(*change), changes))
+    added = [name for (name, wanted), done in zip(changes, written, strict=True) if done and wanted]
+    removed = [name for (name, wanted), done in zip(changes, written, strict=True) if done and not wanted]
     return added, removed
 
 

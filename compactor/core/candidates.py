@@ -46,15 +46,7 @@ def node_blockers(
         return [Blocker("pool", f"node has no {config.pool_label} label, so no pool settings")]
     if pool is None or not pool.enabled:
         return [Blocker("pool", f"pool {state.pool} is not enabled")]
-    found: list[Blocker] = []
-    if opted_out(state):
-        found.append(Blocker("opt-out", "annotated node-compactor.dev/disabled=true"))
-    if node.annotations.get(CA_SCALE_DOWN_DISABLED, "").strip().lower() == "true":
-        found.append(Blocker("opt-out", f"annotated {CA_SCALE_DOWN_DISABLED}=true"))
-    if node.annotations.get(DO_NOT_DISRUPT, "").strip().lower() == "true":
-        found.append(Blocker("opt-out", f"annotated {DO_NOT_DISRUPT}=true"))
-    if node.being_deleted_by_autoscaler:
-        found.append(Blocker("being-deleted", "the Cluster Autoscaler is already removing this node"))
+    found = opt_outs(state)
     if found and first_only:
         return found[:1]
     if not underutilized:
@@ -106,6 +98,22 @@ def node_blockers(
     if left_behind is not None:
         found.append(left_behind)
     return found[:1] if first_only else found
+
+
+def opt_outs(state: NodeState) -> list[Blocker]:
+    """What keeps a node from ever being drained by node-compactor: the opt-out annotations, and
+    the Cluster Autoscaler removing it already."""
+    node = state.node
+    found: list[Blocker] = []
+    if opted_out(state):
+        found.append(Blocker("opt-out", "annotated node-compactor.dev/disabled=true"))
+    if node.annotations.get(CA_SCALE_DOWN_DISABLED, "").strip().lower() == "true":
+        found.append(Blocker("opt-out", f"annotated {CA_SCALE_DOWN_DISABLED}=true"))
+    if node.annotations.get(DO_NOT_DISRUPT, "").strip().lower() == "true":
+        found.append(Blocker("opt-out", f"annotated {DO_NOT_DISRUPT}=true"))
+    if node.being_deleted_by_autoscaler:
+        found.append(Blocker("being-deleted", "the Cluster Autoscaler is already removing this node"))
+    return found
 
 
 def _autoscaler_refusal(state: NodeState, threshold: float) -> Blocker | None:

@@ -28,10 +28,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from compactor.core import candidates
 from compactor.core.blockers import API_ENFORCED, node_pods_blockers
 from compactor.core.cluster import ClusterView, NodeState
-from compactor.core.marks import opted_out
-from compactor.core.model import CA_SCALE_DOWN_DISABLED, DO_NOT_DISRUPT, STEERED_DELETION_COST, Pod
+from compactor.core.model import STEERED_DELETION_COST, Pod
 
 STEER_COST = str(STEERED_DELETION_COST)
 # Pod patches a run makes at most (removals first); the rest wait for the next run.
@@ -75,7 +75,7 @@ def _chosen(view: ClusterView, states: list[NodeState], taken: frozenset[str]) -
     """Per enabled pool above its minNodes, its least utilized node a drain may take."""
     by_pool: dict[str | None, list[NodeState]] = {}
     for state in states:
-        if state.name not in taken and view.config.enabled_pool(state.pool) is not None:
+        if state.name not in taken:
             by_pool.setdefault(state.pool, []).append(state)
     for pool, members in by_pool.items():
         settings = view.config.enabled_pool(pool)
@@ -90,11 +90,8 @@ def _steerable_node(state: NodeState, view: ClusterView) -> bool:
     """Ready, schedulable, not opted out of scale-down, and holding no pod that blocks a drain for good
     (a PodDisruptionBudget at its limit only waits)."""
     node = state.node
-    if not node.ready or node.unschedulable or node.being_deleted_by_autoscaler or opted_out(state):
+    if not node.ready or node.unschedulable or candidates.opt_outs(state):
         return False
-    for annotation in (CA_SCALE_DOWN_DISABLED, DO_NOT_DISRUPT):
-        if node.annotations.get(annotation, "").strip().lower() == "true":
-            return False
     return all(blocker.kind in API_ENFORCED for blocker in node_pods_blockers(state.pods, view.pdbs, view.config))
 
 

@@ -106,6 +106,18 @@ class World:
         self._resource_version += 1
         return str(self._resource_version)
 
+    def _patched(self, current: JsonObject | None, patch: Mapping[str, Any], what: str) -> JsonObject:
+        """`current` with the JSON merge patch applied and a new resourceVersion; a resourceVersion in
+        the patch is a precondition, as on the API server."""
+        if current is None:
+            raise NotFoundError(f"{what} no longer exists")
+        wanted = (patch.get("metadata") or {}).get("resourceVersion")
+        if wanted is not None and wanted != current["metadata"].get("resourceVersion"):
+            raise ConflictError(f"{what} changed since it was read")
+        updated: JsonObject = merge_patch(current, patch)
+        updated["metadata"]["resourceVersion"] = self._bump()
+        return updated
+
     # -- nodes ----------------------------------------------------------------------------------
 
     def add_node(self, obj: JsonObject) -> None:
@@ -123,14 +135,7 @@ class World:
 
     def patch_node(self, name: str, patch: Mapping[str, Any]) -> JsonObject:
         """A JSON merge patch; `metadata.resourceVersion` in it is a precondition, as on the API server."""
-        current = self.nodes.get(name)
-        if current is None:
-            raise NotFoundError(f"node {name} no longer exists")
-        wanted = (patch.get("metadata") or {}).get("resourceVersion")
-        if wanted is not None and wanted != current["metadata"]["resourceVersion"]:
-            raise ConflictError(f"node {name} changed since it was read")
-        updated: JsonObject = merge_patch(current, patch)
-        updated["metadata"]["resourceVersion"] = self._bump()
+        updated = self._patched(self.nodes.get(name), patch, f"node {name}")
         self.nodes[name] = updated
         self._node_records[name] = parsing.parse_node(updated)
         return updated
@@ -192,14 +197,7 @@ class World:
     def patch_pod(self, key: str, patch: Mapping[str, Any]) -> JsonObject:
         """A JSON merge patch of a pod's metadata (the annotations node-compactor writes), with
         `metadata.resourceVersion` in it a precondition, as on the API server."""
-        current = self.pods.get(key)
-        if current is None:
-            raise NotFoundError(f"pod {key} no longer exists")
-        wanted = (patch.get("metadata") or {}).get("resourceVersion")
-        if wanted is not None and wanted != current["metadata"].get("resourceVersion"):
-            raise ConflictError(f"pod {key} changed since it was read")
-        updated: JsonObject = merge_patch(current, patch)
-        updated["metadata"]["resourceVersion"] = self._bump()
+        updated = self._patched(self.pods.get(key), patch, f"pod {key}")
         self.pods[key] = updated
         cost, cost_set, steered = parsing.deletion_cost_of(updated["metadata"].get("annotations") or {})
         self._pod_records[key] = structs.replace(

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from compactor.core.cluster import ClusterView, NodeState
-from compactor.core.model import UNSCHEDULABLE_TAINT, Node, Pdb, Pod, PodAffinityTerm, SpreadConstraint
+from compactor.core.model import HOSTNAME_LABEL, UNSCHEDULABLE_TAINT, Node, Pdb, Pod, PodAffinityTerm, SpreadConstraint
 from compactor.core.selectors import node_affinity_matches, selector_matches
 from compactor.core.wording import mebibytes
 
@@ -194,6 +194,39 @@ def could_use(pod: Pod, node: Node, *, uncordoned: bool = False) -> bool:
 def targets_for(view: ClusterView) -> list[NodeState]:
     """Nodes pods may move to; a Simulation orders them by load itself."""
     return [state for state in view.nodes.values() if state.schedulable]
+
+
+def fits_in_every_order(view: ClusterView, source: NodeState, targets: Sequence[NodeState]) -> bool:
+    """Whether the source node's movable pods fit however they come and however ties are broken:
+    true when each passes every predicate on at least as many targets, as they are now, as there are
+    pods, and no pod's constraint reaches past the node it lands on.
+
+    The pods placed before any one of them land on fewer targets than there are pods, so at least
+    one of its targets is left as it is now, and still takes it: the predicates that look at other
+    pods look only at that node's (host ports, anti-affinity by hostname either way). Pod affinity,
+    anti-affinity by a wider topology and spread constraints count pods over many nodes, so pods with
+    them are left to the runs. Every `Simulation` of these pods, in any order, with any tie-break and
+    any avoided nodes, then places every pod: the fit proof need run only its first. False says
+    nothing: the proof then runs in full.
+    """
+    pods = source.movable_pods
+    for pod in pods:
+        if pod.pod_affinity or pod.spread_constraints:
+            return False
+        if any(term.topology_key != HOSTNAME_LABEL for term in pod.pod_anti_affinity):
+            return False
+    probe = Simulation(view, source, targets)
+    needed = len(pods)
+    for pod in pods:
+        found = 0
+        for target in probe.targets:
+            if probe.why_not(pod, target) is None:
+                found += 1
+                if found == needed:
+                    break
+        else:
+            return False
+    return True
 
 
 class Simulation:
@@ -507,7 +540,7 @@ class Simulation:
         # Existing pods whose anti-affinity forbids the incoming pod (the scheduler checks both ways).
         for other in self._pods_on(target):
             for term in other.pod_anti_affinity:
-                if term.topology_key == "kubernetes.io/hostname" and _term_matches(term, pod):
+                if term.topology_key == HOSTNAME_LABEL and _term_matches(term, pod):
                     return False
         return True
 
@@ -527,7 +560,7 @@ class Simulation:
         value = target.node.labels.get(topology_key)
         if value is None:
             return ()
-        if topology_key == "kubernetes.io/hostname":
+        if topology_key == HOSTNAME_LABEL:
             return self._pods_on(target)
         pods: list[Pod] = []
         for state in self.view.nodes.values():

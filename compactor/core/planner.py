@@ -471,7 +471,10 @@ def _prove(
                 result = fit.Simulation(view, state, targets, policy, ties=ties).run(order)
                 if not result.fits:
                     return _no_fit(result, f"{suffix}{note}", policy)
-                first = first or result
+                if first is None:
+                    first = result
+                    if fit.fits_in_every_order(view, state, targets):
+                        return first  # every other run would place every pod too
     assert first is not None
     return first
 

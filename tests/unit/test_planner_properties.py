@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import timedelta
+from random import Random
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compactor.core import path, planner
+from compactor.core import fit, path, planner
 from compactor.core.cluster import ClusterView, PdbIndex
 from compactor.core.model import (
     CA_SCALE_DOWN_DISABLED,
@@ -32,6 +34,7 @@ from compactor.core.model import (
     Requirement,
     Resources,
     Snapshot,
+    SpreadConstraint,
     Taint,
     Toleration,
 )
@@ -244,9 +247,11 @@ def test_a_node_being_evicted_is_never_joined_by_a_second(cluster: tuple[Snapsho
 
 
 @st.composite
-def one_candidate(draw: st.DrawFn) -> tuple[Snapshot, Any]:
+def one_candidate(draw: st.DrawFn, *, wide: bool = False) -> tuple[Snapshot, Any]:
     """n0 holds 2-6 pods that nothing blocks; the other nodes are random and never candidates
-    (they are not marked), so each example puts the fit simulation itself to the test."""
+    (they are not marked), so each example puts the fit simulation itself to the test. With `wide`,
+    some of n0's pods also carry constraints that count pods over many nodes (pod affinity,
+    anti-affinity by zone, zone spread)."""
     others = []
     for index in range(1, draw(st.integers(2, 6))):
         node = draw(nodes(index))
@@ -284,6 +289,9 @@ def one_candidate(draw: st.DrawFn) -> tuple[Snapshot, Any]:
     movers = []
     for index in range(draw(st.integers(2, 6))):
         pod = draw(pods(100 + index, ["n0"]))
+        constraints: dict[str, Any] = {"pod_anti_affinity": pod.pod_anti_affinity}
+        if wide:
+            constraints.update(draw(wide_constraints(pod.labels["app"])))
         movers.append(
             Pod(
                 pod.namespace if pod.namespace == "default" else "default",
@@ -298,7 +306,7 @@ def one_candidate(draw: st.DrawFn) -> tuple[Snapshot, Any]:
                 node_selector=pod.node_selector,
                 host_ports=pod.host_ports,
                 pvc_names=pod.pvc_names,
-                pod_anti_affinity=pod.pod_anti_affinity,
+                **constraints,
             )
         )
     config = make_config(
@@ -313,6 +321,22 @@ def one_candidate(draw: st.DrawFn) -> tuple[Snapshot, Any]:
         }
     )
     return Snapshot((candidate, *others), (*movers, *residents), ()), config
+
+
+@st.composite
+def wide_constraints(draw: st.DrawFn, app: str) -> dict[str, Any]:
+    """Now and then, a constraint of `app`'s pods that counts pods over a whole zone or cluster."""
+    kind = draw(st.sampled_from(["none", "none", "zone-anti-affinity", "affinity", "spread"]))
+    selector = LabelSelector((("app", app),))
+    zone = "topology.kubernetes.io/zone"
+    if kind == "zone-anti-affinity":
+        return {"pod_anti_affinity": (PodAffinityTerm(selector, ("default",), False, zone),)}
+    if kind == "affinity":
+        key = draw(st.sampled_from([zone, "kubernetes.io/hostname"]))
+        return {"pod_affinity": (PodAffinityTerm(selector, ("default",), False, key),)}
+    if kind == "spread":
+        return {"spread_constraints": (SpreadConstraint(draw(st.integers(1, 2)), zone, selector),)}
+    return {}
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -418,3 +442,42 @@ def test_the_pdb_index_finds_exactly_the_pdbs_whose_selector_matches(
     expected = [pdb.name for pdb in pdbs if pdb.namespace == namespace and selector_matches(pdb.selector, labels)]
     found = PdbIndex(pdbs).covering(pod)
     assert sorted(pdb.name for pdb in found) == sorted(expected)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(one_candidate(wide=True), st.randoms(use_true_random=False))
+def test_pods_said_to_fit_in_every_order_fit_in_any_order(cluster: tuple[Snapshot, Any], draws: Random) -> None:
+    """`fit.fits_in_every_order` lets the fit proof skip its other runs: whenever it says so, the pods
+    fit in any order, with any tie-break and any avoided targets."""
+    snapshot, config = cluster
+    view = ClusterView(snapshot, config)
+    source = view.nodes["n0"]
+    targets = fit.targets_for(view)
+    if not fit.fits_in_every_order(view, source, targets):
+        return  # nothing claimed; the proof runs in full (the next test compares the two)
+    names = [target.name for target in targets]
+    for _ in range(6):
+        order = list(source.movable_pods)
+        draws.shuffle(order)
+        avoided = frozenset(name for name in names if draws.random() < 0.4)
+        ties: fit.TieBreak = draws.choice(["roomiest", "fullest", Random(draws.random())])
+        result = fit.Simulation(view, source, targets, avoided, ties=ties).run(order)
+        assert result.fits, (result.failure, [pod.key for pod in order], avoided, ties)
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],  # no state kept
+)
+@given(cluster=st.one_of(one_candidate(wide=True), clusters()))
+def test_the_plan_is_the_same_without_the_every_order_shortcut(
+    cluster: tuple[Snapshot, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shortcut only saves runs: with it, the proof returns what the runs it skips would have left."""
+    snapshot, config = cluster
+    quick = planner.plan(snapshot, config, now=NOW)
+    with monkeypatch.context() as patched:
+        patched.setattr(fit, "fits_in_every_order", lambda *_: False)
+        full = planner.plan(snapshot, config, now=NOW)
+    assert quick == full

@@ -1,0 +1,125 @@
+"""The fit proof's shortcut (`fit.fits_in_every_order`): when it may skip the proof's other runs, and when not.
+
+Each refused case is a cluster where the first run (largest first, ties to the roomiest) places every
+pod but another order the proof tries does not: the shortcut taking it would have proved a drain
+that strands a pod. `test_planner_properties` checks the same over random clusters.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from compactor.core import fit, planner
+from compactor.core.cluster import ClusterView
+from compactor.core.model import Node, Pod, Snapshot
+from compactor.core.plan import Plan
+from tests.builders import (
+    NOW,
+    affinity_term,
+    anti_affinity,
+    blockers_of,
+    host_port,
+    make_config,
+    make_node,
+    make_pod,
+    make_snapshot,
+    spread,
+)
+
+
+def target(name: str, cpu: str = "1", zone: str = "zone-a") -> Node:
+    return make_node(name, cpu=cpu, zone=zone, marked_since=None)
+
+
+def source() -> Node:
+    return make_node("src", cpu="4", zone="zone-a")
+
+
+def claims(snapshot: Snapshot) -> bool:
+    view = ClusterView(snapshot, make_config())
+    return fit.fits_in_every_order(view, view.nodes["src"], fit.targets_for(view))
+
+
+def without_shortcut(snapshot: Snapshot, monkeypatch: pytest.MonkeyPatch) -> Plan:
+    with monkeypatch.context() as patched:
+        patched.setattr(fit, "fits_in_every_order", lambda *_: False)
+        return planner.plan(snapshot, make_config(), now=NOW)
+
+
+def test_pods_that_look_only_at_their_own_node_skip_the_other_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Host ports and anti-affinity by hostname, three pods, three targets or more each (api-0's node
+    refuses api-1): every order fits."""
+    pods = [
+        make_pod("web-1", node="src", cpu="300m", host_ports=(host_port(8080),)),
+        make_pod("web-2", node="src", cpu="300m", host_ports=(host_port(8080),)),
+        make_pod("api-1", node="src", cpu="300m", pod_anti_affinity=(anti_affinity({"app": "api"}),)),
+        make_pod("api-0", node="t0", cpu="100m"),
+    ]
+    snapshot = make_snapshot([source(), *(target(f"t{i}") for i in range(4))], pods)
+    assert claims(snapshot)
+    plan = planner.plan(snapshot, make_config(), now=NOW)
+    assert plan.decision.action == "drain" and plan.decision.node == "src"
+    assert plan == without_shortcut(snapshot, monkeypatch)
+
+
+def test_fewer_targets_than_pods_leave_it_to_the_runs() -> None:
+    """The 900m pod fits only on t0; the 100m pod, evicted first (lower priority), takes t0 as the
+    roomiest, and the 900m pod is left without a place."""
+    pods = [
+        make_pod("big", node="src", cpu="900m", priority=100),
+        make_pod("small", node="src", cpu="100m", priority=0),
+        make_pod("filler", node="t1", cpu="800m"),
+    ]
+    snapshot = make_snapshot([source(), target("t0", cpu="950m"), target("t1")], pods)
+    assert not claims(snapshot)
+    plan = planner.plan(snapshot, make_config(), now=NOW)
+    assert plan.decision.action == "none"
+    assert "default/big" in blockers_of(plan, "src") and "eviction order" in blockers_of(plan, "src")
+
+
+def test_anti_affinity_by_zone_is_left_to_the_runs() -> None:
+    """y-small, evicted first, goes to t2 (zone-b, the roomiest); y-big fits only in zone-b, where
+    the zone anti-affinity now keeps it out."""
+    terms = (anti_affinity({"app": "y"}, "topology.kubernetes.io/zone"),)
+    pods = [
+        make_pod("y-big", node="src", cpu="900m", priority=100, labels={"app": "y"}, pod_anti_affinity=terms),
+        make_pod("y-small", node="src", cpu="100m", priority=0, labels={"app": "y"}, pod_anti_affinity=terms),
+        make_pod("filler-a", node="t0", cpu="500m"),
+        make_pod("filler-b", node="t1", cpu="50m"),
+    ]
+    nodes = [source(), target("t0"), target("t1", zone="zone-b"), target("t2", zone="zone-b")]
+    snapshot = make_snapshot(nodes, pods)
+    assert not claims(snapshot)
+    assert planner.plan(snapshot, make_config(), now=NOW).decision.action == "none"
+
+
+def test_spread_constraints_are_left_to_the_runs() -> None:
+    constraint = (spread({"app": "y"}, max_skew=1),)
+    pods = [
+        make_pod("y0", node="src", cpu="500m", labels={"app": "y"}, spread_constraints=constraint),
+        make_pod("y1", node="src", cpu="800m", priority=100, labels={"app": "y"}, spread_constraints=constraint),
+        make_pod("r0", node="t0", cpu="100m", labels={"app": "y"}),
+        make_pod("r1", node="t1", cpu="400m", labels={"app": "z"}),
+    ]
+    nodes = [source(), target("t0", zone="zone-b"), target("t1"), target("t2", zone="zone-b")]
+    snapshot = make_snapshot(nodes, pods)
+    assert not claims(snapshot)
+    plan = planner.plan(snapshot, make_config(), now=NOW)
+    assert plan.decision.action == "none"
+    assert "topology spread" in blockers_of(plan, "src")
+
+
+def test_pod_affinity_is_left_to_the_runs() -> None:
+    """The first y pod placed may go anywhere, the next ones only to its zone: with ties broken
+    another way, zone-a's two 1-cpu nodes cannot hold all three."""
+    term = (affinity_term({"app": "y"}, "topology.kubernetes.io/zone"),)
+    pods: list[Pod] = [
+        make_pod(f"y{i}", node="src", cpu="500m", priority=100 if i == 0 else 0, labels={"app": "y"}, pod_affinity=term)
+        for i in range(3)
+    ]
+    nodes = [source(), target("t0"), target("t1"), target("t2", zone="zone-b")]
+    snapshot = make_snapshot(nodes, pods)
+    assert not claims(snapshot)
+    plan = planner.plan(snapshot, make_config(), now=NOW)
+    assert plan.decision.action == "none"
+    assert "pod affinity" in blockers_of(plan, "src") and "breaks ties" in blockers_of(plan, "src")

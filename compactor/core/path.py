@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from msgspec import structs
 
 from compactor.config import Config
-from compactor.core import planner
+from compactor.core import planner, pools
 from compactor.core.cluster import ClusterView, PdbIndex
 from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE, Pod, Snapshot
 from compactor.core.plan import ConsolidationPath, Decision, PathStep, Plan
@@ -76,16 +76,17 @@ def consolidation_path(
     while True:
         # Each view is built from the one before: most nodes hold the same pods from step to step.
         view = ClusterView(current, matured_config, pdbs, earlier=view, moved=moved)
-        plan = planner.plan(current, matured_config, now=now, view=view, explain=False)
-        reached = _at_lower_bound(plan, config)
+        reached = _at_lower_bound(view, config)
         if reached:
             stopped = "every enabled pool is at its lower bound"
             break
+        if len(steps) == limit:
+            # A plan made past the last step shown would be spent only on saying why it stops there.
+            stopped = f"stopped after {limit} step(s) to keep planning bounded"
+            break
+        plan = planner.plan(current, matured_config, now=now, view=view, explain=False)
         if plan.decision.action != "drain" or plan.decision.node is None:
             stopped = _why_stopped(plan)
-            break
-        if len(steps) == limit:
-            stopped = f"stopped after {limit} step(s) to keep planning bounded"
             break
         current, step, moved = _apply(current, plan.decision, config.pool_label)
         steps.append(step)
@@ -166,9 +167,10 @@ def _apply(snapshot: Snapshot, decision: Decision, pool_label: str) -> tuple[Sna
     return structs.replace(snapshot, nodes=nodes, pods=(*pods, *placed)), step, moved
 
 
-def _at_lower_bound(plan: Plan, config: Config) -> bool:
-    enabled = [report for report in plan.pools if config.enabled_pool(report.name) is not None]
-    return bool(enabled) and all(report.excess_nodes == 0 for report in enabled)
+def _at_lower_bound(view: ClusterView, config: Config) -> bool:
+    """Whether every enabled pool has no more nodes than its lower bound (the plans' `excess_nodes`)."""
+    enabled = [members for name, members in view.nodes_by_pool.items() if config.enabled_pool(name) is not None]
+    return bool(enabled) and all(len(members) <= pools.lower_bound_nodes(members) for members in enabled)
 
 
 def _why_stopped(plan: Plan) -> str:

@@ -97,13 +97,23 @@ def test_pods_that_wait_for_room_stop_the_path_with_the_reason() -> None:
     assert found.stopped_because.startswith("held back by pending-pods")
 
 
-def test_the_path_is_bounded_and_says_so() -> None:
+def test_the_path_is_bounded_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = make_config()
     snapshot = light_cluster(light=6)
     first = planner.plan(snapshot, settings, now=NOW)
+    planned: list[Snapshot] = []
+    real_plan = planner.plan
+
+    def counting_plan(current: Snapshot, *args: Any, **kwargs: Any) -> Plan:
+        planned.append(current)
+        return real_plan(current, *args, **kwargs)
+
+    monkeypatch.setattr(planner, "plan", counting_plan)
     found = path.consolidation_path(snapshot, settings, first, now=NOW, max_steps=2)
     assert len(found.steps) == 2
     assert found.stopped_because == "stopped after 2 step(s) to keep planning bounded"
+    # The first step is the plan made now: only the second is planned, and nothing past it.
+    assert len(planned) == 1
 
 
 @pytest.mark.parametrize(

@@ -105,12 +105,12 @@ def parse_now(text: str | None) -> datetime:
 def _plan(args: argparse.Namespace) -> int:
     now = parse_now(args.now)
     config = config_source.load(os.environ, config_file=args.config, required=False, read_firestore=_read_firestore)
-    cluster = integrity.check_unique(snapshot.read_file(args.snapshot))
     if args.path_steps is not None and args.path_steps < 0:
         raise BadInputError(f"--path-steps: {args.path_steps} is negative (0 leaves the path out)")
-    # The command ends once the report is printed, and planning makes no reference cycles: the
-    # collector would only rescan the snapshot and the planner's indexes again and again.
+    # The command ends once the report is printed, and reading and planning make no reference cycles:
+    # the collector would only rescan the snapshot and the planner's indexes again and again.
     gc.disable()
+    cluster = integrity.check_unique(snapshot.read_file(args.snapshot))
     if args.path_steps == 0:
         result = planner.plan(cluster, config, now=now)
     else:

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from operator import attrgetter
 
 from compactor.core.model import Snapshot
 from compactor.errors import SnapshotError
 
+_NAME = attrgetter("name")
+_NAMESPACED = attrgetter("namespace", "name")  # (namespace, name): tuples made in C, no text per object
 # Enough names to find the problem; a file with thousands of duplicates says the rest itself.
 MAX_NAMED = 20
 
@@ -23,9 +26,9 @@ MAX_NAMED = 20
 def check_unique(snapshot: Snapshot) -> Snapshot:
     """The snapshot itself, or SnapshotError naming every object it lists more than once."""
     problems = [
-        *_repeated("Node", (node.name for node in snapshot.nodes)),
-        *_repeated("Pod", (f"{pod.namespace}/{pod.name}" for pod in snapshot.pods)),
-        *_repeated("PodDisruptionBudget", (f"{pdb.namespace}/{pdb.name}" for pdb in snapshot.pdbs)),
+        *_repeated("Node", map(_NAME, snapshot.nodes)),
+        *_repeated("Pod", map(_NAMESPACED, snapshot.pods)),
+        *_repeated("PodDisruptionBudget", map(_NAMESPACED, snapshot.pdbs)),
     ]
     if problems:
         shown = problems[:MAX_NAMED]
@@ -35,6 +38,12 @@ def check_unique(snapshot: Snapshot) -> Snapshot:
     return snapshot
 
 
-def _repeated(kind: str, keys: Iterable[str]) -> list[str]:
-    counts = Counter(keys)
-    return [f"{kind} {key} is listed {count} times" for key, count in counts.items() if count > 1]
+def _repeated(kind: str, keys: Iterable[str | tuple[str, str]]) -> list[str]:
+    listed = list(keys)
+    if len(set(listed)) == len(listed):  # the common case, found without counting
+        return []
+    return [
+        f"{kind} {key if isinstance(key, str) else '/'.join(key)} is listed {count} times"
+        for key, count in Counter(listed).items()
+        if count > 1
+    ]

@@ -13,10 +13,11 @@ the long way (`compactor.snapshot`), which either accepts it or names the
 object and the field that is wrong. Nothing here judges values: that
 stays with the reader, so both ways agree by construction.
 
-Sub-objects that thousands of pods repeat word for word (container
+Sub-objects that thousands of pods repeat word for word (labels, container
 requests, tolerations, affinity, spread constraints) are kept as their JSON
 text (`msgspec.Raw`): the reader turns each distinct text into a record
-once and shares it. Small maps (labels, allocatable) are decoded as dicts.
+once and shares it (the pods of a ReplicaSet carry one labels map, not one
+each). Other small maps (annotations, allocatable) are decoded as dicts.
 The Structs are not tracked by the cyclic collector (`gc=False`): decoded
 JSON holds no reference cycles.
 """
@@ -40,7 +41,7 @@ class OwnerReference(msgspec.Struct, gc=False):
 class Metadata(msgspec.Struct, gc=False):
     name: str = ""
     namespace: str = "default"
-    labels: dict[str, str] | None = None
+    labels: msgspec.Raw = _ABSENT  # decoded with LABELS
     annotations: dict[str, str] | None = None
     ownerReferences: list[OwnerReference] | None = None  # noqa: N815 (the field's name in the API)
     creationTimestamp: str = ""  # noqa: N815
@@ -166,6 +167,7 @@ class Document(msgspec.Struct, gc=False):
 
 
 CONDITIONS = msgspec.json.Decoder(list[Condition] | None)
+LABELS = msgspec.json.Decoder(dict[str, str] | None)
 ITEM = msgspec.json.Decoder(Item)
 ITEMS = msgspec.json.Decoder(list[Item])
 RAW_ITEMS = msgspec.json.Decoder(list[msgspec.Raw])

@@ -573,7 +573,7 @@ def _node_of(item: decoding.Item) -> Node:
         name=meta.name,
         allocatable=_amounts(amounts, "allocatable", "status"),
         allocatable_pods=quantity.units(pods_text) if pods_text is not None else 0,
-        labels=meta.labels if meta.labels is not None else EMPTY,
+        labels=(decoding.LABELS.decode(meta.labels) or EMPTY) if meta.labels else EMPTY,
         annotations=meta.annotations if meta.annotations is not None else EMPTY,
         taints=tuple(Taint(t.key, t.value, t.effect) for t in spec.taints) if spec.taints else (),
         unschedulable=spec.unschedulable,
@@ -660,6 +660,7 @@ def _pod_of(item: decoding.Item) -> Pod:
     spread = spec.topologySpreadConstraints
     spread_constraints = () if spread is _UNSET else _shared(_spread_by_text, bytes(spread), _spread_constraints_from)
     node_name = spec.nodeName or None
+    labels_text = bytes(meta.labels) if meta.labels else None
     # Positional, in the order of Pod's fields: a Struct matches keyword arguments by name, which
     # costs more than the rest of making the record. A field out of place shows in
     # test_the_typed_path_reads_every_object_as_the_long_way_does (the long way names them).
@@ -669,7 +670,7 @@ def _pod_of(item: decoding.Item) -> Pod:
         node_name,
         sys.intern(status.phase),  # phase
         requests,
-        meta.labels if meta.labels is not None else EMPTY,  # labels
+        _labels_by_text.get(labels_text) or _shared_labels(labels_text) if labels_text else EMPTY,  # labels
         controller_kind,
         controller_name,
         is_mirror,
@@ -754,6 +755,16 @@ _spread_by_text: dict[bytes, tuple[SpreadConstraint, ...]] = {}
 _affinity_by_text: dict[tuple[str, bytes], _Affinity] = {}
 _pod_requests_cache: dict[tuple[Any, ...], Resources] = {}
 _requests_by_texts: dict[tuple[bytes, ...], Resources] = {}
+_labels_by_text: dict[bytes, Mapping[str, str]] = {}
+
+
+def _shared_labels(text: bytes) -> Mapping[str, str]:
+    """The labels map of this text, one for every pod that carries the same text (records never
+    change a map they were given)."""
+    labels = decoding.LABELS.decode(text) or EMPTY
+    if len(_labels_by_text) < _CACHE_LIMIT:
+        _labels_by_text[text] = labels
+    return labels
 
 
 def _shared(cache: dict[_Key, _Record], text: _Key, build: Callable[[object], _Record]) -> _Record:

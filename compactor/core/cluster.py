@@ -153,7 +153,7 @@ class PdbIndex:
                 always.setdefault(pdb.namespace, []).append(pdb)
         # Per namespace, in one lookup: the PDBs always checked, and per label key the PDBs filed by
         # value, each with whether its pair is its whole selector (then finding it is matching it).
-        self._by_namespace: dict[str, tuple[tuple[Pdb, ...], tuple[tuple[str, dict[str, _Filed]], ...]]] = {}
+        self._by_namespace: dict[str, _Indexed] = {}
         for namespace in always.keys() | by_label.keys():
             keyed = tuple(
                 (key, {value: tuple((pdb, _whole(pdb)) for pdb in filed) for value, filed in by_value.items()})
@@ -163,15 +163,28 @@ class PdbIndex:
         # What `blockers.pods_blockers` found for a node's pods, by the id() of their tuple (kept beside)
         # and the configuration's two pod rules: views along the consolidation path share the tuples.
         self.pods_found: dict[tuple[int, bool, bool], tuple[tuple[Pod, ...], list[Any]]] = {}
+        # What covers a labels map, by namespace and the map's id() (the map kept beside): the reader
+        # gives the pods of a ReplicaSet one shared map, so each is matched once.
+        self._covering_labels: dict[tuple[str, int], tuple[Mapping[str, str], Sequence[Pdb]]] = {}
 
     def covering(self, pod: Pod) -> Sequence[Pdb]:
-        """Found again on each call (it is asked once per pod of a plan: plans along the consolidation
-        path ask only for the pods of the nodes a drain changed, `blockers.node_pods_blockers`)."""
+        """The PDBs whose selector matches the pod (plans along the consolidation path ask only for the
+        pods of the nodes a drain changed, `blockers.node_pods_blockers`)."""
         index = self._by_namespace.get(pod.namespace)
         if index is None:
             return ()
-        always, keyed = index
         labels = pod.labels
+        key = (pod.namespace, id(labels))
+        known = self._covering_labels.get(key)
+        if known is not None and known[0] is labels:
+            return known[1]
+        found = self._matching(index, labels)
+        if len(self._covering_labels) < _COVERING_KEPT:
+            self._covering_labels[key] = (labels, found)
+        return found
+
+    def _matching(self, index: _Indexed, labels: Mapping[str, str]) -> Sequence[Pdb]:
+        always, keyed = index
         found = [pdb for pdb in always if selector_matches(pdb.selector, labels)] if always else None
         for key, by_value in keyed:
             value = labels.get(key)
@@ -186,6 +199,11 @@ class PdbIndex:
 
 
 _Filed = tuple[tuple[Pdb, bool], ...]
+# Labels maps whose covering PDBs a PdbIndex keeps: maps shared by many pods come first in a plan's
+# questions, and a cluster of pods each with its own map keeps no more than this.
+_COVERING_KEPT = 20_000
+# A namespace's PDBs: those always checked, and per label key those filed by value.
+_Indexed = tuple[tuple[Pdb, ...], tuple[tuple[str, dict[str, _Filed]], ...]]
 
 
 def _whole(pdb: Pdb) -> bool:

@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from compactor import snapshot
+from compactor.core.cluster import PdbIndex
 from compactor.errors import SnapshotError
 
 
@@ -438,3 +439,37 @@ def test_the_typed_path_reads_every_object_as_the_long_way_does(item: dict[str, 
         long_way.pdbs,
         long_way.problems,
     )
+
+
+def test_pods_with_the_same_labels_share_one_map_and_pdbs_still_match_by_namespace() -> None:
+    """The reader gives every pod whose labels are the same text one map (the pods of a ReplicaSet:
+    one map, not thousands), and the PDB index, which matches each shared map once, still keeps a
+    namespace's PodDisruptionBudget to that namespace's pods."""
+    web = {"app": "web", "pod-template-hash": "5d8f"}
+    pods = [
+        pod_json({}, name="web-1", namespace="shop", labels=web),
+        pod_json({}, name="web-2", namespace="shop", labels=web),
+        pod_json({}, name="web-1", namespace="blog", labels=web),
+        pod_json({}, name="db-0", namespace="shop", labels={"app": "db", "pod-index": "0"}),
+    ]
+    budget = {
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}},
+        "status": {"disruptionsAllowed": 1},
+    }
+    other = {
+        **budget,
+        "metadata": {"name": "api", "namespace": "blog"},
+        "spec": {"selector": {"matchLabels": {"app": "api"}}},
+    }
+    text = json.dumps({"kind": "List", "items": [node_json(), *pods, budget, other]}, indent=4).encode()
+    read = snapshot.read_stream(io.BytesIO(text))
+    shop_1, shop_2, blog_1, db = read.pods
+    assert shop_1.labels == web and shop_1.labels is shop_2.labels is blog_1.labels
+    assert db.labels == {"app": "db", "pod-index": "0"}
+    index = PdbIndex(read.pdbs)
+    assert [pdb.name for pdb in index.covering(shop_1)] == ["web"]
+    assert [pdb.name for pdb in index.covering(shop_2)] == ["web"]
+    assert index.covering(blog_1) == ()  # the same map, another namespace
+    assert index.covering(db) == ()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from msgspec import structs
@@ -67,7 +68,8 @@ def consolidation_path(
     moved: dict[str, list[Pod]] | None = {} if view is not None else None
     if first.decision.action == "drain" and first.decision.node is not None:
         # The first step is the decision made now; the waits are assumed over only after it.
-        snapshot, step, drained = _apply(snapshot, first.decision, config.pool_label)
+        drained_pods = (view or ClusterView(snapshot, config)).nodes[first.decision.node].pods
+        snapshot, step, drained = _apply(snapshot, first.decision, config.pool_label, drained_pods)
         moved = drained if view is not None else None
         steps.append(step)
     current = _matured(snapshot, now)
@@ -88,7 +90,7 @@ def consolidation_path(
         if plan.decision.action != "drain" or plan.decision.node is None:
             stopped = _why_stopped(plan)
             break
-        current, step, moved = _apply(current, plan.decision, config.pool_label)
+        current, step, moved = _apply(current, plan.decision, config.pool_label, view.nodes[plan.decision.node].pods)
         steps.append(step)
     return _path(steps, reached, stopped, config, schedule_minutes, removal_minutes)
 
@@ -141,30 +143,31 @@ def _matured(snapshot: Snapshot, now: datetime) -> Snapshot:
         annotations[UNDERUTILIZED_SINCE] = stamp
         created = long_ago if node.created is None or node.created > long_ago else node.created
         nodes.append(structs.replace(node, annotations=annotations, created=created))
-    pods = tuple(pod for pod in snapshot.pods if pod.node_name not in gone)
+    pods = tuple([pod for pod in snapshot.pods if pod.node_name not in gone]) if gone else snapshot.pods
     return structs.replace(snapshot, nodes=tuple(nodes), pods=pods)
 
 
-def _apply(snapshot: Snapshot, decision: Decision, pool_label: str) -> tuple[Snapshot, PathStep, dict[str, list[Pod]]]:
+def _apply(
+    snapshot: Snapshot, decision: Decision, pool_label: str, drained_pods: Sequence[Pod]
+) -> tuple[Snapshot, PathStep, dict[str, list[Pod]]]:
     """The cluster after the drain: the node gone, its pods where the proof placed them, listed after
-    every other pod (what `ClusterView`'s `moved` asks); and those pods by their new node."""
+    every other pod (what `ClusterView`'s `moved` asks); and those pods by their new node.
+    `drained_pods` are the drained node's pods in the snapshot's order (its `NodeState.pods`)."""
     drained = decision.node
     placements = dict(decision.placements)
-    pods: list[Pod] = []
+    kept = [pod for pod in snapshot.pods if pod.node_name != drained]
     moved: dict[str, list[Pod]] = {}
     placed: list[Pod] = []
-    for pod in snapshot.pods:
-        if pod.node_name != drained:
-            pods.append(pod)
-        elif pod.key in placements:
-            target = placements[pod.key]
+    for pod in drained_pods:
+        target = placements.get(pod.key)
+        if target is not None:
             pod = structs.replace(pod, node_name=target)
             placed.append(pod)
             moved.setdefault(target, []).append(pod)
     nodes = tuple(node for node in snapshot.nodes if node.name != drained)
     left = sum(1 for node in nodes if node.labels.get(pool_label) == decision.pool)
     step = PathStep(drained or "", decision.pool, len(placements), left)
-    return structs.replace(snapshot, nodes=nodes, pods=(*pods, *placed)), step, moved
+    return structs.replace(snapshot, nodes=nodes, pods=(*kept, *placed)), step, moved
 
 
 def _at_lower_bound(view: ClusterView, config: Config) -> bool:

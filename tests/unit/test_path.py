@@ -181,7 +181,7 @@ def test_the_next_view_is_the_one_regrouping_the_cluster_would_make() -> None:
     assert "monitoring" in view.pods_by_namespace
     first = planner.plan(snapshot, settings, now=NOW, view=view)
     assert first.decision.node == "l0", first.decision.reason
-    after, _, moved = path._apply(snapshot, first.decision, settings.pool_label)
+    after, _, moved = path._apply(snapshot, first.decision, settings.pool_label, view.nodes["l0"].pods)
     derived = ClusterView(after, settings, view.pdbs, earlier=view, moved=moved)
     full = ClusterView(after, settings)
     assert {name: state.pods for name, state in derived.nodes.items()} == {

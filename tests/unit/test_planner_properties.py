@@ -381,9 +381,9 @@ def test_the_view_after_a_drain_is_the_view_of_the_cluster_it_leaves(
     if grouped_before:
         assert view.pods_by_namespace is not None  # made now, so the next view derives its own from it
     decision = planner.plan(snapshot, config, now=NOW, view=view).decision
-    if decision.action != "drain":
+    if decision.action != "drain" or decision.node is None:
         return
-    after, _, moved = path._apply(snapshot, decision, config.pool_label)
+    after, _, moved = path._apply(snapshot, decision, config.pool_label, view.nodes[decision.node].pods)
     if matured:
         after = path._matured(after, NOW)  # new node objects, as the path's first view has
     derived = ClusterView(after, config, view.pdbs, earlier=view, moved=moved)

@@ -636,8 +636,10 @@ def _pod_of(item: decoding.Item) -> Pod:
         safe_to_evict_text = annotations.get(SAFE_TO_EVICT)
         if safe_to_evict_text is not None and safe_to_evict_text.strip().lower() in ("true", "false"):
             safe_to_evict = safe_to_evict_text.strip().lower() == "true"
-        deletion_cost, deletion_cost_set, steered = deletion_cost_of(annotations)
-        do_not_disrupt = annotations.get(DO_NOT_DISRUPT, "").strip().lower() == "true"
+        if DELETION_COST in annotations:
+            deletion_cost, deletion_cost_set, steered = deletion_cost_of(annotations)
+        do_not_disrupt_text = annotations.get(DO_NOT_DISRUPT)
+        do_not_disrupt = do_not_disrupt_text is not None and do_not_disrupt_text.strip().lower() == "true"
         is_mirror = is_mirror or MIRROR_POD in annotations
 
     unschedulable = False
@@ -648,11 +650,15 @@ def _pod_of(item: decoding.Item) -> Pod:
     elif status.conditions and memoryview(status.conditions)[0] not in _LIST_OR_NULL:
         _unreadable()  # not a list: the long way names it, as it would for any pod
 
-    node_affinity, pod_affinity, pod_anti_affinity = (
-        _NO_AFFINITY
-        if not spec.affinity
-        else _shared(_affinity_by_text, (namespace, bytes(spec.affinity)), lambda v: _affinity_from(v, namespace))
-    )
+    node_affinity, pod_affinity, pod_anti_affinity = _NO_AFFINITY
+    if spec.affinity:
+        text = bytes(spec.affinity)
+        # The namespace is read only by pod (anti)affinity terms: node affinity alone, as every
+        # DaemonSet pod has, is shared across namespaces (a text with an escape may spell a key any way).
+        key = (namespace if b"podA" in text or b"\\u" in text else "", text)
+        node_affinity, pod_affinity, pod_anti_affinity = _affinity_by_text.get(key) or _shared(
+            _affinity_by_text, key, lambda v: _affinity_from(v, namespace)
+        )
     tolerations = _NO_TOLERATIONS
     if spec.tolerations:
         text = bytes(spec.tolerations)

@@ -473,3 +473,40 @@ def test_pods_with_the_same_labels_share_one_map_and_pdbs_still_match_by_namespa
     assert [pdb.name for pdb in index.covering(shop_2)] == ["web"]
     assert index.covering(blog_1) == ()  # the same map, another namespace
     assert index.covering(db) == ()
+
+
+def test_affinity_records_are_shared_across_namespaces_only_without_pod_affinity_terms() -> None:
+    """Pod (anti)affinity terms without `namespaces` mean the pod's own namespace; node affinity does
+    not depend on it, so DaemonSet pods of many namespaces share one record, and the others do not."""
+    node_only = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]
+            }
+        }
+    }
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    }
+    items = [node_json()]
+    for namespace in ("logging", "monitoring"):
+        items.append(pod_json({"affinity": node_only}, name=f"agent-{namespace}", namespace=namespace))
+        items.append(pod_json({"affinity": anti}, name=f"db-{namespace}", namespace=namespace))
+    text = json.dumps({"kind": "List", "items": items}, indent=4)
+    # The same anti-affinity with its key escaped (valid JSON, the same object) in a third and fourth pod.
+    escaped = text.replace('"db-logging"', '"db-escaped"').replace('"db-monitoring"', '"db-escaped-2"')
+    escaped = escaped.replace('"podAntiAffinity"', '"\\u0070odAntiAffinity"')
+    read = snapshot.read_stream(io.BytesIO(text.encode()))
+    agent_logging, db_logging, agent_monitoring, db_monitoring = read.pods
+    assert agent_logging.node_affinity is agent_monitoring.node_affinity
+    assert db_logging.pod_anti_affinity[0].namespaces == ("logging",)
+    assert db_monitoring.pod_anti_affinity[0].namespaces == ("monitoring",)
+    read = snapshot.read_stream(io.BytesIO(escaped.encode()))
+    assert [pod.pod_anti_affinity[0].namespaces for pod in read.pods if pod.pod_anti_affinity] == [
+        ("logging",),
+        ("monitoring",),
+    ]

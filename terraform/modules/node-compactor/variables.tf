@@ -194,7 +194,7 @@ variable "function_timeout_seconds" {
 }
 
 variable "function_memory" {
-  description = "Memory of the function instance. 1Gi holds a run up to 10,000 nodes / 300,000 pods (a dry run peaks at about 590 MiB there); 512Mi suffices up to about 2,500 nodes, 2Gi up to 20,000 (docs/benchmarks.md)."
+  description = "Memory of the function instance. 1Gi holds a run up to 10,000 nodes / 300,000 pods (a dry run peaks at about 430 MiB there); 512Mi suffices up to about 2,500 nodes, 2Gi up to 20,000 (docs/benchmarks.md)."
   type        = string
   default     = "1Gi"
   nullable    = false

@@ -199,8 +199,8 @@ class PdbIndex:
 
 
 _Filed = tuple[tuple[Pdb, bool], ...]
-# Labels maps whose covering PDBs a PdbIndex keeps: maps shared by many pods come first in a plan's
-# questions, and a cluster of pods each with its own map keeps no more than this.
+# Labels maps whose covering PDBs a PdbIndex keeps, at most: where each pod has its own map (pods made
+# by hand, or read by another reader), the index holds this many entries and matches the rest each time.
 _COVERING_KEPT = 20_000
 # A namespace's PDBs: those always checked, and per label key those filed by value.
 _Indexed = tuple[tuple[Pdb, ...], tuple[tuple[str, dict[str, _Filed]], ...]]

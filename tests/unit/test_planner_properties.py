@@ -40,7 +40,7 @@ from compactor.core.model import (
 )
 from compactor.core.selectors import selector_matches
 from compactor.core.timing import format_stamp
-from tests.builders import NOW, make_config
+from tests.builders import NOW, affinity_term, anti_affinity, make_config, make_node, make_pod, make_snapshot, spread
 
 POOLS = ("general", "batch")
 APPS = ("web", "api", "db")
@@ -247,13 +247,14 @@ def test_a_node_being_evicted_is_never_joined_by_a_second(cluster: tuple[Snapsho
 
 
 @st.composite
-def one_candidate(draw: st.DrawFn, *, wide: bool = False) -> tuple[Snapshot, Any]:
+def one_candidate(draw: st.DrawFn, *, wide: bool = False, many_targets: bool = False) -> tuple[Snapshot, Any]:
     """n0 holds 2-6 pods that nothing blocks; the other nodes are random and never candidates
     (they are not marked), so each example puts the fit simulation itself to the test. With `wide`,
     some of n0's pods also carry constraints that count pods over many nodes (pod affinity,
-    anti-affinity by zone, zone spread)."""
+    anti-affinity by zone, zone spread); with `many_targets`, 5-11 other nodes instead of 1-5, where
+    the pods often have a target each (what `fit.fits_in_every_order` looks for)."""
     others = []
-    for index in range(1, draw(st.integers(2, 6))):
+    for index in range(1, draw(st.integers(6, 12) if many_targets else st.integers(2, 6))):
         node = draw(nodes(index))
         others.append(
             Node(
@@ -291,7 +292,7 @@ def one_candidate(draw: st.DrawFn, *, wide: bool = False) -> tuple[Snapshot, Any
         pod = draw(pods(100 + index, ["n0"]))
         constraints: dict[str, Any] = {"pod_anti_affinity": pod.pod_anti_affinity}
         if wide:
-            constraints.update(draw(wide_constraints(pod.labels["app"])))
+            constraints.update(draw(wide_constraints(pod.labels["app"], rarely=many_targets)))
         movers.append(
             Pod(
                 pod.namespace if pod.namespace == "default" else "default",
@@ -324,9 +325,11 @@ def one_candidate(draw: st.DrawFn, *, wide: bool = False) -> tuple[Snapshot, Any
 
 
 @st.composite
-def wide_constraints(draw: st.DrawFn, app: str) -> dict[str, Any]:
-    """Now and then, a constraint of `app`'s pods that counts pods over a whole zone or cluster."""
-    kind = draw(st.sampled_from(["none", "none", "zone-anti-affinity", "affinity", "spread"]))
+def wide_constraints(draw: st.DrawFn, app: str, *, rarely: bool = False) -> dict[str, Any]:
+    """Now and then (`rarely`: one pod in ten), a constraint of `app`'s pods that counts pods over a
+    whole zone or cluster."""
+    kinds = ["zone-anti-affinity", "affinity", "spread"]
+    kind = draw(st.sampled_from(["none"] * (27 if rarely else 2) + kinds))
     selector = LabelSelector((("app", app),))
     zone = "topology.kubernetes.io/zone"
     if kind == "zone-anti-affinity":
@@ -444,8 +447,50 @@ def test_the_pdb_index_finds_exactly_the_pdbs_whose_selector_matches(
     assert sorted(pdb.name for pdb in found) == sorted(expected)
 
 
+@st.composite
+def tight_cluster(draw: st.DrawFn) -> tuple[Snapshot, Any]:
+    """Two or three pods of one app on n0 and two to four small targets in two zones, some already
+    holding pods: where one order of arrival fits and another does not, if any does."""
+    zones = ("zone-a", "zone-b")
+    nodes = [make_node("n0", cpu="4", zone="zone-a")]
+    count = draw(st.integers(2, 4))
+    nodes += [make_node(f"t{i}", cpu="1", zone=draw(st.sampled_from(zones)), marked_since=None) for i in range(count)]
+    kind = draw(st.sampled_from(["none", "hostname-anti-affinity", "zone-anti-affinity", "affinity", "spread"]))
+    y = {"app": "y"}
+    constraints: dict[str, dict[str, Any]] = {
+        "none": {},
+        "hostname-anti-affinity": {"pod_anti_affinity": (anti_affinity(y),)},
+        "zone-anti-affinity": {"pod_anti_affinity": (anti_affinity(y, "topology.kubernetes.io/zone"),)},
+        "affinity": {
+            "pod_affinity": (
+                affinity_term(y, draw(st.sampled_from(["topology.kubernetes.io/zone", "kubernetes.io/hostname"]))),
+            )
+        },
+        "spread": {"spread_constraints": (spread(y, max_skew=draw(st.integers(1, 2))),)},
+    }
+    constraint = constraints[kind]
+    pods = [
+        make_pod(
+            f"y{i}",
+            node="n0",
+            cpu=f"{draw(st.sampled_from([100, 200, 500, 800]))}m",
+            labels=y,
+            priority=draw(st.sampled_from([0, 100])),
+            **constraint,
+        )
+        for i in range(draw(st.integers(2, 3)))
+    ]
+    for i in range(count):
+        if draw(st.booleans()):
+            app = draw(st.sampled_from(["y", "z"]))
+            pods.append(
+                make_pod(f"r{i}", node=f"t{i}", cpu=f"{draw(st.sampled_from([100, 400, 900]))}m", labels={"app": app})
+            )
+    return make_snapshot(nodes, pods), make_config()
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(one_candidate(wide=True), st.randoms(use_true_random=False))
+@given(st.one_of(one_candidate(wide=True), one_candidate(wide=True, many_targets=True)), st.randoms())
 def test_pods_said_to_fit_in_every_order_fit_in_any_order(cluster: tuple[Snapshot, Any], draws: Random) -> None:
     """`fit.fits_in_every_order` lets the fit proof skip its other runs: whenever it says so, the pods
     fit in any order, with any tie-break and any avoided targets."""
@@ -470,11 +515,26 @@ def test_pods_said_to_fit_in_every_order_fit_in_any_order(cluster: tuple[Snapsho
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],  # no state kept
 )
-@given(cluster=st.one_of(one_candidate(wide=True), clusters()))
+@given(cluster=st.one_of(one_candidate(wide=True), one_candidate(wide=True, many_targets=True), clusters()))
 def test_the_plan_is_the_same_without_the_every_order_shortcut(
     cluster: tuple[Snapshot, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The shortcut only saves runs: with it, the proof returns what the runs it skips would have left."""
+    snapshot, config = cluster
+    quick = planner.plan(snapshot, config, now=NOW)
+    with monkeypatch.context() as patched:
+        patched.setattr(fit, "fits_in_every_order", lambda *_: False)
+        full = planner.plan(snapshot, config, now=NOW)
+    assert quick == full
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cluster=tight_cluster())
+def test_tight_clusters_plan_the_same_without_the_every_order_shortcut(
+    cluster: tuple[Snapshot, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Few small targets and pods of one app with a constraint: the clusters where one order fits and
+    another does not. Had the shortcut claimed too much, a plan would differ here."""
     snapshot, config = cluster
     quick = planner.plan(snapshot, config, now=NOW)
     with monkeypatch.context() as patched:

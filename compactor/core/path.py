@@ -68,7 +68,9 @@ def consolidation_path(
     moved: dict[str, list[Pod]] | None = {} if view is not None else None
     if first.decision.action == "drain" and first.decision.node is not None:
         # The first step is the decision made now; the waits are assumed over only after it.
-        drained_pods = (view or ClusterView(snapshot, config)).nodes[first.decision.node].pods
+        node = first.decision.node
+        # The view's pods of the node; without a view, the snapshot's (`_apply` keeps the placed ones).
+        drained_pods = view.nodes[node].pods if view is not None else [p for p in snapshot.pods if p.node_name == node]
         snapshot, step, drained = _apply(snapshot, first.decision, config.pool_label, drained_pods)
         moved = drained if view is not None else None
         steps.append(step)

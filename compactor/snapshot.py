@@ -666,7 +666,11 @@ def _pod_of(item: decoding.Item) -> Pod:
     spread = spec.topologySpreadConstraints
     spread_constraints = () if spread is _UNSET else _shared(_spread_by_text, bytes(spread), _spread_constraints_from)
     node_name = spec.nodeName or None
-    labels_text = bytes(meta.labels) if meta.labels else None
+    labels: Mapping[str, str] = EMPTY
+    if meta.labels:
+        labels_text = bytes(meta.labels)
+        known = _labels_by_text.get(labels_text)  # an empty map is kept too: `is None`, not falsy
+        labels = known if known is not None else _shared_labels(labels_text)
     # Positional, in the order of Pod's fields: a Struct matches keyword arguments by name, which
     # costs more than the rest of making the record. A field out of place shows in
     # test_the_typed_path_reads_every_object_as_the_long_way_does (the long way names them).
@@ -676,7 +680,7 @@ def _pod_of(item: decoding.Item) -> Pod:
         node_name,
         sys.intern(status.phase),  # phase
         requests,
-        _labels_by_text.get(labels_text) or _shared_labels(labels_text) if labels_text else EMPTY,  # labels
+        labels,
         controller_kind,
         controller_name,
         is_mirror,

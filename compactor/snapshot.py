@@ -557,7 +557,7 @@ _UNREADABLE = (_FieldError, quantity.QuantityError, ValueError, TypeError)
 _UNSET = msgspec.UNSET
 
 
-def _node_of(item: decoding.Item) -> Node:
+def _node_of(item: decoding.Item, recent: _Recent | None = None) -> Node:
     meta = item.metadata or _NO_METADATA
     if not meta.name:
         raise _FieldError("metadata.name", "missing")
@@ -582,7 +582,25 @@ def _node_of(item: decoding.Item) -> Node:
     )
 
 
-def _pod_of(item: decoding.Item) -> Pod:
+class _Recent:
+    """The texts of the last pod read that pods share (labels, requests, tolerations, affinity), each
+    with the record made of it. A List comes sorted by namespace and name, so the pods of a workload
+    come one after another and mostly repeat the texts of the pod before: comparing a text in place
+    (`msgspec.Raw` compares its bytes) costs less than copying it to look it up. Each builder has its
+    own (it is filled by one thread); a text differing from the last is looked up as before."""
+
+    __slots__ = ("affinity", "labels", "requests", "tolerations")
+
+    def __init__(self) -> None:
+        self.labels: tuple[msgspec.Raw | None, Mapping[str, str]] = (None, EMPTY)
+        self.requests: tuple[list[msgspec.Raw | None] | None, Resources] = (None, ZERO)
+        self.tolerations: tuple[msgspec.Raw | None, tuple[Toleration, ...]] = (None, ())
+        self.affinity: tuple[str, msgspec.Raw | None, _Affinity] = ("", None, _NO_AFFINITY)
+
+
+def _pod_of(item: decoding.Item, recent: _Recent | None = None) -> Pod:
+    if recent is None:
+        recent = _Recent()
     meta = item.metadata or _NO_METADATA
     name = meta.name
     if not name:
@@ -601,15 +619,21 @@ def _pod_of(item: decoding.Item) -> Pod:
     containers = spec.containers or _NO_CONTAINERS
     init_containers = spec.initContainers or _NO_CONTAINERS
     # The common pod (no init containers, no overhead) by the texts of its containers' requests:
-    # one lookup for the whole pod.
-    texts = None
-    if not init_containers and not spec.overhead:
-        texts = tuple([b"" if c.resources is None else bytes(c.resources.requests) for c in containers])
-        requests = _requests_by_texts.get(texts)
-    if texts is None or requests is None:
+    # one lookup for the whole pod, none when they are the last pod's texts.
+    if init_containers or spec.overhead:
         requests = _requests_of_pod(containers, init_containers, spec.overhead)
-        if texts is not None and len(_requests_by_texts) < _CACHE_LIMIT:
-            _requests_by_texts[texts] = requests
+    else:
+        raws = [None if c.resources is None else c.resources.requests for c in containers]
+        last_raws, requests = recent.requests
+        if raws != last_raws:
+            texts = tuple([b"" if raw is None else bytes(raw) for raw in raws])
+            known = _requests_by_texts.get(texts)
+            if known is None:
+                known = _requests_of_pod(containers, init_containers, spec.overhead)
+                if len(_requests_by_texts) < _CACHE_LIMIT:
+                    _requests_by_texts[texts] = known
+            requests = known
+            recent.requests = (raws, requests)
 
     local_storage: list[str] = []
     pvc_names: list[str] = []
@@ -651,26 +675,39 @@ def _pod_of(item: decoding.Item) -> Pod:
         _unreadable()  # not a list: the long way names it, as it would for any pod
 
     node_affinity, pod_affinity, pod_anti_affinity = _NO_AFFINITY
-    if spec.affinity:
-        text = bytes(spec.affinity)
-        # The namespace is read only by pod (anti)affinity terms: node affinity alone, as every
-        # DaemonSet pod has, is shared across namespaces (a text with an escape may spell a key any way).
-        key = (namespace if b"podA" in text or b"\\u" in text else "", text)
-        node_affinity, pod_affinity, pod_anti_affinity = _affinity_by_text.get(key) or _shared(
-            _affinity_by_text, key, lambda v: _affinity_from(v, namespace)
-        )
+    raw = spec.affinity
+    if raw:
+        last_namespace, last_raw, affinity = recent.affinity
+        if namespace != last_namespace or raw != last_raw:
+            text = bytes(raw)
+            # The namespace is read only by pod (anti)affinity terms: node affinity alone, as every
+            # DaemonSet pod has, is shared across namespaces (a text with an escape may spell a key any way).
+            key = (namespace if b"podA" in text or b"\\u" in text else "", text)
+            affinity = _affinity_by_text.get(key) or _shared(
+                _affinity_by_text, key, lambda v: _affinity_from(v, namespace)
+            )
+            recent.affinity = (namespace, raw, affinity)
+        node_affinity, pod_affinity, pod_anti_affinity = affinity
     tolerations = _NO_TOLERATIONS
-    if spec.tolerations:
-        text = bytes(spec.tolerations)
-        tolerations = _tolerations_by_text.get(text) or _shared(_tolerations_by_text, text, _tolerations_from)
+    raw = spec.tolerations
+    if raw:
+        last_raw, tolerations = recent.tolerations
+        if raw != last_raw:
+            text = bytes(raw)
+            tolerations = _tolerations_by_text.get(text) or _shared(_tolerations_by_text, text, _tolerations_from)
+            recent.tolerations = (raw, tolerations)
     spread = spec.topologySpreadConstraints
     spread_constraints = () if spread is _UNSET else _shared(_spread_by_text, bytes(spread), _spread_constraints_from)
     node_name = spec.nodeName or None
     labels: Mapping[str, str] = EMPTY
-    if meta.labels:
-        labels_text = bytes(meta.labels)
-        known = _labels_by_text.get(labels_text)  # an empty map is kept too: `is None`, not falsy
-        labels = known if known is not None else _shared_labels(labels_text)
+    raw = meta.labels
+    if raw:
+        last_raw, labels = recent.labels
+        if raw != last_raw:
+            labels_text = bytes(raw)
+            shared = _labels_by_text.get(labels_text)  # an empty map is kept too: `is None`, not falsy
+            labels = shared if shared is not None else _shared_labels(labels_text)
+            recent.labels = (raw, labels)
     # Positional, in the order of Pod's fields: a Struct matches keyword arguments by name, which
     # costs more than the rest of making the record. A field out of place shows in
     # test_the_typed_path_reads_every_object_as_the_long_way_does (the long way names them).
@@ -839,7 +876,7 @@ def _host_ports_of(
     return tuple(ports)
 
 
-def _pdb_of(item: decoding.Item) -> Pdb:
+def _pdb_of(item: decoding.Item, recent: _Recent | None = None) -> Pdb:
     meta = item.metadata or _NO_METADATA
     return Pdb(
         namespace=meta.namespace,
@@ -854,7 +891,7 @@ def _unreadable(value: object = None) -> Any:
     raise _FieldError("", f"unexpected {_kind_of(value)}")
 
 
-_TYPED_BY_KIND: dict[str, tuple[Callable[[decoding.Item], Any], Callable[[Mapping[str, Any]], Any], str]] = {
+_TYPED_BY_KIND: dict[str, tuple[Callable[[decoding.Item, _Recent], Any], Callable[[Mapping[str, Any]], Any], str]] = {
     "Node": (_node_of, parse_node, "nodes"),
     "Pod": (_pod_of, parse_pod, "pods"),
     "PodDisruptionBudget": (_pdb_of, parse_pdb, "pdbs"),
@@ -872,6 +909,7 @@ class SnapshotBuilder:
     pods: list[Pod] = field(default_factory=list)
     pdbs: list[Pdb] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    _recent: _Recent = field(default_factory=_Recent, init=False, repr=False)
 
     def add_nodes(self, items: Iterable[Mapping[str, Any]]) -> None:
         self._add(items, parse_node, self.nodes, "Node")
@@ -903,10 +941,11 @@ class SnapshotBuilder:
             return len(raws)
         unread = []
         add_pod = self.pods.append
+        recent = self._recent
         for offset, item in enumerate(items):
             if item.kind == "Pod":  # nine items in ten: without the general dispatch
                 try:
-                    add_pod(_pod_of(item))
+                    add_pod(_pod_of(item, recent))
                 except _UNREADABLE:
                     unread.append(offset)
             elif not self._add_typed(item, first_index + offset):
@@ -936,7 +975,7 @@ class SnapshotBuilder:
             return True  # another kind: ignored
         convert, _, attribute = typed
         try:
-            getattr(self, attribute).append(convert(item))
+            getattr(self, attribute).append(convert(item, self._recent))
         except _UNREADABLE:
             return False
         return True
@@ -948,7 +987,8 @@ class SnapshotBuilder:
         try:
             decoded = decoding.PAGE.decode(page)
             if decoded.items is not None:
-                into.extend([convert(item) for item in decoded.items])
+                recent = self._recent
+                into.extend([convert(item, recent) for item in decoded.items])
                 return
         except (decoding.DecodeError, RecursionError, *_UNREADABLE):
             pass

@@ -9,6 +9,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compactor import snapshot
 from compactor.core.cluster import PdbIndex
@@ -510,3 +512,76 @@ def test_affinity_records_are_shared_across_namespaces_only_without_pod_affinity
         ("logging",),
         ("monitoring",),
     ]
+
+
+# What pods one after another in a List may share or not: the reader reuses the record of the last
+# pod's text when the next pod repeats it (`snapshot._Recent`), so any mix of them must read as each
+# pod alone reads the long way.
+_NEIGHBOUR_NAMESPACES = ("shop", "blog")
+_NEIGHBOUR_LABELS: tuple[dict[str, str] | None, ...] = (None, {}, {"app": "web"}, {"app": "db"})
+_NEIGHBOUR_CONTAINERS = (
+    [container("100m", "64Mi")],
+    [container("100m", "64Mi"), container("50m")],
+    [container("200m", "64Mi")],
+    [{"name": "c", "image": "i"}],
+    [container("100m", "64Mi", ports=[{"containerPort": 80, "hostPort": 8080}])],
+)
+_NEIGHBOUR_TOLERATIONS: tuple[list[dict[str, Any]] | None, ...] = (
+    None,
+    [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}],
+    [{"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}],
+)
+_NEIGHBOUR_AFFINITIES: tuple[dict[str, Any] | None, ...] = (
+    None,
+    {  # a term without namespaces: the pod's own namespace
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    },
+    {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a"]}]}]
+            }
+        }
+    },
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(_NEIGHBOUR_NAMESPACES),
+            st.sampled_from(_NEIGHBOUR_LABELS),
+            st.sampled_from(_NEIGHBOUR_CONTAINERS),
+            st.sampled_from(_NEIGHBOUR_TOLERATIONS),
+            st.sampled_from(_NEIGHBOUR_AFFINITIES),
+        ),
+        min_size=2,
+        max_size=10,
+    )
+)
+def test_pods_one_after_another_read_as_each_reads_alone(
+    pods: list[tuple[str, Any, Any, Any, Any]],
+) -> None:
+    items: list[dict[str, Any]] = [node_json()]
+    for index, (namespace, labels, containers, tolerations, affinity) in enumerate(pods):
+        spec: dict[str, Any] = {"containers": containers}
+        if tolerations is not None:
+            spec["tolerations"] = tolerations
+        if affinity is not None:
+            spec["affinity"] = affinity
+        meta: dict[str, Any] = {"name": f"p{index}", "namespace": namespace}
+        if labels is not None:
+            meta["labels"] = labels
+        items.append(pod_json(spec, **meta))
+    read = snapshot.read_stream(io.BytesIO(json.dumps({"kind": "List", "items": items}, indent=4).encode()))
+    one_by_one = []
+    for item in items[1:]:
+        alone = snapshot.SnapshotBuilder()
+        alone.add_mixed([item])
+        one_by_one.extend(alone.pods)
+    assert list(read.pods) == one_by_one

@@ -50,10 +50,13 @@ def pods_blockers(pods: Iterable[Pod], pdbs: PdbIndex, config: Config) -> list[B
     """`pod_blockers` of every pod of a node, in order; one call for a node's 30 pods, not 30."""
     found: list[Blocker] = []
     covering_of = pdbs.covering
+    known = pdbs.covering_known  # `PdbIndex.covering`'s own first lookup, without a call per pod
     for pod in pods:
         if pod.stays_on_node:
             continue
-        covering = covering_of(pod)
+        labels = pod.labels
+        hit = known.get((pod.namespace, id(labels)))
+        covering = hit[1] if hit is not None and hit[0] is labels else covering_of(pod)
         if (
             pod.safe_to_evict is None
             and not pod.do_not_disrupt

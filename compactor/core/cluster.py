@@ -165,7 +165,7 @@ class PdbIndex:
         self.pods_found: dict[tuple[int, bool, bool], tuple[tuple[Pod, ...], list[Any]]] = {}
         # What covers a labels map, by namespace and the map's id() (the map kept beside): the reader
         # gives the pods of a ReplicaSet one shared map, so each is matched once.
-        self._covering_labels: dict[tuple[str, int], tuple[Mapping[str, str], Sequence[Pdb]]] = {}
+        self.covering_known: dict[tuple[str, int], tuple[Mapping[str, str], Sequence[Pdb]]] = {}
 
     def covering(self, pod: Pod) -> Sequence[Pdb]:
         """The PDBs whose selector matches the pod (plans along the consolidation path ask only for the
@@ -175,12 +175,12 @@ class PdbIndex:
             return ()
         labels = pod.labels
         key = (pod.namespace, id(labels))
-        known = self._covering_labels.get(key)
+        known = self.covering_known.get(key)
         if known is not None and known[0] is labels:
             return known[1]
         found = self._matching(index, labels)
-        if len(self._covering_labels) < _COVERING_KEPT:
-            self._covering_labels[key] = (labels, found)
+        if len(self.covering_known) < _COVERING_KEPT:
+            self.covering_known[key] = (labels, found)
         return found
 
     def _matching(self, index: _Indexed, labels: Mapping[str, str]) -> Sequence[Pdb]:

@@ -329,8 +329,10 @@ def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: 
         safe_to_evict = None
     deletion_cost, deletion_cost_set, steered = deletion_cost_of(annotations)
 
+    node_name = _str(spec, "nodeName", "spec") or None
     unschedulable = False
-    for condition in _list(status, "conditions", "status"):
+    # Only a pod not bound to a node waits for room: a bound pod's conditions are not read.
+    for condition in _list(status, "conditions", "status") if node_name is None else ():
         if (
             isinstance(condition, dict)
             and condition.get("type") == "PodScheduled"
@@ -341,7 +343,6 @@ def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: 
 
     affinity = _dict(spec, "affinity", "spec")
     no_affinity: tuple[PodAffinityTerm, ...] = ()
-    node_name = _str(spec, "nodeName", "spec") or None
     return Pod(
         namespace=namespace,
         name=name,
@@ -667,12 +668,10 @@ def _pod_of(item: decoding.Item, recent: _Recent | None = None) -> Pod:
         is_mirror = is_mirror or MIRROR_POD in annotations
 
     unschedulable = False
-    if not spec.nodeName:  # only a pod not bound to a node waits for room
+    if not spec.nodeName:  # only a pod not bound to a node waits for room; a bound one's are not read
         for condition in _conditions_of(status):
             if condition.type == "PodScheduled" and condition.status == "False" and condition.reason == "Unschedulable":
                 unschedulable = True
-    elif status.conditions and memoryview(status.conditions)[0] not in _LIST_OR_NULL:
-        _unreadable()  # not a list: the long way names it, as it would for any pod
 
     node_affinity, pod_affinity, pod_anti_affinity = _NO_AFFINITY
     raw = spec.affinity
@@ -757,9 +756,6 @@ def deletion_cost_of(annotations: Mapping[str, str]) -> tuple[int, bool, bool]:
 
 def _conditions_of(status: decoding.Status) -> list[decoding.Condition]:
     return (decoding.CONDITIONS.decode(status.conditions) or []) if status.conditions else []
-
-
-_LIST_OR_NULL = frozenset(b"[n")  # the first byte of a JSON list or null
 
 
 def _requests_of_pod(

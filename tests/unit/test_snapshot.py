@@ -585,3 +585,18 @@ def test_pods_one_after_another_read_as_each_reads_alone(
         alone.add_mixed([item])
         one_by_one.extend(alone.pods)
     assert list(read.pods) == one_by_one
+
+
+def test_only_a_pod_waiting_for_a_node_has_its_conditions_read() -> None:
+    """The planner reads a pod's conditions only to see it wait for room (PodScheduled=False,
+    Unschedulable); a bound pod's are not read, so they cannot make its snapshot unreadable, while a
+    waiting pod's are read, and named when they are not a list."""
+    bound = pod_json({}, name="bound")
+    bound["status"]["conditions"] = "not a list"
+    read = snapshot.read_stream(io.BytesIO(json.dumps({"kind": "List", "items": [bound]}, indent=4).encode()))
+    assert [pod.name for pod in read.pods] == ["bound"]
+    waiting = pod_json({"nodeName": None}, name="waiting")
+    waiting["status"] = {"phase": "Pending", "conditions": "not a list"}
+    with pytest.raises(SnapshotError) as caught:
+        snapshot.read_stream(io.BytesIO(json.dumps({"kind": "List", "items": [waiting]}, indent=4).encode()))
+    assert caught.value.problems == ["Pod ns/waiting: status.conditions: expected a list, got str 'not a list'"]

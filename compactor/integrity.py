@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable
 from operator import attrgetter
 
-from compactor.core.model import Snapshot
+from compactor.core.model import Pod, Snapshot
 from compactor.errors import SnapshotError
 
 _NAME = attrgetter("name")
@@ -27,7 +27,7 @@ def check_unique(snapshot: Snapshot) -> Snapshot:
     """The snapshot itself, or SnapshotError naming every object it lists more than once."""
     problems = [
         *_repeated("Node", map(_NAME, snapshot.nodes)),
-        *_repeated("Pod", map(_NAMESPACED, snapshot.pods)),
+        *([] if _in_list_order(snapshot.pods) else _repeated("Pod", map(_NAMESPACED, snapshot.pods))),
         *_repeated("PodDisruptionBudget", map(_NAMESPACED, snapshot.pdbs)),
     ]
     if problems:
@@ -47,3 +47,26 @@ def _repeated(kind: str, keys: Iterable[str | tuple[str, str]]) -> list[str]:
         for key, count in Counter(listed).items()
         if count > 1
     ]
+
+
+def _in_list_order(pods: Iterable[Pod]) -> bool:
+    """Whether the pods come as a list answer lists them: each namespace's together and, within it, by
+    name, each name after the one before. Then no pod repeats, found in one pass without a set of
+    every pod. The API server lists objects in the order of their storage keys (namespace, then name:
+    `/registry/pods/NAMESPACE/NAME` in etcd), and kubectl prints them so; any other order is checked
+    by `_repeated`."""
+    namespaces: set[str] = set()
+    namespace = None
+    last = ""
+    for pod in pods:
+        name = pod.name
+        if pod.namespace == namespace:
+            if name <= last:
+                return False
+        else:
+            namespace = pod.namespace
+            if namespace in namespaces:
+                return False
+            namespaces.add(namespace)
+        last = name
+    return True

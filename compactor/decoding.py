@@ -4,8 +4,9 @@ A pod in a kubectl List is about 7 KB, of which the planner reads a few
 hundred bytes (requests, owner, volumes, scheduling constraints, phase).
 msgspec decodes into the Structs below and skips every other field without
 building it, which is what makes reading 150,000 pods cheap in time and
-memory. One set of Structs serves the snapshot file (one item at a time)
-and the live list pages (one page at a time).
+memory. One set of Structs serves the snapshot file (one item at a time),
+the live list pages (one page at a time) and the events of a streaming list
+(a batch of whole lines at a time, `Event`).
 
 The Structs are deliberately strict: a value of an unexpected type or
 range fails the typed decode, and the caller then reads that one object
@@ -98,6 +99,8 @@ class Spec(msgspec.Struct, gc=False):
     unschedulable: bool = False
     # PodDisruptionBudget
     selector: Any = None
+    minAvailable: int | str | None = None  # noqa: N815
+    maxUnavailable: int | str | None = None  # noqa: N815
 
 
 class Condition(msgspec.Struct, gc=False):
@@ -160,6 +163,41 @@ class PageHead(msgspec.Struct, gc=False):
     metadata: ListMeta | None = None
 
 
+class Event(msgspec.Struct, gc=False):
+    """One line of a watch stream (`{"type": "ADDED", "object": {...}}`), its object typed like a list item."""
+
+    type: str = ""
+    object: Item | None = None
+
+
+class RawEvent(msgspec.Struct, gc=False):
+    """A watch event whose object is kept as its bytes: read one by one when a batch is not all ADDED."""
+
+    type: Any = None
+    object: msgspec.Raw = _ABSENT
+
+
+class ObjectMeta(msgspec.Struct, gc=False):
+    """What a watch event's object is called and marked with, whatever its kind (a BOOKMARK's, a DELETED one's)."""
+
+    name: Any = None
+    namespace: Any = None
+    annotations: Any = None
+
+
+class ObjectHead(msgspec.Struct, gc=False):
+    kind: Any = None
+    metadata: ObjectMeta | None = None
+
+
+class StatusHead(msgspec.Struct, gc=False):
+    """The `Status` object of an ERROR watch event."""
+
+    code: Any = None
+    reason: Any = None
+    message: Any = None
+
+
 class Document(msgspec.Struct, gc=False):
     """A whole snapshot file that is not laid out as kubectl prints it: items kept as bytes."""
 
@@ -176,6 +214,10 @@ PAGE = msgspec.json.Decoder(Page)
 RAW_PAGE = msgspec.json.Decoder(RawPage)
 PAGE_HEAD = msgspec.json.Decoder(PageHead)
 DOCUMENT = msgspec.json.Decoder(Document)
+EVENT = msgspec.json.Decoder(Event)  # newline-delimited: EVENT.decode_lines(batch)
+RAW_EVENT = msgspec.json.Decoder(RawEvent)
+OBJECT_HEAD = msgspec.json.Decoder(ObjectHead)
+STATUS_HEAD = msgspec.json.Decoder(StatusHead)
 ANY = msgspec.json.Decoder()
 
 DecodeError = msgspec.DecodeError

@@ -3,9 +3,15 @@
 Reads are paginated lists (`limit` + `continue`) fetched as raw JSON
 (`_preload_content=False`), the next page while the previous one is
 decoded, and handed page by page to the same typed decoder `plan --snapshot`
-uses; the client's model objects are never built for the lists. Finished
-pods are left out by the API server (fieldSelector on `status.phase`), and
-a read whose list expired while paging (410 Gone) starts again.
+uses; the client's model objects are never built for the lists. They ask
+for gzip (`Accept-Encoding`), which kube-apiserver applies to answers over
+128 KiB; urllib3 inflates a page as it reads it. With `list_method =
+"watch-list"` each list is instead one streaming list (`compactor.watchlist`),
+and a server that refuses it is read with paged lists. Finished pods are
+left out by the API server (fieldSelector on `status.phase`), a read whose
+list expired while paging (410 Gone) starts again, and a read the server
+throttles (429, API Priority and Fairness) waits the `Retry-After` it names
+while the run's budget allows.
 Writes are exactly those of `compactor.permissions`: node patches, pod
 evictions (policy/v1 Eviction; a pod is never DELETEd), Events, and the Lease.
 """
@@ -13,10 +19,13 @@ evictions (policy/v1 Eviction; a pod is never DELETEd), Events, and the Lease.
 from __future__ import annotations
 
 import logging
+import math
+import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -24,7 +33,7 @@ import orjson
 import urllib3
 from kubernetes import client
 
-from compactor import decoding
+from compactor import decoding, watchlist
 from compactor.core.model import PoolAutoscaling, Snapshot
 from compactor.core.timing import format_stamp, parse_stamp
 from compactor.errors import (
@@ -44,6 +53,23 @@ LIST_RESTARTS = 2
 # Pods in phase Succeeded or Failed request nothing; fieldSelector on status.phase leaves them out.
 UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 REQUEST_TIMEOUT = (5.0, 60.0)  # connect, read
+ListMethod = Literal["paged-list", "watch-list"]
+PAGED_LIST: ListMethod = "paged-list"
+WATCH_LIST: ListMethod = "watch-list"
+LIST_METHODS: tuple[ListMethod, ...] = (PAGED_LIST, WATCH_LIST)
+DEFAULT_LIST_METHOD: ListMethod = PAGED_LIST  # docs/benchmarks.md: what each costs kube-apiserver
+# Asked on every list: kube-apiserver compresses answers over 128 KiB at gzip level 1 (responsewriters/writers.go).
+GZIP_HEADERS = {"Accept-Encoding": "gzip"}
+# A streaming list silent this long before its initial events ended is taken for a server that ignores
+# sendInitialEvents (it would never send the bookmark), and the cluster is read with paged lists instead.
+WATCH_IDLE_SECONDS = 10.0
+WATCH_READ_BYTES = 1024 * 1024
+# Statuses with which a server refuses a streaming list it does not offer: 422 Invalid when the WatchList
+# feature gate is off ("sendInitialEvents is forbidden for watch ..."), 403 without the `watch` verb.
+_WATCH_LIST_REFUSALS = frozenset({400, 403, 404, 405, 406, 415, 422, 501})
+# A 429 without a readable Retry-After waits this long; so does one asking for less, so that a server
+# answering "Retry-After: 0" is not asked again in a tight loop.
+RETRY_AFTER_MIN_SECONDS = 1.0
 MERGE_PATCH = "application/merge-patch+json"
 # The client's keyword arguments for a single read or merge patch whose raw answer is decoded here.
 _RAW_READ: dict[str, Any] = {"_preload_content": False, "_request_timeout": REQUEST_TIMEOUT}
@@ -86,6 +112,62 @@ def access_error(what: str, error: BaseException) -> ClusterAccessError:
 
 class ListExpiredError(ClusterAccessError):
     """A list's `continue` token expired while paging (HTTP 410): the list must start again."""
+
+
+class WatchListUnavailableError(Exception):
+    """The server refused a streaming list or did not finish its initial events; `reason` says which."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class ReadStats:
+    """What reading the cluster cost: shown in the report's `read` and the run's log line.
+
+    Bytes on the wire are the answers' bodies as they came (compressed when the server compressed
+    them), without headers and chunk framing; `decoded_bytes` is the JSON the reader decoded.
+    """
+
+    method: ListMethod
+    gzip_asked: bool
+    requests: int = 0
+    gzip_answers: int = 0
+    wire_bytes: int = 0
+    decoded_bytes: int = 0
+    throttled: int = 0
+    throttled_seconds: float = 0.0
+    fallback: str | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def answered(self, response: Any, decoded: int) -> None:
+        """One answer fully read (a page is read in the prefetch thread, hence the lock)."""
+        compressed = (response.headers.get("Content-Encoding") or "").strip().lower() == "gzip"
+        with self._lock:
+            self.requests += 1
+            self.gzip_answers += compressed
+            self.wire_bytes += response.tell()
+            self.decoded_bytes += decoded
+
+    def waited(self, seconds: float) -> None:
+        with self._lock:
+            self.requests += 1
+            self.throttled += 1
+            self.throttled_seconds += seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "gzip": self.gzip_answers > 0,
+            "gzipAsked": self.gzip_asked,
+            "requests": self.requests,
+            "bytesOnWire": self.wire_bytes,
+            "bytesDecoded": self.decoded_bytes,
+            "throttled": self.throttled,
+            "throttledSeconds": round(self.throttled_seconds, 3),
+            "fallback": self.fallback,
+        }
 
 
 def _page_head(page: bytes, what: str, list_kind: str | None) -> decoding.PageHead:
@@ -137,6 +219,12 @@ class Cluster:
         self.page_size = page_size
         # Seconds left of the run's budget for reading (None: unbounded); see `read_timeout`.
         self.read_budget: Callable[[], float] | None = None
+        # How a 429's Retry-After is waited out (the run's budget's clock in a run).
+        self.sleep: Callable[[float], None] = time.sleep
+        self.list_method: ListMethod = DEFAULT_LIST_METHOD
+        self.gzip = True
+        # What the last `read_snapshot` cost (None before the first).
+        self.last_read: ReadStats | None = None
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -147,35 +235,178 @@ class Cluster:
         etcd compacted the revision the list started from). The list cannot resume where it
         was, since pages already taken would count twice, so the whole read starts again
         with a fresh builder, at most LIST_RESTARTS times.
+
+        With `list_method = "watch-list"`, a server that refuses a streaming list, or ends one before
+        its initial events did, is read again from the start with paged lists (once; `last_read.fallback`
+        says why), as are the rest of this client's reads.
         """
+        stats = ReadStats(self.list_method, self.gzip)
+        self.last_read = stats
         expired: ListExpiredError | None = None
-        for _ in range(1 + LIST_RESTARTS):
+        restarts = 0
+        while restarts <= LIST_RESTARTS:
             try:
-                return self._read_snapshot_once(pool_autoscaling)
+                return self._read_snapshot_once(pool_autoscaling, stats)
             except ListExpiredError as error:
                 expired = error
+                restarts += 1
                 log.warning("%s; reading the cluster again from the start", error)
+            except WatchListUnavailableError as unavailable:
+                log.warning("%s; reading the cluster with paged lists instead", unavailable.reason)
+                self.list_method = stats.method = PAGED_LIST
+                stats.fallback = unavailable.reason
         raise ClusterAccessError(
             f"{expired}; the cluster was read {1 + LIST_RESTARTS} times and the list expired every time "
             f"(the API server compacts its history faster than {self.page_size}-item pages can be read)"
         )
 
-    def _read_snapshot_once(self, pool_autoscaling: Mapping[str, PoolAutoscaling] | None) -> Snapshot:
+    def _read_snapshot_once(self, pool_autoscaling: Mapping[str, PoolAutoscaling] | None, stats: ReadStats) -> Snapshot:
         builder = SnapshotBuilder()
         with paused_gc():
-            for page in self._raw_pages("list nodes", self.core.list_node, list_kind="NodeList"):
-                builder.add_page("Node", page, what="list nodes")
+            self._read_list(builder, stats, "Node", "list nodes", self.core.list_node)
             # Finished pods count for nothing (DESIGN rule 1): the API server leaves them out.
-            for page in self._raw_pages(
-                "list pods", self.core.list_pod_for_all_namespaces, list_kind="PodList", field_selector=UNFINISHED_PODS
-            ):
-                builder.add_page("Pod", page, what="list pods")
-            what = "list PodDisruptionBudgets"
-            for page in self._raw_pages(
-                what, self.policy.list_pod_disruption_budget_for_all_namespaces, list_kind="PodDisruptionBudgetList"
-            ):
-                builder.add_page("PodDisruptionBudget", page, what=what)
+            self._read_list(
+                builder,
+                stats,
+                "Pod",
+                "list pods",
+                self.core.list_pod_for_all_namespaces,
+                field_selector=UNFINISHED_PODS,
+            )
+            self._read_list(
+                builder,
+                stats,
+                "PodDisruptionBudget",
+                "list PodDisruptionBudgets",
+                self.policy.list_pod_disruption_budget_for_all_namespaces,
+            )
         return builder.build(pool_autoscaling)
+
+    def _read_list(
+        self,
+        builder: SnapshotBuilder,
+        stats: ReadStats,
+        kind: str,
+        what: str,
+        list_call: Callable[..., Any],
+        **query: Any,
+    ) -> None:
+        """Every object of `kind` into `builder`, by the list method this client uses."""
+        if self.list_method == WATCH_LIST:
+            self._watch_list(builder, stats, kind, what, list_call, **query)
+            return
+        for page in self._raw_pages(what, list_call, list_kind=f"{kind}List", stats=stats, **query):
+            builder.add_page(kind, page, what=what)
+
+    def _watch_list(
+        self,
+        builder: SnapshotBuilder,
+        stats: ReadStats,
+        kind: str,
+        what: str,
+        list_call: Callable[..., Any],
+        **query: Any,
+    ) -> None:
+        """One streaming list (WatchList): its initial events into `builder`, then the stream is closed.
+
+        WatchListUnavailableError when the server refuses it or does not end its initial events.
+        """
+
+        def send(timeout: tuple[float, float]) -> Any:
+            left = self.read_budget() if self.read_budget is not None else REQUEST_TIMEOUT[1]
+            return list_call(
+                watch=True,
+                send_initial_events=True,
+                resource_version_match="NotOlderThan",
+                allow_watch_bookmarks=True,
+                # The server ends the watch by itself once the run could no longer use it.
+                timeout_seconds=max(1, math.ceil(left)),
+                _preload_content=False,
+                _request_timeout=(timeout[0], min(timeout[1], WATCH_IDLE_SECONDS)),
+                _headers=GZIP_HEADERS if self.gzip else {},
+                **query,
+            )
+
+        try:
+            response = self._send(what, send, stats)
+        except client.ApiException as error:
+            if error.status in _WATCH_LIST_REFUSALS:
+                raise WatchListUnavailableError(
+                    f"the API server refused a streaming list for {what.removeprefix('list ')} ({_describe(error)})"
+                ) from error
+            if error.status == 410:
+                raise ListExpiredError(f"cannot {what}: {_describe(error)}") from error
+            raise access_error(what, error) from error
+        except urllib3.exceptions.HTTPError as error:
+            raise access_error(what, error) from error
+
+        decoded = 0
+
+        def chunks() -> Iterator[bytes]:
+            nonlocal decoded
+            while True:
+                self.read_timeout(what)  # BudgetExhaustedError once the budget is gone
+                data: bytes = response.read1(WATCH_READ_BYTES)
+                if not data:
+                    return
+                decoded += len(data)
+                yield data
+
+        try:
+            watchlist.read_initial_events(chunks(), builder, kind, what=what)
+        except watchlist.StreamEndedError as ended:
+            if ended.code == 410:
+                raise ListExpiredError(f"cannot {what}: {ended.reason}") from None
+            raise WatchListUnavailableError(
+                f"the streaming list for {what.removeprefix('list ')} failed: {ended.reason}"
+            ) from None
+        except urllib3.exceptions.ReadTimeoutError:
+            raise WatchListUnavailableError(
+                f"the streaming list for {what.removeprefix('list ')} sent nothing for {WATCH_IDLE_SECONDS:g} s "
+                "before its initial events ended (a server that ignores sendInitialEvents never ends them)"
+            ) from None
+        except urllib3.exceptions.HTTPError as error:
+            raise access_error(what, error) from error
+        finally:
+            stats.answered(response, decoded)
+            # The watch would go on sending changes: close it rather than read it to its end.
+            response.close()
+            response.release_conn()
+
+    def _send(
+        self,
+        what: str,
+        send: Callable[[tuple[float, float]], Any],
+        stats: ReadStats | None,
+        *,
+        bounded: bool = True,
+    ) -> Any:
+        """One read request, sent again after each 429 once the Retry-After it names has passed.
+
+        A 429 asking for longer than the run's budget has left ends a `bounded` read (the cluster
+        read, whose timeouts come from the budget) with BudgetExhaustedError naming what was
+        throttled, and is raised as it came for any other read; other errors are the caller's.
+        """
+        while True:
+            timeout = self.read_timeout(what) if bounded else REQUEST_TIMEOUT
+            try:
+                return send(timeout)
+            except client.ApiException as error:
+                if error.status != 429:
+                    raise
+                delay = _retry_after(error)
+                left = self.read_budget() if self.read_budget is not None else math.inf
+                if delay >= left and not bounded:
+                    raise
+            if delay >= left:
+                raise BudgetExhaustedError(
+                    f"cannot {what}: the API server is throttling this client (HTTP 429, retry after "
+                    f"{delay:g} s) and the run's time budget has {max(left, 0):.0f} s left"
+                )
+            log.warning("cannot %s yet: HTTP 429 from the API server; trying again in %g s", what, delay)
+            if stats is not None:
+                stats.waited(delay)
+            self.sleep(delay)
 
     def node(self, name: str) -> dict[str, Any] | None:
         """The raw Node, or None when it no longer exists."""
@@ -189,7 +420,7 @@ class Cluster:
 
     def _read_object(self, kind: str, name: str, what: str, read: Callable[[], Any]) -> dict[str, Any] | None:
         try:
-            response = read()
+            response = self._send(f"read {what}", lambda _timeout: read(), None, bounded=False)
         except client.ApiException as error:
             if error.status == 404:
                 return None
@@ -251,23 +482,37 @@ class Cluster:
                 yield _named_object(item, index, what)
 
     def _raw_pages(
-        self, what: str, list_call: Callable[..., Any], *, list_kind: str | None = None, **query: Any
+        self,
+        what: str,
+        list_call: Callable[..., Any],
+        *,
+        list_kind: str | None = None,
+        stats: ReadStats | None = None,
+        **query: Any,
     ) -> Iterator[bytes]:
-        """The pages of a list as the API server sent them; the next one is fetched while this one is used.
+        """The pages of a list as the API server sent them (inflated); the next one is fetched while this one is used.
 
         With `list_kind` (`NodeList`, ...), a page that names another kind is refused.
         """
+        headers = GZIP_HEADERS if self.gzip else {}
 
         def fetch(token: str | None) -> bytes:
             try:
-                response = list_call(
-                    limit=self.page_size,
-                    _continue=token,
-                    _preload_content=False,
-                    _request_timeout=self.read_timeout(what),
-                    **query,
+                response = self._send(
+                    what,
+                    lambda timeout: list_call(
+                        limit=self.page_size,
+                        _continue=token,
+                        _preload_content=False,
+                        _request_timeout=timeout,
+                        _headers=headers,
+                        **query,
+                    ),
+                    stats,
                 )
                 data: bytes = response.data
+                if stats is not None:
+                    stats.answered(response, len(data))
             except client.ApiException as error:
                 if error.status == 410:
                     raise ListExpiredError(f"cannot {what}: {_describe(error)}") from error
@@ -532,6 +777,20 @@ class Cluster:
         if not isinstance(lease, dict):
             raise ClusterAccessError(f"cannot read Lease {namespace}/{name}: the answer is not an object")
         return lease
+
+
+def _retry_after(error: client.ApiException) -> float:
+    """The seconds a 429 asks to wait (`Retry-After`, delta-seconds as kube-apiserver sends it), at least
+    RETRY_AFTER_MIN_SECONDS; a value that does not read as seconds waits that minimum."""
+    headers = error.headers or {}
+    value = headers.get("Retry-After") if hasattr(headers, "get") else None
+    try:
+        seconds = float(str(value).strip()) if value is not None else 0.0
+    except ValueError:
+        seconds = 0.0
+    if not math.isfinite(seconds):
+        seconds = 0.0
+    return max(seconds, RETRY_AFTER_MIN_SECONDS)
 
 
 def micro_time(moment: datetime) -> str:

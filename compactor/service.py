@@ -16,15 +16,19 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compactor import config as config_source
 from compactor import integrity, report
-from compactor.core import path, planner
+from compactor.core import configcheck, path, planner
+from compactor.core.model import Snapshot
 from compactor.core.plan import Plan
 from compactor.errors import BadInputError, ClusterAccessError, CompactorError, KubeconfigError, LeaseHeldError
 from compactor.executor import Budget, Executor, Guard, Outcome
 from compactor.snapshot import paused_gc
+
+if TYPE_CHECKING:
+    from compactor.kube import ListMethod
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +36,7 @@ ENV_CLUSTER = "COMPACTOR_CLUSTER"
 ENV_ENDPOINT_MODE = "COMPACTOR_ENDPOINT_MODE"
 ENV_RUN_BUDGET = "COMPACTOR_RUN_BUDGET_SECONDS"
 ENV_LEASE_NAMESPACE = "COMPACTOR_LEASE_NAMESPACE"
+ENV_LIST_METHOD = "COMPACTOR_LIST_METHOD"
 DEFAULT_RUN_BUDGET_SECONDS = 240  # Cloud Scheduler's attempt deadline and the function timeout sit above it
 # The longest function timeout the Terraform module allows is 1770 s (Cloud Scheduler's attempt deadline
 # of at most 1800 s, less 30); a run must end before the platform kills it mid-write.
@@ -79,6 +84,17 @@ def run_budget(env: Mapping[str, str]) -> int:
             "deadline) and the Lease it holds must expire soon after a crashed run"
         )
     return seconds
+
+
+def list_method(env: Mapping[str, str]) -> ListMethod:
+    """How the cluster is read: `paged-list` (the default) or `watch-list` (streaming lists, KEP-3157)."""
+    from compactor import kube
+
+    text = env.get(ENV_LIST_METHOD) or kube.DEFAULT_LIST_METHOD
+    for method in kube.LIST_METHODS:
+        if text == method:
+            return method
+    raise BadInputError(f"{ENV_LIST_METHOD}: {text!r} is not one of {', '.join(kube.LIST_METHODS)}")
 
 
 def connector_from(
@@ -213,6 +229,7 @@ def run(
                 "stale": outcome.stale,
                 "heldBy": (result.report.get("heldBy") or {}).get("kind"),
                 "nodesAwaitingRemoval": len(result.report.get("awaitingRemoval") or ()),
+                "read": result.report.get("read"),
                 "durationSeconds": round(monotonic() - started, 3),
             }
         },
@@ -235,7 +252,9 @@ def _run(
     from compactor.kube import Cluster, new_run_id
 
     budget_seconds = run_budget(env)
-    config = config_source.load(env, config_file=config_file, read_firestore=firestore.read_config_document)
+    method = list_method(env)
+    loaded = config_source.load_with_source(env, config_file=config_file, read_firestore=firestore.read_config_document)
+    config = loaded.config
     dry_run = force_dry_run or config.dry_run
     if dry_run and not config.dry_run:
         config = config.model_copy(update={"dry_run": True})
@@ -247,6 +266,8 @@ def _run(
     try:
         cluster = Cluster(connection.api_client)
         cluster.read_budget = budget.remaining
+        cluster.sleep = budget.sleep
+        cluster.list_method = method
         lease_seconds = budget_seconds + LEASE_MARGIN_SECONDS
         guard: Guard | None = None
         if not dry_run:
@@ -259,6 +280,7 @@ def _run(
 
         try:
             snapshot = integrity.check_unique(cluster.read_snapshot(connection.pool_autoscaling))
+            warnings = input_warnings(loaded, snapshot)
             # The snapshot is read-only from here on: keep the collector from rescanning it while planning.
             gc.freeze()
             # Planning makes no reference cycles: the collector would only rescan the planner's indexes.
@@ -280,7 +302,12 @@ def _run(
             try:
                 outcome = executor.execute(plan, snapshot)
             except CompactorError as error:
-                error.report = report.to_dict(plan, outcome=executor.outcome.to_dict())
+                error.report = _with_read(
+                    report.to_dict(
+                        plan, outcome=executor.outcome.to_dict(), warnings=warnings, config_source=loaded.source
+                    ),
+                    cluster,
+                )
                 raise
         finally:
             gc.unfreeze()  # a warm function instance must not keep this run's objects out of collection
@@ -288,4 +315,22 @@ def _run(
                 cluster.release_lease(namespace, holder)
     finally:
         connection.close()
-    return RunResult(plan, report.to_dict(plan, outcome=outcome.to_dict()), outcome)
+    document = report.to_dict(plan, outcome=outcome.to_dict(), warnings=warnings, config_source=loaded.source)
+    return RunResult(plan, _with_read(document, cluster), outcome)
+
+
+def input_warnings(loaded: config_source.Loaded, snapshot: Snapshot) -> list[str]:
+    """What a person should know about this run's input (a source passed over, pools no node carries,
+    nodes without the pool label), each logged as a warning and listed in the report's `warnings`."""
+    found = [notice] if (notice := loaded.notice()) is not None else []
+    found += configcheck.for_snapshot(snapshot, loaded.config)
+    for warning in found:
+        log.warning(warning, extra={"fields": {"event": "input-warning"}})
+    return found
+
+
+def _with_read(run_report: dict[str, Any], cluster: Any) -> dict[str, Any]:
+    """The report with `read`: how the cluster was read and what that cost (`kube.ReadStats`)."""
+    if cluster.last_read is not None:
+        run_report["read"] = cluster.last_read.to_dict()
+    return run_report

@@ -28,7 +28,7 @@ from typing import Any, BinaryIO, TypeVar
 
 import msgspec
 
-from compactor import decoding, quantity
+from compactor import decoding, quantity, workloads
 from compactor.core import requests as pod_requests
 from compactor.core import timing
 from compactor.core.model import (
@@ -39,6 +39,8 @@ from compactor.core.model import (
     SAFE_TO_EVICT,
     STEERED_COST,
     ZERO,
+    Claim,
+    Deployment,
     HostPort,
     LabelSelector,
     Node,
@@ -47,6 +49,7 @@ from compactor.core.model import (
     Pod,
     PodAffinityTerm,
     PoolAutoscaling,
+    ReplicaSet,
     Requirement,
     Resources,
     Snapshot,
@@ -108,6 +111,16 @@ def _int(parent: Mapping[str, Any], key: str, path: str, default: int = 0) -> in
     if isinstance(value, bool) or not isinstance(value, int):
         raise _FieldError(_join(path, key), f"expected an integer, got {_kind_of(value)}")
     return value
+
+
+def _int_or_string(parent: Mapping[str, Any], key: str, path: str) -> str | None:
+    """An IntOrString field as written ("1", "50%"); None when absent."""
+    value = parent.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise _FieldError(_join(path, key), f"expected an integer or a string, got {_kind_of(value)}")
+    return str(value)
 
 
 def _string_map(parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, str]:
@@ -539,6 +552,8 @@ def parse_pdb(obj: Mapping[str, Any]) -> Pdb:
             selector=_label_selector(spec.get("selector"), "spec.selector"),
             # Missing status means the disruption controller has not counted yet: allow nothing.
             disruptions_allowed=_int(status, "disruptionsAllowed", "status", 0),
+            min_available=_int_or_string(spec, "minAvailable", "spec"),
+            max_unavailable=_int_or_string(spec, "maxUnavailable", "spec"),
         )
     except _FieldError as bad:
         raise SnapshotError(f"PodDisruptionBudget {namespace}/{name}: {bad}") from None
@@ -874,11 +889,14 @@ def _host_ports_of(
 
 def _pdb_of(item: decoding.Item, recent: _Recent | None = None) -> Pdb:
     meta = item.metadata or _NO_METADATA
+    spec = item.spec or _NO_SPEC
     return Pdb(
         namespace=meta.namespace,
         name=meta.name,
-        selector=_label_selector((item.spec or _NO_SPEC).selector, "spec.selector"),
+        selector=_label_selector(spec.selector, "spec.selector"),
         disruptions_allowed=(item.status or _NO_STATUS).disruptionsAllowed,
+        min_available=None if spec.minAvailable is None else str(spec.minAvailable),
+        max_unavailable=None if spec.maxUnavailable is None else str(spec.maxUnavailable),
     )
 
 
@@ -904,8 +922,15 @@ class SnapshotBuilder:
     nodes: list[Node] = field(default_factory=list)
     pods: list[Pod] = field(default_factory=list)
     pdbs: list[Pdb] = field(default_factory=list)
+    # Read for pools with surgeSingleReplicas (`compactor.workloads`).
+    deployments: list[Deployment] = field(default_factory=list)
+    replica_sets: list[ReplicaSet] = field(default_factory=list)
+    claims: list[Claim] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     _recent: _Recent = field(default_factory=_Recent, init=False, repr=False)
+    # Changes a streaming list sent before its initial events ended (MODIFIED, DELETED): by attribute,
+    # (position in that list when it came, key deleted or None for a replacement). Settled in `build`.
+    _changes: dict[str, list[tuple[int, object]]] = field(default_factory=dict, init=False, repr=False)
 
     def add_nodes(self, items: Iterable[Mapping[str, Any]]) -> None:
         self._add(items, parse_node, self.nodes, "Node")
@@ -968,7 +993,7 @@ class SnapshotBuilder:
             return True
         typed = _TYPED_BY_KIND.get(item.kind)
         if typed is None:
-            return True  # another kind: ignored
+            return item.kind not in workloads.KINDS  # those are read from plain JSON; any other kind: ignored
         convert, _, attribute = typed
         try:
             getattr(self, attribute).append(convert(item, self._recent))
@@ -999,7 +1024,49 @@ class SnapshotBuilder:
             raise SnapshotError(f"cannot {what}: the answer is not a list")
         self._add(document["items"], parse, into, kind)
 
+    def add_typed(self, kind: str, items: list[decoding.Item]) -> bool:
+        """Decoded items of `kind`, all or none: False when one must be read the long way (`add_object`)."""
+        convert, _, attribute = _TYPED_BY_KIND[kind]
+        recent = self._recent
+        try:
+            records = [convert(item, recent) for item in items]
+        except _UNREADABLE:
+            return False
+        getattr(self, attribute).extend(records)
+        return True
+
+    def add_object(self, kind: str, raw: bytes, *, what: str, replaces: bool = False) -> None:
+        """One object of `kind` as its JSON text (a watch event's); with `replaces`, a newer copy of one added before.
+
+        Typed when it can be, else the long way, which names what is wrong with it.
+        """
+        convert, parse, attribute = _TYPED_BY_KIND[kind]
+        into: list[Any] = getattr(self, attribute)
+        if replaces:
+            self._changes.setdefault(attribute, []).append((len(into), None))
+        try:
+            into.append(convert(decoding.ITEM.decode(raw), self._recent))
+            return
+        except (decoding.DecodeError, RecursionError, *_UNREADABLE):
+            pass
+        document = _decode_any(raw, f"{kind} in {what}")
+        if isinstance(document, _Undecodable):
+            self._problem(document.message)
+        elif not isinstance(document, dict):
+            self._problem(f"{kind} in {what}: expected an object, got {_kind_of(document)}")
+        else:
+            self._one(document, parse, into, f"{kind} in {what}")
+
+    def remove_object(self, kind: str, namespace: str | None, name: str) -> None:
+        """Forget an object of `kind` added before (a watch's DELETED event): settled in `build`."""
+        attribute = _TYPED_BY_KIND[kind][2]
+        key: object = name if kind == "Node" else (namespace or "default", name)
+        self._changes.setdefault(attribute, []).append((len(getattr(self, attribute)), key))
+
     def build(self, pool_autoscaling: Mapping[str, PoolAutoscaling] | None = None) -> Snapshot:
+        for attribute, changes in self._changes.items():
+            setattr(self, attribute, _settled(getattr(self, attribute), changes))
+        self._changes.clear()
         if self.problems:
             raise SnapshotError(
                 f"the cluster snapshot has {len(self.problems)} unreadable object(s)", list(self.problems)
@@ -1007,7 +1074,18 @@ class SnapshotBuilder:
         snapshot = Snapshot(tuple(self.nodes), tuple(self.pods), tuple(self.pdbs))
         if pool_autoscaling is not None:
             snapshot = Snapshot(snapshot.nodes, snapshot.pods, snapshot.pdbs, pool_autoscaling)
+        if self.deployments or self.replica_sets or self.claims:
+            snapshot = msgspec.structs.replace(
+                snapshot,
+                deployments=tuple(self.deployments),
+                replica_sets=tuple(self.replica_sets),
+                claims=tuple(self.claims),
+            )
         return snapshot
+
+    def add_workload_page(self, kind: str, page: bytes, *, what: str) -> None:
+        """One page of a list answer of Deployments, ReplicaSets or PersistentVolumeClaims (`workloads`)."""
+        getattr(self, workloads.KINDS[kind]).extend(workloads.parse_page(kind, page, what=what))
 
     def _add(self, items: Iterable[Mapping[str, Any]], parse: Any, into: list[Any], kind: str) -> None:
         for index, item in enumerate(items):
@@ -1030,6 +1108,11 @@ class SnapshotBuilder:
             self._one(item, parse_node, self.nodes, f"Node items[{index}]")
         elif kind == "PodDisruptionBudget":
             self._one(item, parse_pdb, self.pdbs, f"PodDisruptionBudget items[{index}]")
+        elif kind in workloads.KINDS:
+            try:
+                getattr(self, workloads.KINDS[kind]).append(workloads.parse(kind, item))
+            except SnapshotError as error:
+                self._problem(error.message)
         elif not isinstance(kind, str):
             self._problem(f"items[{index}]: no kind")
 
@@ -1047,6 +1130,21 @@ class SnapshotBuilder:
             self.problems.append(message)
         elif len(self.problems) == MAX_REPORTED_PROBLEMS:
             self.problems.append("... more problems not shown")
+
+
+def _settled(records: list[Any], changes: list[tuple[int, object]]) -> list[Any]:
+    """The records as they stand after a stream's changes: each object's last copy, in the place of its first,
+    without those deleted after their last copy came. Runs only when a stream sent a change."""
+    first_at: dict[object, int] = {}
+    last: dict[object, tuple[int, Any]] = {}
+    for index, record in enumerate(records):
+        key: object = record.name if isinstance(record, Node) else (record.namespace, record.name)
+        first_at.setdefault(key, index)
+        last[key] = (index, record)
+    for position, deleted in changes:
+        if deleted is not None and deleted in last and last[deleted][0] < position:
+            del last[deleted]
+    return [record for key, (_, record) in sorted(last.items(), key=lambda kept: first_at[kept[0]])]
 
 
 @dataclass(frozen=True)

@@ -249,6 +249,64 @@ class Pdb(msgspec.Struct, frozen=True, gc=False):
     name: str
     selector: LabelSelector | None  # None selects no pod; empty selects every pod of the namespace
     disruptions_allowed: int
+    # spec.minAvailable and spec.maxUnavailable as written ("1", "50%"); None when not set. Read by
+    # `core.surge`, which restarts a Deployment a PDB holds only because minAvailable is its replica count.
+    min_available: str | None = None
+    max_unavailable: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+# The pod-template annotation `kubectl rollout restart` writes; a new value rolls the Deployment.
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
+
+
+class Deployment(msgspec.Struct, frozen=True, gc=False):
+    """What `core.surge` reads of an apps/v1 Deployment (read only when a pool sets surgeSingleReplicas).
+
+    `max_surge` and `max_unavailable` are spec.strategy.rollingUpdate's values as written ("1",
+    "25%"); None when absent, which the API server defaults to "25%"."""
+
+    namespace: str
+    name: str
+    replicas: int  # spec.replicas (the API defaults it to 1)
+    strategy: str  # spec.strategy.type: "RollingUpdate" (the default) or "Recreate"
+    max_surge: str | None
+    max_unavailable: str | None
+    paused: bool
+    generation: int
+    observed_generation: int
+    status_replicas: int
+    updated_replicas: int
+    available_replicas: int
+    restarted_at: str | None = None  # the pod template's RESTARTED_AT annotation
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class ReplicaSet(msgspec.Struct, frozen=True, gc=False):
+    namespace: str
+    name: str
+    deployment: str | None  # the name of its controller when that is a Deployment
+    replicas: int  # spec.replicas
+    status_replicas: int  # status.replicas: pods it still has
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class Claim(msgspec.Struct, frozen=True, gc=False):
+    """A PersistentVolumeClaim's access modes, and the pod that owns it (a generic ephemeral volume)."""
+
+    namespace: str
+    name: str
+    access_modes: tuple[str, ...]
+    owner_pod: str | None = None  # the name of its controller when that is a Pod
 
     @property
     def key(self) -> str:
@@ -272,3 +330,7 @@ class Snapshot(msgspec.Struct, frozen=True, gc=False):
     pdbs: tuple[Pdb, ...] = ()
     # Known only when the cluster's node pools were read from GKE; empty = not checked.
     pool_autoscaling: Mapping[str, PoolAutoscaling] = EMPTY_POOLS
+    # Read only when a pool sets surgeSingleReplicas (`core.surge`); empty otherwise.
+    deployments: tuple[Deployment, ...] = ()
+    replica_sets: tuple[ReplicaSet, ...] = ()
+    claims: tuple[Claim, ...] = ()

@@ -16,6 +16,8 @@ from compactor.config import Config
 from compactor.core import planner
 from compactor.core.model import (
     UNDERUTILIZED_SINCE,
+    Claim,
+    Deployment,
     HostPort,
     LabelSelector,
     Node,
@@ -24,6 +26,7 @@ from compactor.core.model import (
     Pod,
     PodAffinityTerm,
     PoolAutoscaling,
+    ReplicaSet,
     Requirement,
     Resources,
     Snapshot,
@@ -222,3 +225,42 @@ def base_nodes(**light: Any) -> list[Node]:
 def base_pods() -> list[Pod]:
     """The pods that keep n2 and n3 of `base_nodes` busy."""
     return [busy("b2", "n2"), busy("b3", "n3")]
+
+
+def make_deployment(
+    name: str = "web",
+    *,
+    namespace: str = "default",
+    replicas: int = 1,
+    strategy: str = "RollingUpdate",
+    max_surge: str | None = "1",
+    max_unavailable: str | None = "0",
+    **fields: Any,
+) -> Deployment:
+    """A settled Deployment (observed, every replica updated and available) that surges by default."""
+    settled: dict[str, Any] = {
+        "paused": False,
+        "generation": 2,
+        "observed_generation": 2,
+        "status_replicas": replicas,
+        "updated_replicas": replicas,
+        "available_replicas": replicas,
+    }
+    settled.update(fields)
+    return Deployment(namespace, name, replicas, strategy, max_surge, max_unavailable, **settled)
+
+
+def make_replica_set(
+    name: str = "web-5d8f7", *, deployment: str | None = "web", namespace: str = "default", replicas: int = 1
+) -> ReplicaSet:
+    return ReplicaSet(namespace, name, deployment, replicas, replicas)
+
+
+def make_claim(
+    name: str = "data",
+    *,
+    namespace: str = "default",
+    modes: Iterable[str] = ("ReadWriteOnce",),
+    owner_pod: str | None = None,
+) -> Claim:
+    return Claim(namespace, name, tuple(modes), owner_pod)

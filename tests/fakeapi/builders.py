@@ -533,3 +533,80 @@ def replica_set(
         },
         "status": {"replicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas},
     }
+
+
+def deployment(
+    name: str,
+    *,
+    nodes: list[str],
+    namespace: str = "default",
+    cpu: str = "100m",
+    memory: str = "128Mi",
+    strategy: JsonObject | None = None,
+    volumes: list[JsonObject] | None = None,
+) -> list[JsonObject]:
+    """A settled apps/v1 Deployment with one replica per name in `nodes`: the Deployment, its ReplicaSet
+    (named by the fake controller's template hash, so no rollout starts) and its Running, Ready pods."""
+    from tests.fakeapi import deployments  # the fake controller's template hash names the ReplicaSet
+
+    example = pod(f"{name}-x-x", namespace=namespace, node=nodes[0] if nodes else None, cpu=cpu, memory=memory)
+    spec = {key: value for key, value in example["spec"].items() if key != "nodeName"}
+    spec.pop("volumes", None)
+    if volumes:
+        spec["volumes"] = list(volumes)
+    template: JsonObject = {"metadata": {"labels": {"app": name}}, "spec": spec}
+    suffix = deployments.template_hash(template)
+    set_name = f"{name}-{suffix}"
+    labels = {"app": name, deployments.TEMPLATE_HASH: suffix}
+    replicas = len(nodes)
+    found: list[JsonObject] = [
+        {
+            "kind": "Deployment",
+            "apiVersion": "apps/v1",
+            "metadata": {"name": name, "namespace": namespace, "generation": 1},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": name}},
+                "strategy": strategy
+                if strategy is not None
+                else {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+                "template": template,
+            },
+            "status": {
+                "observedGeneration": 1,
+                "replicas": replicas,
+                "updatedReplicas": replicas,
+                "readyReplicas": replicas,
+                "availableReplicas": replicas,
+            },
+        }
+    ]
+    replica_set_object = replica_set(set_name, deployment=name, replicas=replicas, namespace=namespace, labels=labels)
+    replica_set_object["spec"]["selector"] = {"matchLabels": dict(labels)}
+    replica_set_object["spec"]["template"] = {"metadata": {"labels": dict(labels)}, "spec": spec}
+    found.append(replica_set_object)
+    for index, node_name in enumerate(nodes):
+        member = pod(
+            f"{set_name}-{index:05d}",
+            namespace=namespace,
+            node=node_name,
+            cpu=cpu,
+            memory=memory,
+            owner_name=set_name,
+            labels=labels,
+        )
+        if volumes:
+            member["spec"]["volumes"] = [*member["spec"].get("volumes", []), *volumes]
+        found.append(member)
+    return found
+
+
+def claim(name: str, *, namespace: str = "default", modes: tuple[str, ...] = ("ReadWriteOnce",)) -> JsonObject:
+    """A bound PersistentVolumeClaim."""
+    return {
+        "kind": "PersistentVolumeClaim",
+        "apiVersion": "v1",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"accessModes": list(modes), "resources": {"requests": {"storage": "1Gi"}}, "volumeName": f"pv-{name}"},
+        "status": {"phase": "Bound", "accessModes": list(modes), "capacity": {"storage": "1Gi"}},
+    }

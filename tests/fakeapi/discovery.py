@@ -31,6 +31,8 @@ _VERBS: dict[str, list[str]] = {
     "leases": ["create", "delete", "get", "list", "patch", "update"],
     "horizontalpodautoscalers": ["create", "delete", "get", "list", "patch", "update"],
     "replicasets": ["create", "delete", "get", "list", "patch", "update"],
+    "deployments": ["create", "delete", "get", "list", "patch", "update"],
+    "persistentvolumeclaims": ["create", "delete", "get", "list", "patch", "update"],
 }
 _SHORT_NAMES = {
     "nodes": ["no"],
@@ -39,6 +41,8 @@ _SHORT_NAMES = {
     "poddisruptionbudgets": ["pdb"],
     "horizontalpodautoscalers": ["hpa"],
     "replicasets": ["rs"],
+    "deployments": ["deploy"],
+    "persistentvolumeclaims": ["pvc"],
 }
 
 

@@ -53,6 +53,8 @@ PDBS = Resource("PodDisruptionBudget", "poddisruptionbudgets", "policy", "v1", n
 LEASES = Resource("Lease", "leases", "coordination.k8s.io", "v1", namespaced=True)
 HPAS = Resource("HorizontalPodAutoscaler", "horizontalpodautoscalers", "autoscaling", "v2", namespaced=True)
 REPLICASETS = Resource("ReplicaSet", "replicasets", "apps", "v1", namespaced=True)
+DEPLOYMENTS = Resource("Deployment", "deployments", "apps", "v1", namespaced=True)
+PVCS = Resource("PersistentVolumeClaim", "persistentvolumeclaims", "", "v1", namespaced=True)
 
 # Core/v1 and events.k8s.io/v1 Events share one storage in kube-apiserver; core/v1 is the stored form.
 BY_KIND: dict[str, Resource] = {
@@ -63,20 +65,40 @@ BY_KIND: dict[str, Resource] = {
     "Event": CORE_EVENTS,
     "HorizontalPodAutoscaler": HPAS,
     "ReplicaSet": REPLICASETS,
+    "Deployment": DEPLOYMENTS,
+    "PersistentVolumeClaim": PVCS,
 }
 
 BY_URL: dict[tuple[str, str, str], Resource] = {
-    (r.group, r.version, r.plural): r for r in (NODES, PODS, CORE_EVENTS, EVENTS, PDBS, LEASES, HPAS, REPLICASETS)
+    (r.group, r.version, r.plural): r
+    for r in (NODES, PODS, CORE_EVENTS, EVENTS, PDBS, LEASES, HPAS, REPLICASETS, DEPLOYMENTS, PVCS)
 }
 
 # Kinds whose `status` is a subresource: writes to the main resource keep the stored status.
 KINDS_WITH_STATUS_SUBRESOURCE = frozenset(
-    {"Node", "Pod", "PodDisruptionBudget", "HorizontalPodAutoscaler", "ReplicaSet"}
+    {
+        "Node",
+        "Pod",
+        "PodDisruptionBudget",
+        "HorizontalPodAutoscaler",
+        "ReplicaSet",
+        "Deployment",
+        "PersistentVolumeClaim",
+    }
 )
 
 # Kinds kube-apiserver updates without a resourceVersion (`AllowUnconditionalUpdate`).
 KINDS_ALLOWING_UNCONDITIONAL_UPDATE = frozenset(
-    {"Node", "Pod", "PodDisruptionBudget", "Event", "HorizontalPodAutoscaler", "ReplicaSet"}
+    {
+        "Node",
+        "Pod",
+        "PodDisruptionBudget",
+        "Event",
+        "HorizontalPodAutoscaler",
+        "ReplicaSet",
+        "Deployment",
+        "PersistentVolumeClaim",
+    }
 )
 
 # Kinds kube-apiserver creates on a PUT to a missing name (`AllowCreateOnUpdate`).

@@ -150,6 +150,11 @@ class ReadStats:
             self.wire_bytes += response.tell()
             self.decoded_bytes += decoded
 
+    def failed(self) -> None:
+        """One request answered with an error (a refused streaming list, an expired continue token)."""
+        with self._lock:
+            self.requests += 1
+
     def waited(self, seconds: float) -> None:
         with self._lock:
             self.requests += 1
@@ -216,6 +221,7 @@ class Cluster:
         self.core = client.CoreV1Api(api_client)
         self.policy = client.PolicyV1Api(api_client)
         self.coordination = client.CoordinationV1Api(api_client)
+        _wait_out_429_here(api_client)
         self.page_size = page_size
         # Seconds left of the run's budget for reading (None: unbounded); see `read_timeout`.
         self.read_budget: Callable[[], float] | None = None
@@ -223,6 +229,7 @@ class Cluster:
         self.sleep: Callable[[float], None] = time.sleep
         self.list_method: ListMethod = DEFAULT_LIST_METHOD
         self.gzip = True
+        self.watch_idle_seconds = WATCH_IDLE_SECONDS
         # What the last `read_snapshot` cost (None before the first).
         self.last_read: ReadStats | None = None
 
@@ -322,7 +329,7 @@ class Cluster:
                 # The server ends the watch by itself once the run could no longer use it.
                 timeout_seconds=max(1, math.ceil(left)),
                 _preload_content=False,
-                _request_timeout=(timeout[0], min(timeout[1], WATCH_IDLE_SECONDS)),
+                _request_timeout=(timeout[0], min(timeout[1], self.watch_idle_seconds)),
                 _headers=GZIP_HEADERS if self.gzip else {},
                 **query,
             )
@@ -362,7 +369,7 @@ class Cluster:
             ) from None
         except urllib3.exceptions.ReadTimeoutError:
             raise WatchListUnavailableError(
-                f"the streaming list for {what.removeprefix('list ')} sent nothing for {WATCH_IDLE_SECONDS:g} s "
+                f"the streaming list for {what.removeprefix('list ')} sent nothing for {self.watch_idle_seconds:g} s "
                 "before its initial events ended (a server that ignores sendInitialEvents never ends them)"
             ) from None
         except urllib3.exceptions.HTTPError as error:
@@ -393,6 +400,8 @@ class Cluster:
                 return send(timeout)
             except client.ApiException as error:
                 if error.status != 429:
+                    if stats is not None:
+                        stats.failed()
                     raise
                 delay = _retry_after(error)
                 left = self.read_budget() if self.read_budget is not None else math.inf
@@ -407,6 +416,11 @@ class Cluster:
             if stats is not None:
                 stats.waited(delay)
             self.sleep(delay)
+
+    def _waiting(self, what: str, call: Callable[[], Any]) -> Any:
+        """A GET or PUT outside the cluster read (a Lease's): a 429 is waited out as by `_send` while the
+        budget lasts, as urllib3 used to before this client took that over (`_Retries`)."""
+        return self._send(what, lambda _timeout: call(), None, bounded=False)
 
     def node(self, name: str) -> dict[str, Any] | None:
         """The raw Node, or None when it no longer exists."""
@@ -702,8 +716,11 @@ class Cluster:
             "take",
             namespace,
             name,
-            lambda: self.coordination.replace_namespaced_lease(
-                name, namespace, lease, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            lambda: self._waiting(
+                f"take Lease {namespace}/{name}",
+                lambda: self.coordination.replace_namespaced_lease(
+                    name, namespace, lease, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+                ),
             ),
         )
 
@@ -729,8 +746,11 @@ class Cluster:
         spec["leaseDurationSeconds"] = duration_seconds
         lease["spec"] = spec
         try:
-            self.coordination.replace_namespaced_lease(
-                name, namespace, lease, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            self._waiting(
+                f"renew {where}",
+                lambda: self.coordination.replace_namespaced_lease(
+                    name, namespace, lease, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+                ),
             )
         except client.ApiException as error:
             if error.status == 409:
@@ -749,8 +769,11 @@ class Cluster:
             spec.pop("holderIdentity", None)
             spec["leaseDurationSeconds"] = 1
             lease["spec"] = spec
-            self.coordination.replace_namespaced_lease(
-                name, namespace, lease, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            self._waiting(
+                f"release Lease {namespace}/{name}",
+                lambda: self.coordination.replace_namespaced_lease(
+                    name, namespace, lease, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+                ),
             )
         except ClusterAccessError as error:
             log.warning("could not release Lease %s/%s: %s", namespace, name, error.message)
@@ -760,8 +783,11 @@ class Cluster:
     def _read_lease(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The raw Lease, or None when there is none."""
         try:
-            response = self.coordination.read_namespaced_lease(
-                name, namespace, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            response = self._waiting(
+                f"read Lease {namespace}/{name}",
+                lambda: self.coordination.read_namespaced_lease(
+                    name, namespace, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+                ),
             )
             lease = orjson.loads(response.data)
         except client.ApiException as error:
@@ -777,6 +803,28 @@ class Cluster:
         if not isinstance(lease, dict):
             raise ClusterAccessError(f"cannot read Lease {namespace}/{name}: the answer is not an object")
         return lease
+
+
+class _Retries(urllib3.Retry):
+    """urllib3's retries (connection and read errors, 413 and 503 with Retry-After) without 429.
+
+    urllib3 waits out a 429 that names a Retry-After by itself, up to three times and as long as
+    the header says (hours), before the caller sees anything: the run's budget could not bound it.
+    `Cluster._send` waits out a 429 instead, within the budget.
+    """
+
+    RETRY_AFTER_STATUS_CODES = frozenset({413, 503})
+
+
+def _wait_out_429_here(api_client: Any) -> None:
+    """Give the client's connection pool `_Retries` (the same count as before: urllib3's default is 3)."""
+    pool = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
+    pool_options = getattr(pool, "connection_pool_kw", None)
+    if not isinstance(pool_options, dict) or isinstance(pool_options.get("retries"), _Retries):
+        return
+    current = pool_options.get("retries")
+    total = current.total if isinstance(current, urllib3.Retry) else current
+    pool_options["retries"] = _Retries(3 if total is None else total)
 
 
 def _retry_after(error: client.ApiException) -> float:

@@ -113,6 +113,9 @@ def _add_line(builder: SnapshotBuilder, kind: str, line: bytes, what: str) -> bo
         code = status.code if isinstance(status.code, int) and not isinstance(status.code, bool) else None
         message = str(status.message or status.reason or "no message")[:300]
         raise StreamEndedError(f"the API server ended the stream with an error (code {code}): {message}", code)
+    if event.type is None:
+        # A list, a Status: what a server that does not serve watches here answers (or a proxy in between).
+        raise StreamEndedError("the answer is not a watch stream (a line without an event type)")
     if event.type not in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):
         raise SnapshotError(f"cannot {what}: the API server sent a watch event of type {str(event.type)[:40]!r}")
     head = _head(bytes(event.object), what)

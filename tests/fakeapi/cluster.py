@@ -40,7 +40,7 @@ from tests.fakeapi.resources import (
     Resource,
     resource_for_object,
 )
-from tests.fakeapi.store import Store, object_key
+from tests.fakeapi.store import Page, Store, object_key
 from tests.fakeapi.timers import Timers
 
 logger = logging.getLogger(__name__)
@@ -177,6 +177,25 @@ class Cluster:
             raise statuses.bad_request(f"limit: Invalid value: {query.get('limit')!r}") from None
         fields = selectors.parse_field_selector(
             query.get("fieldSelector", ""), resource.kind, events_v1=resource is EVENTS
+        page = self._page(resource, namespace, query, limit=limit, continue_token=query.get("continue", ""))
+        metadata: JsonObject = {"resourceVersion": str(page.resource_version)}
+        if page.continue_token:
+            metadata["continue"] = page.continue_token
+        if page.remaining_item_count is not None:
+            metadata["remainingItemCount"] = page.remaining_item_count
+        head = orjson.dumps({"kind": resource.list_kind, "apiVersion": resource.api_version, "metadata": metadata})
+        return head[:-1] + b',"items":[' + b",".join(page.items) + b"]}"
+
+    def initial_events(
+        self, resource: Resource, namespace: str | None, query: dict[str, str]
+    ) -> tuple[int, list[bytes]]:
+        """What a streaming list sends before its bookmark: the resource version and every matching object's JSON."""
+        page = self._page(resource, namespace, query, limit=0, continue_token="")
+        return page.resource_version, page.items
+
+    def _page(
+        self, resource: Resource, namespace: str | None, query: dict[str, str], *, limit: int, continue_token: str
+    ) -> Page:
         )
         labels = selectors.parse_label_selector(query.get("labelSelector", ""))
         predicate: Callable[[JsonObject], bool] | None = None
@@ -204,22 +223,15 @@ class Cluster:
             def encode(obj: JsonObject) -> bytes:
                 return orjson.dumps(events.to_events_v1(obj))
 
-        page = self.store.list_page(
+        return self.store.list_page(
             kind,
             f"{resource.api_version}/{resource.plural}/{namespace or ''}",
             candidate_keys,
             predicate,
             limit=limit,
-            continue_token=query.get("continue", ""),
+            continue_token=continue_token,
             encode=encode,
         )
-        metadata: JsonObject = {"resourceVersion": str(page.resource_version)}
-        if page.continue_token:
-            metadata["continue"] = page.continue_token
-        if page.remaining_item_count is not None:
-            metadata["remainingItemCount"] = page.remaining_item_count
-        head = orjson.dumps({"kind": resource.list_kind, "apiVersion": resource.api_version, "metadata": metadata})
-        return head[:-1] + b',"items":[' + b",".join(page.items) + b"]}"
 
     def create(self, resource: Resource, namespace: str | None, body: JsonObject) -> bytes:
         stored = self._incoming(resource, namespace, body)

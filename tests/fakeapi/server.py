@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import gzip
 import logging
 import os
 import re
+import select
 import signal
 import socket
 import threading
@@ -40,6 +42,23 @@ logger = logging.getLogger(__name__)
 
 _MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _APF_REJECTION = b"Too many requests, please try again later.\n"
+# kube-apiserver compresses an answer when asked and its first write is larger than this, at gzip level 1
+# (apiserver/pkg/endpoints/handlers/responsewriters/writers.go); a watch stream is never compressed.
+GZIP_THRESHOLD_BYTES = 128 * 1024
+GZIP_LEVEL = 1
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+WATCH_CHUNK_BYTES = 64 * 1024  # events are written out in chunks of about this size
+WATCH_HOLD_SECONDS = 30.0  # a streaming list stays open after its bookmark at most this long (or timeoutSeconds)
+WATCH_LIST_MODES = ("on", "refused", "ignored")
+# What kube-apiserver puts in a bookmark's object besides its metadata: the kind's zero values.
+_BOOKMARK_BODIES: dict[str, JsonObject] = {
+    "Pod": {"spec": {"containers": None}, "status": {}},
+    "Node": {"spec": {}, "status": {"daemonEndpoints": {"kubeletEndpoint": {"Port": 0}}}},
+    "PodDisruptionBudget": {
+        "spec": {},
+        "status": {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0},
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -68,6 +87,7 @@ class Request:
     path: str
     query: dict[str, str]
     status: int | None  # None when the connection was dropped
+    content_encoding: str | None = None  # "gzip" when the answer was compressed
 
 
 @dataclass(frozen=True)
@@ -109,6 +129,10 @@ class _Response:
     body: bytes
     content_type: str = "application/json"
     headers: dict[str, str] = field(default_factory=dict)
+    # A watch: its body in pieces, sent with chunked transfer encoding, then held open this long
+    # (or until the client closes it) as kube-apiserver holds a watch open.
+    chunks: list[bytes] | None = None
+    hold_open: float = 0.0
 
     @staticmethod
     def json(status: int, body: JsonObject | bytes) -> _Response:
@@ -142,6 +166,9 @@ class FakeApiServer:
         self._hooks: list[_ArmedHook] = []
         self._http: _HttpServer | None = None
         self._thread: threading.Thread | None = None
+        self._watch_list = "on"
+        self._gzip = True
+        self._before_bookmark: dict[str, list[tuple[str, JsonObject]]] = {}
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -307,6 +334,32 @@ class FakeApiServer:
     def add_fault(self, fault: Fault) -> None:
         with self._faults_lock:
             self._faults.append(_ArmedFault(fault, re.compile(fault.path_regex), fault.times))
+    # ----------------------------------------------------------------- how reads are served
+
+    def serve_watch_list(self, mode: str) -> None:
+        """How a streaming list (a watch with sendInitialEvents) is answered.
+
+        "on" (the default): as kube-apiserver >= 1.34 does, ADDED events then the bookmark annotated
+        `k8s.io/initial-events-end`. "refused": 422 Invalid, as with the WatchList feature gate off.
+        "ignored": as a server that predates the parameters, a plain watch whose ADDED events are
+        never followed by that bookmark.
+        """
+        if mode not in WATCH_LIST_MODES:
+            raise ValueError(f"watch-list mode {mode!r} is not one of {WATCH_LIST_MODES}")
+        self._watch_list = mode
+
+    def compress_answers(self, enabled: bool) -> None:
+        """Whether `Accept-Encoding: gzip` is honoured (kube-apiserver's APIResponseCompression; on by default)."""
+        self._gzip = enabled
+
+    def change_before_bookmark(self, event_type: str, obj: JsonObject, *, kind: str | None = None) -> None:
+        """The next streaming list of `kind` (default: `obj`'s) sends this event after its initial events
+        and before its bookmark: a MODIFIED, DELETED or late ADDED, as a server does when the object changes
+        while the list is sent, or an ERROR with a Status. Nothing is stored: make the same change with
+        `add` or `delete`."""
+        listed = resource_for_kind(kind or str(obj.get("kind"))).kind
+        self._before_bookmark.setdefault(listed, []).append((event_type, deep_copy(obj)))
+
 
     def clear_faults(self) -> None:
         with self._faults_lock:
@@ -376,15 +429,25 @@ class FakeApiServer:
         else:
             response = self._handle(method, path, query, headers, body)
         with self._records_lock:
-            self._requests.append(Request(method, path, query, None if response is None else response.status))
+            self._requests.append(Request(method, path, query, None if response is None else response.status, encoding))
         self._run_hooks(method, path)
         return response
 
+        encoding = None
+        if response is not None and self._should_compress(response, headers):
+            response.body = gzip.compress(response.body, compresslevel=GZIP_LEVEL, mtime=0)
+            response.headers["Content-Encoding"] = encoding = "gzip"
     def _run_hooks(self, method: str, path: str) -> None:
         with self._faults_lock:
             due = []
             for armed in self._hooks:
                 if armed.remaining == 0 or (armed.method is not None and armed.method.upper() != method):
+    def _should_compress(self, response: _Response, headers: Any) -> bool:
+        if not self._gzip or response.chunks is not None or len(response.body) <= GZIP_THRESHOLD_BYTES:
+            return False
+        accepted = headers.get("Accept-Encoding") or ""
+        return any(token.split(";")[0].strip() == "gzip" for token in accepted.split(","))
+
                     continue
                 if not armed.pattern.search(path):
                     continue
@@ -465,8 +528,8 @@ class FakeApiServer:
         with cluster.lock:
             if name is None:
                 if method == "GET":
-                    if query.get("watch") in ("true", "1"):
-                        raise statuses.bad_request("watch is not supported by the fake API server")
+                    if _parse_bool(query.get("watch")):
+                        return self._watch(resource, namespace, query)
                     return _Response.json(200, cluster.list_collection(resource, namespace, query))
                 if method == "POST":
                     if resource.namespaced and namespace is None:
@@ -501,6 +564,74 @@ class FakeApiServer:
         try:
             decoded = _decode_object(body)
             with self._cluster.lock:
+    def _watch(self, resource: Resource, namespace: str | None, query: dict[str, str]) -> _Response:
+        """A streaming list: every matching object as an ADDED event, then the initial-events-end bookmark.
+
+        Validated as kube-apiserver validates watch options (`validateWatchOptions`); a plain watch
+        (no sendInitialEvents) is not supported here, except as what a server in mode "ignored" sends.
+        """
+        send_initial = query.get("sendInitialEvents")
+        match = query.get("resourceVersionMatch", "")
+        if self._watch_list != "ignored":
+            problems: list[tuple[str, str]] = []
+            if send_initial is not None and match != "NotOlderThan":
+                problems.append(
+                    ("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan")
+                )
+            if send_initial is not None and self._watch_list == "refused":
+                problems.append(
+                    (
+                        "sendInitialEvents",
+                        "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
+                    )
+                )
+            if match and send_initial is None:
+                problems.append(
+                    (
+                        "resourceVersionMatch",
+                        "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                    )
+                )
+            if problems:
+                raise statuses.invalid_list_options(problems)
+            if not _parse_bool(send_initial):
+                raise statuses.bad_request(
+                    "a watch without sendInitialEvents=true is not supported by the fake API server"
+                )
+        resource_version, items = self._cluster.initial_events(resource, namespace, query)
+        type_meta = orjson.dumps({"kind": resource.kind, "apiVersion": resource.api_version})[:-1] + b","
+        lines = [b'{"type":"ADDED","object":' + type_meta + item[1:] + b"}\n" for item in items]
+        for event_type, obj in self._before_bookmark.pop(resource.kind, []):
+            lines.append(orjson.dumps({"type": event_type, "object": obj}) + b"\n")
+        if self._watch_list == "on":
+            bookmark = {
+                "kind": resource.kind,
+                "apiVersion": resource.api_version,
+                "metadata": {
+                    "resourceVersion": str(resource_version),
+                    "creationTimestamp": None,
+                    "annotations": {INITIAL_EVENTS_END: "true"},
+                },
+                **_BOOKMARK_BODIES.get(resource.kind, {}),
+            }
+            lines.append(orjson.dumps({"type": "BOOKMARK", "object": bookmark}) + b"\n")
+        chunks: list[bytes] = []
+        piece: list[bytes] = []
+        size = 0
+        for line in lines:
+            piece.append(line)
+            size += len(line)
+            if size >= WATCH_CHUNK_BYTES:
+                chunks.append(b"".join(piece))
+                piece, size = [], 0
+        if piece:
+            chunks.append(b"".join(piece))
+        try:
+            hold = min(WATCH_HOLD_SECONDS, float(query.get("timeoutSeconds") or WATCH_HOLD_SECONDS))
+        except ValueError:
+            raise statuses.bad_request(f"timeoutSeconds: Invalid value: {query.get('timeoutSeconds')!r}") from None
+        return _Response(200, b"", "application/json", chunks=chunks, hold_open=max(hold, 0.0))
+
                 status, answer = self._cluster.evict(namespace, name, decoded)
             # A 201 may carry a Failure Status (several PDBs): the pod was not evicted, nothing was written.
             if status < 400 and orjson.loads(answer).get("status") != "Failure":
@@ -604,6 +735,11 @@ def _decode_object(body: bytes) -> JsonObject:
         decoded = orjson.loads(body or b"{}")
     except orjson.JSONDecodeError as error:
         raise statuses.bad_request(f"the body of the request could not be decoded: {error}") from error
+def _parse_bool(value: str | None) -> bool:
+    """A boolean query parameter as Go's strconv.ParseBool reads it (the Python client sends "True")."""
+    return value in ("1", "t", "T", "TRUE", "true", "True")
+
+
     if not isinstance(decoded, dict):
         raise statuses.bad_request("the body of the request is not a JSON object")
     return decoded
@@ -690,6 +826,27 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(response.body)))
         self.send_header("Cache-Control", "no-cache, private")
         for name, value in response.headers.items():
+        if response.chunks is not None:
+            self._stream(response)
+            return
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(response.body)
+
+    def _stream(self, response: _Response) -> None:
+        """A watch: chunked transfer encoding, then open until the client leaves or the hold time passes."""
+        self.close_connection = True
+        self.send_response(response.status)
+        self.send_header("Content-Type", response.content_type)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Cache-Control", "no-cache, private")
+        self.end_headers()
+        try:
+            for chunk in response.chunks or ():
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            self.wfile.flush()
+            # Readable means the client closed the connection (it sends nothing else on a watch).
+            select.select([self.connection], [], [], response.hold_open)
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            return  # the client left

@@ -141,6 +141,20 @@ def invalid(resource: Resource, name: str, field_errors: list[tuple[str, str, st
     )
 
 
+def invalid_list_options(field_errors: list[tuple[str, str]]) -> ApiError:
+    """422 for a list or watch whose options do not validate (`ValidateListOptions`); (field, Forbidden message)."""
+    printed = [f"{path}: Forbidden: {message}" for path, message in field_errors]
+    aggregate = printed[0] if len(printed) == 1 else "[" + ", ".join(printed) + "]"
+    details: JsonObject = {
+        "group": "meta.k8s.io",
+        "kind": "ListOptions",
+        "causes": [
+            {"reason": "FieldValueForbidden", "message": f"Forbidden: {m}", "field": p} for p, m in field_errors
+        ],
+    }
+    return ApiError(422, "Invalid", f'ListOptions.meta.k8s.io "" is invalid: {aggregate}', details=details)
+
+
 def unprocessable(detail: str) -> ApiError:
     """What kube-apiserver answers when a JSON patch cannot be applied (a failed `test`, a bad path)."""
     return ApiError(

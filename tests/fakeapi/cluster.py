@@ -175,8 +175,6 @@ class Cluster:
             limit = int(query.get("limit") or 0)
         except ValueError:
             raise statuses.bad_request(f"limit: Invalid value: {query.get('limit')!r}") from None
-        fields = selectors.parse_field_selector(
-            query.get("fieldSelector", ""), resource.kind, events_v1=resource is EVENTS
         page = self._page(resource, namespace, query, limit=limit, continue_token=query.get("continue", ""))
         metadata: JsonObject = {"resourceVersion": str(page.resource_version)}
         if page.continue_token:
@@ -196,6 +194,8 @@ class Cluster:
     def _page(
         self, resource: Resource, namespace: str | None, query: dict[str, str], *, limit: int, continue_token: str
     ) -> Page:
+        fields = selectors.parse_field_selector(
+            query.get("fieldSelector", ""), resource.kind, events_v1=resource is EVENTS
         )
         labels = selectors.parse_label_selector(query.get("labelSelector", ""))
         predicate: Callable[[JsonObject], bool] | None = None

@@ -329,11 +329,6 @@ class FakeApiServer:
         with self._cluster.lock:
             self._cluster.store.expire_next_continues = times
 
-    # ----------------------------------------------------------------- faults
-
-    def add_fault(self, fault: Fault) -> None:
-        with self._faults_lock:
-            self._faults.append(_ArmedFault(fault, re.compile(fault.path_regex), fault.times))
     # ----------------------------------------------------------------- how reads are served
 
     def serve_watch_list(self, mode: str) -> None:
@@ -360,6 +355,11 @@ class FakeApiServer:
         listed = resource_for_kind(kind or str(obj.get("kind"))).kind
         self._before_bookmark.setdefault(listed, []).append((event_type, deep_copy(obj)))
 
+    # ----------------------------------------------------------------- faults
+
+    def add_fault(self, fault: Fault) -> None:
+        with self._faults_lock:
+            self._faults.append(_ArmedFault(fault, re.compile(fault.path_regex), fault.times))
 
     def clear_faults(self) -> None:
         with self._faults_lock:
@@ -428,26 +428,26 @@ class FakeApiServer:
             response = self._fault_response(fault, path)
         else:
             response = self._handle(method, path, query, headers, body)
+        encoding = None
+        if response is not None and self._should_compress(response, headers):
+            response.body = gzip.compress(response.body, compresslevel=GZIP_LEVEL, mtime=0)
+            response.headers["Content-Encoding"] = encoding = "gzip"
         with self._records_lock:
             self._requests.append(Request(method, path, query, None if response is None else response.status, encoding))
         self._run_hooks(method, path)
         return response
 
-        encoding = None
-        if response is not None and self._should_compress(response, headers):
-            response.body = gzip.compress(response.body, compresslevel=GZIP_LEVEL, mtime=0)
-            response.headers["Content-Encoding"] = encoding = "gzip"
-    def _run_hooks(self, method: str, path: str) -> None:
-        with self._faults_lock:
-            due = []
-            for armed in self._hooks:
-                if armed.remaining == 0 or (armed.method is not None and armed.method.upper() != method):
     def _should_compress(self, response: _Response, headers: Any) -> bool:
         if not self._gzip or response.chunks is not None or len(response.body) <= GZIP_THRESHOLD_BYTES:
             return False
         accepted = headers.get("Accept-Encoding") or ""
         return any(token.split(";")[0].strip() == "gzip" for token in accepted.split(","))
 
+    def _run_hooks(self, method: str, path: str) -> None:
+        with self._faults_lock:
+            due = []
+            for armed in self._hooks:
+                if armed.remaining == 0 or (armed.method is not None and armed.method.upper() != method):
                     continue
                 if not armed.pattern.search(path):
                     continue
@@ -559,11 +559,6 @@ class FakeApiServer:
                 return _Response.json(200, deleted)
         raise statuses.method_not_allowed()
 
-    def _evict(self, path: str, namespace: str, name: str, body: bytes) -> _Response:
-        status = 500
-        try:
-            decoded = _decode_object(body)
-            with self._cluster.lock:
     def _watch(self, resource: Resource, namespace: str | None, query: dict[str, str]) -> _Response:
         """A streaming list: every matching object as an ADDED event, then the initial-events-end bookmark.
 
@@ -632,6 +627,11 @@ class FakeApiServer:
             raise statuses.bad_request(f"timeoutSeconds: Invalid value: {query.get('timeoutSeconds')!r}") from None
         return _Response(200, b"", "application/json", chunks=chunks, hold_open=max(hold, 0.0))
 
+    def _evict(self, path: str, namespace: str, name: str, body: bytes) -> _Response:
+        status = 500
+        try:
+            decoded = _decode_object(body)
+            with self._cluster.lock:
                 status, answer = self._cluster.evict(namespace, name, decoded)
             # A 201 may carry a Failure Status (several PDBs): the pod was not evicted, nothing was written.
             if status < 400 and orjson.loads(answer).get("status") != "Failure":
@@ -730,16 +730,16 @@ def _parse_resource_path(path: str) -> _Target | None:
     return _Target(resource, namespace, name, subresource)
 
 
-def _decode_object(body: bytes) -> JsonObject:
-    try:
-        decoded = orjson.loads(body or b"{}")
-    except orjson.JSONDecodeError as error:
-        raise statuses.bad_request(f"the body of the request could not be decoded: {error}") from error
 def _parse_bool(value: str | None) -> bool:
     """A boolean query parameter as Go's strconv.ParseBool reads it (the Python client sends "True")."""
     return value in ("1", "t", "T", "TRUE", "true", "True")
 
 
+def _decode_object(body: bytes) -> JsonObject:
+    try:
+        decoded = orjson.loads(body or b"{}")
+    except orjson.JSONDecodeError as error:
+        raise statuses.bad_request(f"the body of the request could not be decoded: {error}") from error
     if not isinstance(decoded, dict):
         raise statuses.bad_request("the body of the request is not a JSON object")
     return decoded
@@ -821,14 +821,14 @@ class _Handler(BaseHTTPRequestHandler):
         if response is None:
             self.close_connection = True
             return
+        if response.chunks is not None:
+            self._stream(response)
+            return
         self.send_response(response.status)
         self.send_header("Content-Type", response.content_type)
         self.send_header("Content-Length", str(len(response.body)))
         self.send_header("Cache-Control", "no-cache, private")
         for name, value in response.headers.items():
-        if response.chunks is not None:
-            self._stream(response)
-            return
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(response.body)

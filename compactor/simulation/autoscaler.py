@@ -53,6 +53,12 @@ TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
 # (--max-bulk-soft-taint-count, default 10, cluster-autoscaler/main.go).
 DELETION_CANDIDATE = "DeletionCandidateOfClusterAutoscaler"
 MAX_BULK_SOFT_TAINT_COUNT = 10
+# --max-scale-down-parallelism (10: empty and drained nodes deleted at once; it replaced
+# --max-empty-bulk-delete, also 10), --max-drain-parallelism (1) and --unremovable-node-recheck-timeout
+# (5 minutes): the defaults in cluster-autoscaler/FAQ.md's table of parameters.
+MAX_SCALE_DOWN_PARALLELISM = 10
+UNREMOVABLE_RECHECK = timedelta(minutes=5)
+SYSTEM_NAMESPACE = "kube-system"
 BOOTSTRAP_AGE = timedelta(days=1)
 
 
@@ -89,12 +95,18 @@ class Autoscaler:
     unneeded_since: dict[str, datetime] = field(default_factory=dict)
     last_scale_up: datetime | None = None
     removal: _Removal | None = None
+    # Nodes whose removal simulation failed, and until when they are not simulated again.
+    unremovable_until: dict[str, datetime] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.pools = {pool.name: pool for pool in self.setup.pools}
         self.settings = self.setup.autoscaler
-        # The Cluster Autoscaler's own drainability rules: those of GKE (system pods and local storage block).
-        self.rules = config_module.validate({"poolLabel": self.world.pool_label}, source="cluster-autoscaler")
+        # The Cluster Autoscaler's own drainability rules, those of GKE: local storage no longer blocks
+        # (control plane 1.22 and later); kube-system pods without a PDB are checked in `_blocks`.
+        self.rules = config_module.validate(
+            {"poolLabel": self.world.pool_label, "skipNodesWithLocalStorage": False, "skipNodesWithSystemPods": False},
+            source="cluster-autoscaler",
+        )
         self._serial = itertools.count()
         self._templates: dict[tuple[str, str], NodeState] = {}
 
@@ -260,28 +272,60 @@ class Autoscaler:
     # -- scale-down -----------------------------------------------------------------------------
 
     def step(self, now: datetime) -> None:
-        """One loop: provisioning, scale-up, then unneeded nodes and at most one removal."""
+        """One loop: provisioning and scale-up; then, as the real loop does, the scale-down planner runs
+        whether or not a drain is under way, and the actuator starts what its budgets allow."""
         self.provision(now)
-        scaled = self.scale_up(now)
+        if self.scale_up(now):
+            return  # RunOnce ends after a scale-up (static_autoscaler.go)
         if self.removal is not None:
             self._continue_removal(now)
-            return
         self._update_unneeded(now)
-        if not self._removal_started(now, scaled=scaled):
+        if not self._removals_started(now):
             self._soft_taint(now)
 
-    def _removal_started(self, now: datetime, *, scaled: bool) -> bool:
-        if scaled or self.upcoming:
-            return False
+    def _in_cooldown(self, now: datetime) -> bool:
+        if self.upcoming:
+            return True
         delay = timedelta(seconds=self.settings.delay_after_add_seconds)
-        if self.last_scale_up is not None and now - self.last_scale_up < delay:
+        return self.last_scale_up is not None and now - self.last_scale_up < delay
+
+    def _removals_started(self, now: datetime) -> bool:
+        """Empty nodes unneeded long enough are deleted together, up to `max-scale-down-parallelism`
+        (10) nodes in all; beside them at most one node is drained (`max-drain-parallelism` 1)."""
+        if self._in_cooldown(now):
             return False
-        unneeded_for = timedelta(seconds=self.settings.unneeded_seconds)
-        ripe = [name for name, since in self.unneeded_since.items() if now - since >= unneeded_for]
+        ripe = sorted(
+            (name for name, since in self.unneeded_since.items() if now - since >= self._unneeded_time(name)),
+            key=lambda name: (self.unneeded_since[name], name),
+        )
         if not ripe:
             return False
-        self._start_removal(min(ripe, key=lambda name: (self.unneeded_since[name], name)), now)
-        return True
+        budget = MAX_SCALE_DOWN_PARALLELISM - (1 if self.removal is not None else 0)
+        started = False
+        drained = False  # a drain that empties the node at once must not let a second start in this loop
+        for name in ripe:
+            if budget <= 0:
+                break
+            if self._is_empty(name):
+                self.unneeded_since.pop(name, None)
+                self._delete(name, now)
+                budget -= 1
+                started = True
+            elif self.removal is None and not drained:
+                self._start_removal(name, now)
+                budget -= 1
+                started = drained = True
+        return started
+
+    def _is_empty(self, name: str) -> bool:
+        return all(self.world.pod_record(key).stays_on_node for key in self.world.pods_on(name))
+
+    def _threshold(self, pool: str | None) -> float:
+        return self.settings.pool_thresholds.get(pool or "", self.settings.utilization_threshold)
+
+    def _unneeded_time(self, name: str) -> timedelta:
+        pool = self.world.node_pool(name) or ""
+        return timedelta(seconds=self.settings.pool_unneeded_seconds.get(pool, self.settings.unneeded_seconds))
 
     def _soft_taint(self, now: datetime) -> None:
         """Unneeded nodes get the DeletionCandidate soft taint, the others lose it; a bounded number a loop."""
@@ -303,45 +347,79 @@ class Autoscaler:
             budget -= 1
 
     def _update_unneeded(self, now: datetime) -> None:
+        """The planner's pass (core/scaledown/planner/planner.go, categorizeNodes): the pods of the node
+        being drained are placed first (injectOngoingActuation); then each node, those unneeded in the
+        last loop first (the previous-candidates processor), is checked: below its threshold (the
+        larger of cpu and memory: a node is a candidate only when both are below), every pod drainable
+        and fitting on the nodes left, a node found removable no longer being a destination for the
+        nodes after it. A node whose pods were blocked or found no place is not simulated again for
+        `unremovable-node-recheck-timeout` (5 minutes)."""
         view = ClusterView(self.world.snapshot(now), self.rules)
-        targets = fit.targets_for(view)
-        free_cpu = sum(max(0, t.node.allocatable.cpu_millis - t.requested.cpu_millis) for t in targets)
-        free_memory = sum(max(0, t.node.allocatable.memory_bytes - t.requested.memory_bytes) for t in targets)
+        draining = self.removal.node if self.removal is not None else None
+        self.unremovable_until = {name: until for name, until in self.unremovable_until.items() if until > now}
+        targets = [t for t in fit.targets_for(view) if t.name != draining]
+        injected: list[tuple[Pod, NodeState]] = []
+        if draining is not None and draining in view.nodes:
+            source = view.nodes[draining]
+            base = fit.Simulation(view, source, targets)
+            for pod in fit.largest_first(source.movable_pods):
+                target = next((t for t in base.targets if base.why_not(pod, t) is None), None)
+                if target is not None:
+                    base.place(pod, target)
+                    injected.append((pod, target))
         sizes: Counter[str | None] = Counter(state.pool for state in view.nodes.values())
+        previous = self.unneeded_since
+        order = sorted(view.nodes.values(), key=lambda s: (s.name not in previous, s.name))
+        removed: set[str] = set()
         found = []
-        for state in sorted(view.nodes.values(), key=lambda s: s.name):
+        for state in order:
             pool = self.pools.get(state.pool or "")
-            if pool is None or sizes[state.pool] <= pool.min_nodes or not state.node.ready:
+            if pool is None or state.name == draining or not state.node.ready:
+                continue
+            if sizes[state.pool] - sum(1 for name in removed if view.nodes[name].pool == state.pool) <= pool.min_nodes:
                 continue
             if state.node.annotations.get(CA_SCALE_DOWN_DISABLED, "").strip().lower() == "true":
                 continue
             movable = state.movable_pods
             if movable:
-                if max(state.cpu_ratio or 0.0, state.memory_ratio or 0.0) >= self.settings.utilization_threshold:
+                threshold = self._threshold(state.pool)
+                if max(state.cpu_ratio or 0.0, state.memory_ratio or 0.0) >= threshold:
                     continue
-                if any(pod_blockers(pod, view.pdbs, self.rules) for pod in movable):
+                if state.name in self.unremovable_until:
                     continue
-                own = state.schedulable
-                spare_cpu = free_cpu - (state.node.allocatable.cpu_millis - state.requested.cpu_millis if own else 0)
-                spare_memory = free_memory - (
-                    state.node.allocatable.memory_bytes - state.requested.memory_bytes if own else 0
-                )
-                needed = _sum(movable)
-                if needed.cpu_millis > spare_cpu or needed.memory_bytes > spare_memory:
+                if any(self._blocks(pod, view) for pod in movable):
+                    self.unremovable_until[state.name] = now + UNREMOVABLE_RECHECK
                     continue
+                destinations = [t for t in targets if t.name not in removed]
                 # The autoscaler simulates the node gone from its snapshot: it is no spread domain.
-                simulation = fit.Simulation(view, state, targets, source_is_domain=False)
+                simulation = fit.Simulation(view, state, destinations, source_is_domain=False)
+                for pod, target in injected:
+                    if target.name != state.name:
+                        simulation.place(pod, target)
                 if not simulation.run(fit.largest_first(movable)).fits:
+                    self.unremovable_until[state.name] = now + UNREMOVABLE_RECHECK
                     continue
             found.append(state.name)
-        self.unneeded_since = {name: self.unneeded_since.get(name, now) for name in found}
+            removed.add(state.name)
+        self.unneeded_since = {name: previous.get(name, now) for name in found}
+
+    def _blocks(self, pod: Pod, view: ClusterView) -> bool:
+        """The drainability rules (simulator/drainability/rules): GKE's, where local storage no longer
+        blocks (control plane 1.22 and later); a kube-system pod without a PodDisruptionBudget blocks,
+        for `system_pod_blocking_seconds` after its creation when that is set (upstream's
+        --blocking-system-pod-distruption-timeout), else for as long as it runs."""
+        if pod_blockers(pod, view.pdbs, self.rules):
+            return True
+        if pod.namespace != SYSTEM_NAMESPACE or pod.safe_to_evict is True or view.pdbs.covering(pod):
+            return False
+        limit = self.settings.system_pod_blocking_seconds
+        if limit is None:
+            return True
+        created = self.world.created_at.get(pod.key)
+        return created is None or (self.world.now - created).total_seconds() < limit
 
     def _start_removal(self, name: str, now: datetime) -> None:
         self.unneeded_since.pop(name, None)
-        movable = [key for key in self.world.pods_on(name) if not self.world.pod_record(key).stays_on_node]
-        if not movable:
-            self._delete(name, now)
-            return
         node = self.world.nodes[name]
         mark = {"key": TO_BE_DELETED, "value": str(int(now.timestamp())), "effect": "NoSchedule"}
         taints = [*(node["spec"].get("taints") or []), mark]
@@ -368,6 +446,7 @@ class Autoscaler:
             taints = [t for t in node["spec"].get("taints") or [] if t.get("key") != TO_BE_DELETED]
             self.world.patch_node(name, {"spec": {"taints": taints or None}})
             self.removal = None
+            self.unremovable_until[name] = now + UNREMOVABLE_RECHECK  # "a failed attempt ... extra 5 minutes"
 
     def _delete(self, name: str, now: datetime) -> None:
         self.world.delete_node(name, actor=CLUSTER_AUTOSCALER, at=now)

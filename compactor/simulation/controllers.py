@@ -3,18 +3,21 @@
 Each reconcile brings every workload to the replicas its daily curve asks
 for at that moment and recreates the pods that were evicted or deleted, the
 way kube-controller-manager does within milliseconds. A ReplicaSet scaling
-down removes pods in its own order (unscheduled, not ready, lower
-pod-deletion-cost, doubled up on a node, newest first); a StatefulSet keeps
+down removes pods in the controller's own order (unscheduled, not ready,
+lower pod-deletion-cost, doubled up on a node, then log2 buckets of the time
+since Ready and a random UID); a StatefulSet keeps
 its ordinals and PersistentVolumeClaims and scales down from the highest.
 A Job pod that is disrupted starts its work over.
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
 import random
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from compactor import snapshot as parsing
 from compactor.core.model import ZERO, Resources
@@ -42,6 +45,7 @@ class Controllers:
         self.workloads = setup.workloads
         self.cronjobs = setup.cronjobs
         self.daemonsets = setup.daemonsets
+        self._seed = setup.seed
         self._names = random.Random(f"{setup.seed}:names")
         self._durations = random.Random(f"{setup.seed}:jobs")
         self.jobs: dict[OwnerKey, _Job] = {}
@@ -90,15 +94,29 @@ class Controllers:
                 self.world.scale_down(key, at)
 
     def _scale_down_order(self, keys: list[str], at: datetime) -> list[str]:
-        per_node: Counter[str | None] = Counter(self.world.pod_record(key).node_name for key in keys)
+        """The ReplicaSet controller's order of deletion (`ActivePodsWithRanks.Less` in
+        pkg/controller/controller_utils.go, with LogarithmicScaleDown, GA since 1.31): unassigned
+        first; Pending before Running; not Ready before Ready; lower pod-deletion-cost first; more
+        active pods of the same workload on the pod's node first; then, among Ready pods, the log2
+        bucket of the time since each became Ready (more recent first) and among pods not Ready the
+        bucket of the time since creation, and within a bucket the pod UID, which is random: here a
+        hash of the scenario's seed and the pod's name, so a run stays reproducible."""
+        world = self.world
+        per_node: Counter[str | None] = Counter(world.pod_record(key).node_name for key in keys)
 
-        def rank(key: str) -> tuple[bool, bool, int, int, int]:
-            record = self.world.pod_record(key)
+        def rank(key: str) -> tuple[bool, bool, int, int, int, bytes]:
+            record = world.pod_record(key)
             bound = record.node_name is not None
-            doubled = -per_node[record.node_name] if bound else 0
-            return (bound, self.world.is_ready(key, at), record.scale_down_cost, doubled, -self.world.sequence(key))
+            ready = world.is_ready(key, at)
+            colocated = -per_node[record.node_name] if bound else 0
+            since = world.ready_at[key] if ready else world.created_at.get(key, at)
+            return (bound, ready, record.scale_down_cost, colocated, log_bucket(at - since), self._uid(key))
 
         return sorted(keys, key=rank)
+
+    def _uid(self, key: str) -> bytes:
+        """A stand-in for the pod's UID, the last tie-break: random to the controller, fixed by the seed here."""
+        return hashlib.blake2b(f"{self._seed}/{key}".encode(), digest_size=8).digest()
 
     # -- StatefulSets -------------------------------------------------------------------------------
 
@@ -214,6 +232,13 @@ class Controllers:
             name = f"{prefix}-{suffix}"
             if f"{namespace}/{name}" not in self.world.pods:
                 return name
+
+
+def log_bucket(elapsed: timedelta) -> int:
+    """`logarithmicRankDiff`'s rank of a duration: floor(log2) of its nanoseconds; -1 when not positive.
+    Pods whose times since Ready (or creation) fall in one bucket (say 73 to 146 minutes) are equals."""
+    nanoseconds = (elapsed.days * 86_400 + elapsed.seconds) * 1_000_000_000 + elapsed.microseconds * 1_000
+    return int(math.log2(nanoseconds)) if nanoseconds > 0 else -1
 
 
 def _runs_in(daemon: DaemonSetSpec, pool: str | None) -> bool:

@@ -119,19 +119,45 @@ class CronJobSpec:
 
 @dataclass(frozen=True)
 class AutoscalerSettings:
-    """The Cluster Autoscaler's flags as GKE sets them (GKE exposes none of them)."""
+    """The Cluster Autoscaler's flags as the model sets them. GKE runs its own fork and publishes none of
+    its values: these are upstream's defaults (cluster-autoscaler/FAQ.md) and the CA FAQ's node start-up
+    time on GCE, assumptions that docs/savings.md varies in its sensitivity table."""
 
     utilization_threshold: float = 0.5
     unneeded_seconds: int = 600
     delay_after_add_seconds: int = 600
-    provisioning_seconds: int = 120
+    # "on GCE it usually takes 3 to 4 minutes from CA request to when pods can be scheduled on newly
+    # created nodes" (cluster-autoscaler/FAQ.md, "How fast is HPA when combined with CA?").
+    provisioning_seconds: int = 210
     max_pod_eviction_seconds: int = 120
+    # upstream's --blocking-system-pod-distruption-timeout (1 hour, kubernetes/autoscaler#7914); None: a
+    # kube-system pod without a PodDisruptionBudget blocks its node for as long as it runs, as GKE documents.
+    system_pod_blocking_seconds: int | None = None
+    # A custom ComputeClass's autoscalingPolicy on a pool: consolidationThreshold and
+    # consolidationDelayMinutes, per pool name (`compute_class`).
+    pool_thresholds: Mapping[str, float] = field(default_factory=dict)
+    pool_unneeded_seconds: Mapping[str, int] = field(default_factory=dict)
 
 
 # GKE's `optimize-utilization` autoscaling profile, as far as Google documents it (docs/savings.md): scale-down
 # "more aggressive" and "faster" (modelled as 1 minute of unneeded time instead of 10), and kube-scheduler
 # preferring the nodes that already have the most requested (MostAllocated). GKE publishes no flag values.
 OPTIMIZE_UTILIZATION_UNNEEDED_SECONDS = 60
+
+
+# A ComputeClass whose `consolidationDelayMinutes` is not set scales down "according to the chosen
+# autoscaling profile" (the GKE API's NodePool `consolidationDelay`); under `balanced` that is 10 minutes.
+COMPUTE_CLASS_DEFAULT_DELAY_SECONDS = 600
+
+
+def compute_class(settings: AutoscalerSettings, thresholds: Mapping[str, float]) -> AutoscalerSettings:
+    """The pools named in `thresholds` under a custom ComputeClass with that `consolidationThreshold`
+    (a share, 0.75 for 75) and `consolidationDelayMinutes` left at its default."""
+    return dataclasses.replace(
+        settings,
+        pool_thresholds=dict(thresholds),
+        pool_unneeded_seconds=dict.fromkeys(thresholds, COMPUTE_CLASS_DEFAULT_DELAY_SECONDS),
+    )
 
 
 def optimize_utilization(settings: AutoscalerSettings) -> AutoscalerSettings:
@@ -160,6 +186,7 @@ class Setup:
     config: Config  # node-compactor's configuration; estafette reads the same pool settings
     # kube-scheduler scores NodeResourcesBalancedAllocation too (`simulation.scheduler`)
     balanced_allocation: bool = True
+    topology_spread: bool = True  # and PodTopologySpread with the system default constraints
     initial_nodes: tuple[JsonObject, ...] = ()  # a kubectl snapshot's objects, when starting from one
     initial_pods: tuple[JsonObject, ...] = ()
     run_budget_seconds: float = 240.0  # a node-compactor run's time budget (COMPACTOR_RUN_BUDGET_SECONDS)

@@ -21,8 +21,10 @@ from compactor.simulation.runner import Results
 COLORS = {
     "ca-alone": "#d62728",
     "ca-optimize-utilization": "#9467bd",
+    "gke-consolidation-threshold": "#2ca02c",
     "estafette": "#ff7f0e",
     "node-compactor": "#1f77b4",
+    "node-compactor+threshold": "#17becf",
 }
 
 

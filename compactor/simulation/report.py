@@ -1,7 +1,9 @@
 """A simulation's results for people (a table) and programs (JSON).
 
 Every figure is per strategy over the measured period: node-hours (nodes
-plus VMs being provisioned, what is billed), the change against the Cluster
+plus VMs being provisioned, what is billed), the headline figures (node-hours
+above the lower bound, and against the best native strategy: the one of
+`runner.NATIVE` with the fewest node-hours), the change against the Cluster
 Autoscaler alone, the node count, the gap to the lower bound at the night
 plateau, pods evicted or deleted (by anyone) and per node removed, pod-minutes
 spent pending, PodDisruptionBudget violations, and displaced pods whose
@@ -21,7 +23,7 @@ from typing import Any
 import orjson
 
 from compactor.core.planner import BLOCKER_SUMMARY
-from compactor.simulation.runner import Results, StrategyResult
+from compactor.simulation.runner import NATIVE, Results, StrategyResult
 from compactor.simulation.strategies import ACTIONS, FAILED_RUN
 
 LOWER_BOUND = "lower-bound"
@@ -46,10 +48,16 @@ def summarize(results: Results) -> dict[str, Any]:
     base_hours = sum(baseline.series.nodes) * step_hours if baseline is not None else None
     window = plateau_window(results)
     bound_hours = sum(results.lower_bound) * step_hours
-    strategies = [_strategy(s, results, step_hours, base_hours, bound_hours, window) for s in results.strategies]
+    native = best_native(results)
+    native_hours = sum(native.series.nodes) * step_hours if native is not None else None
+    strategies = [
+        _strategy(s, results, step_hours, base_hours, bound_hours, window, native_hours) for s in results.strategies
+    ]
     lower = {
         "name": LOWER_BOUND,
         "nodeHours": round(bound_hours, 1),
+        "aboveLowerBound": 0.0,
+        "vsBestNative": _change(bound_hours, native_hours),
         "vsCaAlone": _change(bound_hours, base_hours),
         "nodes": _nodes(results.lower_bound),
         "byPool": {pool: _nodes(series) for pool, series in sorted(results.lower_bound_by_pool.items())},
@@ -75,8 +83,18 @@ def summarize(results: Results) -> dict[str, Any]:
         },
         "minutes": results.strategies[0].series.minutes if results.strategies else [],
         "strategies": [*strategies, lower],
+        # The native strategy (what GKE does by configuration alone) with the fewest node-hours.
+        "bestNative": {"name": native.name, "nodeHours": round(native_hours, 1)}
+        if native is not None and native_hours is not None
+        else None,
         "seconds": round(results.seconds, 1),
     }
+
+
+def best_native(results: Results) -> StrategyResult | None:
+    """Of the strategies GKE offers by configuration (`runner.NATIVE`), the one with the fewest node-hours."""
+    native = [s for s in results.strategies if s.name in NATIVE]
+    return min(native, key=lambda s: (sum(s.series.nodes), s.name)) if native else None
 
 
 def plateau_window(results: Results) -> tuple[int, int] | None:
@@ -111,6 +129,7 @@ def _strategy(
     base_hours: float | None,
     bound_hours: float,
     window: tuple[int, int] | None,
+    native_hours: float | None,
 ) -> dict[str, Any]:
     recorder = result.recorder
     node_hours = sum(result.series.nodes) * step_hours
@@ -128,6 +147,9 @@ def _strategy(
     return {
         "name": result.name,
         "nodeHours": round(node_hours, 1),
+        # The headline figures: node-hours above the lower bound, and against the best native strategy.
+        "aboveLowerBound": _change(node_hours, bound_hours),
+        "vsBestNative": _change(node_hours, native_hours),
         "vsCaAlone": _change(node_hours, base_hours),
         "savingsRecovered": _recovered(node_hours, base_hours, bound_hours),
         "nodes": _nodes(result.series.nodes),
@@ -234,6 +256,8 @@ def to_table(results: Results) -> str:
     header = [
         "STRATEGY",
         "NODE-HOURS",
+        "ABOVE BOUND",
+        "VS BEST NATIVE",
         "VS CA ALONE",
         "RECOVERED",
         "NODES MIN-MAX",
@@ -246,6 +270,7 @@ def to_table(results: Results) -> str:
         "NO PLACE",
     ]
     rows = [header]
+    native_name = data["bestNative"]["name"] if data["bestNative"] else None
     for item in data["strategies"]:
         bound = item["name"] == LOWER_BOUND
         plateau = item.get("nightPlateau")
@@ -253,6 +278,8 @@ def to_table(results: Results) -> str:
             [
                 item["name"],
                 f"{item['nodeHours']:.1f}",
+                "-" if bound else _percent(item["aboveLowerBound"]),
+                "-" if item["vsBestNative"] is None or item["name"] == native_name else _percent(item["vsBestNative"]),
                 "-" if item["vsCaAlone"] is None or item["name"] == "ca-alone" else f"{item['vsCaAlone'] * 100:+.1f}%",
                 "-"
                 if bound or item["savingsRecovered"] is None or item["name"] == "ca-alone"
@@ -277,6 +304,11 @@ def to_table(results: Results) -> str:
         lines.append(
             "NIGHT GAP: nodes minus the lower bound at the end of the night plateau "
             f"({_clock(begin)}-{_clock(end)} UTC)."
+        )
+    if native_name is not None:
+        lines.append(
+            "ABOVE BOUND: node-hours above the lower bound. VS BEST NATIVE: against the native strategy with the "
+            f"fewest node-hours ({native_name}; native: {', '.join(NATIVE)})."
         )
     lines.append(
         "RECOVERED: (CA alone - strategy) / (CA alone - lower bound), in node-hours. "
@@ -314,6 +346,10 @@ def _held_lines(item: dict[str, Any]) -> list[str]:
             f"{role:6}  {words(kind)}"
         )
     return lines
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:+.1f}%"
 
 
 def _hours(value: float) -> str:

@@ -10,7 +10,11 @@ settle, the strategy acts (node-compactor every 5 minutes), the cluster
 settles, the Cluster Autoscaler takes its turn, the cluster settles again,
 and the step is measured. `ca-optimize-utilization` is the Cluster
 Autoscaler alone on a copy whose autoscaler and scheduler follow GKE's
-optimize-utilization profile from the end of the warm-up on.
+optimize-utilization profile from the end of the warm-up on;
+`gke-consolidation-threshold` the Cluster Autoscaler with a custom
+ComputeClass on each pool node-compactor consolidates (`consolidationThreshold`
+at the pool's cpu limit, `consolidationDelayMinutes` at its default), and
+`node-compactor+threshold` node-compactor on such a cluster.
 
 The lower bound is measured on the Cluster Autoscaler's run (the workload is
 the same in every run): per pool, the fewest nodes of the pool's machine
@@ -33,12 +37,21 @@ from compactor.core.model import Resources
 from compactor.simulation.autoscaler import BOOTSTRAP_AGE, Autoscaler
 from compactor.simulation.controllers import Controllers
 from compactor.simulation.metrics import Recorder, Series
-from compactor.simulation.model import Setup, optimize_utilization
+from compactor.simulation.model import Setup, compute_class, optimize_utilization
 from compactor.simulation.scheduler import Scheduler
 from compactor.simulation.strategies import ClusterAutoscalerAlone, Estafette, NodeCompactor, Strategy
 from compactor.simulation.world import World
 
-STRATEGIES = ("ca-alone", "ca-optimize-utilization", "estafette", "node-compactor")
+STRATEGIES = (
+    "ca-alone",
+    "ca-optimize-utilization",
+    "gke-consolidation-threshold",
+    "estafette",
+    "node-compactor",
+    "node-compactor+threshold",
+)
+# What GKE offers without node-compactor: the strategies a user can pick by configuration alone.
+NATIVE = ("ca-alone", "ca-optimize-utilization", "gke-consolidation-threshold")
 BOOTSTRAP_ROUNDS = 50
 
 Progress = Callable[[str, float], None]
@@ -90,7 +103,13 @@ def build(setup: Setup) -> Cluster:
     begin = setup.start - timedelta(hours=setup.warmup_hours)
     world = World(start=begin, pool_label=setup.config.pool_label, pools=setup.pools)
     controllers = Controllers(world, setup)
-    scheduler = Scheduler(world, setup.config, setup.seed, balanced_allocation=setup.balanced_allocation)
+    scheduler = Scheduler(
+        world,
+        setup.config,
+        setup.seed,
+        balanced_allocation=setup.balanced_allocation,
+        topology_spread=setup.topology_spread,
+    )
     autoscaler = Autoscaler(world, setup, controllers)
     cluster = Cluster(world, controllers, scheduler, autoscaler)
     for pdb in setup.pdbs:
@@ -137,11 +156,29 @@ def _strategy(name: str, setup: Setup, cluster: Cluster) -> Strategy:
         cluster.autoscaler.settings = optimize_utilization(cluster.autoscaler.settings)
         cluster.scheduler.most_allocated = True
         return ClusterAutoscalerAlone(name)
+    if name == "gke-consolidation-threshold":
+        cluster.autoscaler.settings = compute_class(cluster.autoscaler.settings, consolidation_thresholds(setup))
+        return ClusterAutoscalerAlone(name)
     if name == "estafette":
         return Estafette(cluster.world, setup.config, setup.seed)
     if name == "node-compactor":
         return NodeCompactor(cluster.world, setup.config, cluster.settle, setup.run_budget_seconds)
+    if name == "node-compactor+threshold":
+        cluster.autoscaler.settings = compute_class(cluster.autoscaler.settings, consolidation_thresholds(setup))
+        return NodeCompactor(cluster.world, setup.config, cluster.settle, setup.run_budget_seconds, name=name)
     raise ValueError(f"unknown strategy {name}")
+
+
+def consolidation_thresholds(setup: Setup) -> dict[str, float]:
+    """The ComputeClass a user would write instead of node-compactor: on each pool node-compactor
+    consolidates, `consolidationThreshold` at the pool's `scaleDownCPURequestRatioLimit` (GKE reads it
+    for cpu and memory both)."""
+    thresholds = {}
+    for pool in setup.pools:
+        settings = setup.config.enabled_pool(pool.name)
+        if settings is not None and settings.cpu_limit is not None:
+            thresholds[pool.name] = settings.cpu_limit
+    return thresholds
 
 
 def _measure(setup: Setup, cluster: Cluster, name: str, results: Results, progress: Progress | None) -> StrategyResult:

@@ -168,13 +168,16 @@ class Autoscaler(_Strict):
     utilization_threshold: float = Field(0.5, alias="scaleDownUtilizationThreshold", gt=0, le=1)
     unneeded_seconds: int = Field(600, alias="scaleDownUnneededSeconds", ge=0)
     delay_after_add_seconds: int = Field(600, alias="scaleDownDelayAfterAddSeconds", ge=0)
-    provisioning_seconds: int = Field(120, alias="nodeProvisioningSeconds", ge=0)
+    provisioning_seconds: int = Field(210, alias="nodeProvisioningSeconds", ge=0)
     max_pod_eviction_seconds: int = Field(120, alias="maxPodEvictionSeconds", ge=0)
+    system_pod_blocking_seconds: int | None = Field(None, alias="systemPodBlockingSeconds", ge=0)
 
 
 class SchedulerSettings(_Strict):
     # kube-scheduler's NodeResourcesBalancedAllocation score beside LeastAllocated (default profile)
     balanced_allocation: bool = Field(True, alias="balancedAllocation")
+    # PodTopologySpread's score with the system default constraints (default profile, weight 2)
+    topology_spread: bool = Field(True, alias="topologySpread")
 
 
 class ScenarioFile(_Strict):
@@ -385,9 +388,11 @@ def _setup(scenario: ScenarioFile, *, source: str, config: Config | None) -> Set
             delay_after_add_seconds=settings.delay_after_add_seconds,
             provisioning_seconds=settings.provisioning_seconds,
             max_pod_eviction_seconds=settings.max_pod_eviction_seconds,
+            system_pod_blocking_seconds=settings.system_pod_blocking_seconds,
         ),
         config=config,
         balanced_allocation=scenario.scheduler.balanced_allocation,
+        topology_spread=scenario.scheduler.topology_spread,
         run_budget_seconds=float(scenario.run_budget_seconds),
         source=source,
         sources=tuple(scenario.sources),

@@ -22,11 +22,17 @@ NodeResourcesFit, as the default profile does
 share| / 2) after placement, each share capped at 1
 (pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go). A
 scenario turns it off with `"scheduler": {"balancedAllocation": false}`.
+
+PodTopologySpread scores too (weight 2), with the system default constraints for pods that set
+none (`_DefaultSpread`): a ReplicaSet's pods lean away from the nodes and zones that already hold
+many of them. `"scheduler": {"topologySpread": false}` turns it off.
 """
 
 from __future__ import annotations
 
+import math
 import random
+from collections import Counter
 from datetime import datetime
 
 from msgspec import structs
@@ -35,11 +41,13 @@ from compactor.config import Config
 from compactor.core import fit
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.model import PREFER_NO_SCHEDULE, ZERO, Node, Pod, Snapshot
+from compactor.core.selectors import node_affinity_matches
 from compactor.simulation.world import World
 
 _NO_POOLS = Config.model_validate({})
-# TaintToleration's weight in the default scheduler profile.
+# TaintToleration's and PodTopologySpread's weights in the default scheduler profile.
 TAINT_TOLERATION_WEIGHT = 3
+TOPOLOGY_SPREAD_WEIGHT = 2
 
 
 def node_state(node: Node, pods: tuple[Pod, ...] = (), config: Config = _NO_POOLS) -> NodeState:
@@ -73,8 +81,10 @@ class Scheduler:
         *,
         most_allocated: bool = False,
         balanced_allocation: bool = True,
+        topology_spread: bool = True,
     ) -> None:
         self.world = world
+        self.topology_spread = topology_spread
         self.config = config
         self.most_allocated = most_allocated
         self.balanced_allocation = balanced_allocation
@@ -89,38 +99,122 @@ class Scheduler:
         targets = sorted((state for state in view.nodes.values() if state.schedulable), key=lambda s: s.name)
         simulation = fit.Simulation(view, NOWHERE, targets)
         used = {t.name: [t.requested.cpu_millis, t.requested.memory_bytes] for t in targets}
+        spread = _DefaultSpread(self.world, view) if self.topology_spread else None
         bound = 0
         recorder = self.world.recorder
         for key in pending:
             pod = prepared(self.world, key, simulation)
+            feasible = [target for target in simulation.targets if simulation.why_not(pod, target) is None]
+            if not feasible:
+                first_attempt = self.world.mark_unschedulable(key)
+                actor = self.world.displaced_by.get(key)
+                if first_attempt and actor is not None:
+                    recorder.no_place[actor] += 1
+                continue
+            spreading = spread.scores(key, pod, feasible) if spread is not None else None
             best: NodeState | None = None
             best_score = -1
             ties = 0
-            for target in simulation.targets:
-                if simulation.why_not(pod, target) is not None:
-                    continue
+            for index, target in enumerate(feasible):
                 fitness = (_most_allocated if self.most_allocated else _least_allocated)(target, used[target.name], pod)
                 if self.balanced_allocation:
                     fitness += _balanced_allocation(target, used[target.name], pod)
                 score = fitness + _taint_toleration(pod, target)
+                if spreading is not None:
+                    score += TOPOLOGY_SPREAD_WEIGHT * spreading[index]
                 if score > best_score:
                     best, best_score, ties = target, score, 1
                 elif score == best_score:
                     ties += 1
                     if self._ties.randrange(ties) == 0:
                         best = target
-            if best is None:
-                first_attempt = self.world.mark_unschedulable(key)
-                actor = self.world.displaced_by.get(key)
-                if first_attempt and actor is not None:
-                    recorder.no_place[actor] += 1
-                continue
+            assert best is not None
             simulation.place(pod, best)
             used[best.name][0] += pod.requests.cpu_millis
             used[best.name][1] += pod.requests.memory_bytes
             self.world.bind(key, best.name, at)
+            if spread is not None:
+                spread.bound(key, best.name)
             bound += 1
         return bound
+
+
+class _DefaultSpread:
+    """PodTopologySpread's score under the system default constraints, for one scheduling round.
+
+    kube-scheduler's default profile scores PodTopologySpread at weight 2
+    (pkg/scheduler/apis/config/v1/default_plugins.go). A pod that sets no topologySpreadConstraints
+    gets the system defaults: `kubernetes.io/hostname` with maxSkew 3 and `topology.kubernetes.io/zone`
+    with maxSkew 5, both ScheduleAnyway, over the pods of its owner (podtopologyspread/plugin.go,
+    the selector of the Services, ReplicaSets and StatefulSets selecting the pod). scoring.go: per
+    feasible node, sum over the constraints of count x log(domains + 2) + (maxSkew - 1), where
+    count is the owner's pods on the node (hostname) or in its zone over the nodes matching the pod's
+    node selector, cordoned ones too; rounded; then normalized to 100 x (max + min - score) / max
+    (100 everywhere when max is 0). A pod with constraints of its own is scored by their ScheduleAnyway
+    ones, which the model does not read: such pods get no spread score here. Job pods have no
+    default selector (no Service selects them in the model) and get none either.
+    """
+
+    DEFAULT_OWNERS = frozenset({"ReplicaSet", "StatefulSet", "ReplicationController"})
+    HOSTNAME_MAX_SKEW = 3
+    ZONE_MAX_SKEW = 5
+
+    def __init__(self, world: World, view: ClusterView) -> None:
+        self.world = world
+        self.view = view
+        self._counts: dict[tuple[str, str, str], Counter[str]] = {}
+
+    def _owner_counts(self, owner: tuple[str, str, str]) -> Counter[str]:
+        counts = self._counts.get(owner)
+        if counts is None:
+            counts = Counter()
+            for key in self.world.owned(owner):
+                node = self.world.pod_record(key).node_name
+                if node is not None:
+                    counts[node] += 1
+            self._counts[owner] = counts
+        return counts
+
+    def bound(self, key: str, node: str) -> None:
+        owner = self.world.pod_owner(key)
+        if owner is not None and owner in self._counts:
+            self._counts[owner][node] += 1
+
+    def scores(self, key: str, pod: Pod, feasible: list[NodeState]) -> list[int] | None:
+        """The normalized score (0-100) of each feasible node, in order; None when the pod gets none."""
+        owner = self.world.pod_owner(key)
+        if owner is None or owner[1] not in self.DEFAULT_OWNERS:
+            return None
+        if self.world.pods[key]["spec"].get("topologySpreadConstraints"):
+            return None
+        counts = self._owner_counts(owner)
+        zones: Counter[str] = Counter()
+        feasible_zones = {target.node.zone for target in feasible if target.node.zone is not None}
+        for name, count in counts.items():
+            state = self.view.nodes.get(name)
+            if state is None or state.node.zone not in feasible_zones or not _selects(pod, state.node):
+                continue
+            zones[state.node.zone] += count
+        host_weight = math.log(len(feasible) + 2)
+        zone_weight = math.log(len(feasible_zones) + 2)
+        raw = []
+        for target in feasible:
+            score = counts[target.name] * host_weight + (self.HOSTNAME_MAX_SKEW - 1)
+            if target.node.zone is not None:
+                score += zones[target.node.zone] * zone_weight + (self.ZONE_MAX_SKEW - 1)
+            raw.append(round(score))
+        highest, lowest = max(raw), min(raw)
+        if highest == 0:
+            return [100] * len(raw)
+        return [100 * (highest + lowest - score) // highest for score in raw]
+
+
+def _selects(pod: Pod, node: Node) -> bool:
+    """Whether the node matches the pod's nodeSelector and required node affinity: nodeAffinityPolicy
+    Honor, the default, counts only such nodes as the pod's spread domains."""
+    if any(node.labels.get(label) != value for label, value in pod.node_selector):
+        return False
+    return node_affinity_matches(pod.node_affinity, node.name, node.labels)
 
 
 def _taint_toleration(pod: Pod, target: NodeState) -> int:

@@ -85,6 +85,7 @@ class World:
         self._next_seq = 0
         self.bound_at: dict[str, datetime] = {}
         self.ready_at: dict[str, datetime] = {}
+        self.created_at: dict[str, datetime] = {}  # metadata.creationTimestamp, read by the ReplicaSet's scale-in order
         self.startup: dict[str, int] = {}
         self.finish_at: dict[str, datetime] = {}  # Job pods, once running
         self.runtime: dict[str, float] = {}  # Job pods: seconds of work each must do
@@ -167,6 +168,7 @@ class World:
         self._pod_records[key] = record
         self._seq[key] = self._next_seq
         self._next_seq += 1
+        self.created_at[key] = _created(obj, self.now)
         self.startup[key] = startup_seconds
         if runtime_seconds is not None:
             self.runtime[key] = runtime_seconds
@@ -329,6 +331,7 @@ class World:
             members.pop(key, None)
         self.bound_at.pop(key, None)
         self.ready_at.pop(key, None)
+        self.created_at.pop(key, None)
         self.finish_at.pop(key, None)
         self.startup.pop(key, None)
         self.runtime.pop(key, None)
@@ -424,6 +427,17 @@ class World:
     def event(self, at: datetime, node: str, reason: str, message: str) -> None:
         self.events.append((at, node, reason, message))
         self.recorder.events[reason] += 1
+
+
+def _created(obj: Mapping[str, Any], default: datetime) -> datetime:
+    """A pod's metadata.creationTimestamp; `default` when it has none or one that does not parse."""
+    stamp = obj["metadata"].get("creationTimestamp")
+    if isinstance(stamp, str):
+        try:
+            return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        except ValueError:
+            return default
+    return default
 
 
 def _scaled(value: int | str, expected: int) -> int:

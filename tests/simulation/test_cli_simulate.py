@@ -35,8 +35,11 @@ def test_the_json_has_every_strategy_and_figure(tmp_path: Path, capsys: pytest.C
     assert [s["name"] for s in data["strategies"]] == cli_names()
     fields = {"nodeHours", "vsCaAlone", "nodes", "evictions", "evictionsPerNodeRemoved", "pendingPodMinutes"}
     fields |= {"pdbViolations", "noPlace", "nodesRemoved", "series", "savingsRecovered", "heldBackBy"}
-    assert all(fields <= s.keys() for s in data["strategies"][:4])
-    compactor = data["strategies"][3]
+    fields |= {"aboveLowerBound", "vsBestNative"}
+    assert all(fields <= s.keys() for s in data["strategies"][:-1])
+    assert data["bestNative"]["name"] in {"ca-alone", "ca-optimize-utilization", "gke-consolidation-threshold"}
+    compactor = data["strategies"][4]
+    assert compactor["name"] == "node-compactor"
     assert sum(compactor["decisionMinutes"].values()) == 60
     assert len(compactor["series"]["decisions"]) == 60
     assert len(data["strategies"][0]["series"]["nodes"]) == len(data["minutes"]) == 60
@@ -49,14 +52,22 @@ def test_the_table_and_the_plot(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert code == 0, err
     lines = out.splitlines()
     header = next(line for line in lines if line.startswith("STRATEGY"))
-    assert header.split()[:3] == ["STRATEGY", "NODE-HOURS", "VS"]
+    assert header.split()[:4] == ["STRATEGY", "NODE-HOURS", "ABOVE", "BOUND"]
     assert [line.split()[0] for line in lines if line.split() and line.split()[0] in cli_names()] == cli_names()
     assert "node-compactor: what its runs decided, in minutes of the 60 measured" in out
     assert png.read_bytes().startswith(b"\x89PNG")
 
 
 def cli_names() -> list[str]:
-    return ["ca-alone", "ca-optimize-utilization", "estafette", "node-compactor", "lower-bound"]
+    return [
+        "ca-alone",
+        "ca-optimize-utilization",
+        "gke-consolidation-threshold",
+        "estafette",
+        "node-compactor",
+        "node-compactor+threshold",
+        "lower-bound",
+    ]
 
 
 def test_a_kubectl_snapshot_is_a_starting_point(capsys: pytest.CaptureFixture[str]) -> None:

@@ -105,3 +105,29 @@ def test_a_job_pod_runs_to_completion_and_an_evicted_one_starts_over() -> None:
     assert len([k for k in world.pods if k.startswith("default/etl-")]) == 1, "the untouched pod finished"
     cluster.settle(EVENING, EVENING + timedelta(minutes=16))
     assert not [k for k in world.pods if k.startswith("default/etl-")], "the restarted pod finished 10 minutes later"
+
+
+def scale_in_first(seed: int, ready_minutes_ago: list[int]) -> str:
+    """Which of a ReplicaSet's pods, Ready that many minutes ago, the controller deletes first."""
+    pools = [{"name": POOL, "machineType": "e2-standard-4", "zones": ["zone-a"], "initialNodes": 1}]
+    cluster = cluster_from(scenario_data(seed=seed, pools=pools, deployments=[], daemonSets=[]))
+    world = cluster.world
+    node = next(iter(world.nodes))
+    keys = []
+    for index, minutes in enumerate(ready_minutes_ago):
+        key = add_pod(world, f"web-{index}", node=node, app="web", owner=("ReplicaSet", "web"))
+        world.ready_at[key] = EVENING - timedelta(minutes=minutes)
+        keys.append(key)
+    return cluster.controllers._scale_down_order(keys, EVENING)[0].removeprefix("default/")
+
+
+def test_a_replica_set_deletes_the_pod_ready_most_recently_in_log2_buckets_first() -> None:
+    # 5 minutes is bucket 38 (2^38 ns is 4.6 minutes); 80 to 140 minutes all fall in bucket 42.
+    assert {scale_in_first(seed, [80, 5, 120, 140]) for seed in range(1, 9)} == {"web-1"}
+
+
+def test_within_a_log2_bucket_the_replica_set_picks_at_random_not_the_newest() -> None:
+    # Pods Ready 80 to 140 minutes ago are equals; the UID decides, which the seed stands in for.
+    picks = [scale_in_first(seed, [80, 100, 120, 140]) for seed in range(1, 13)]
+    assert len(set(picks)) > 1, "newest first would always pick web-0"
+    assert picks == [scale_in_first(seed, [80, 100, 120, 140]) for seed in range(1, 13)], "the seed fixes it"

@@ -90,9 +90,32 @@ def test_the_same_scenario_gives_the_same_results() -> None:
     assert fingerprint() == fingerprint()
 
 
-def test_every_strategy_runs_including_gkes_optimize_utilization_profile(evening: Results) -> None:
+def test_every_strategy_runs_including_gkes_native_options(evening: Results) -> None:
     assert [s.name for s in evening.strategies] == list(runner.STRATEGIES)
-    assert "ca-optimize-utilization" in runner.STRATEGIES
+    assert set(runner.NATIVE) == {"ca-alone", "ca-optimize-utilization", "gke-consolidation-threshold"}
+    assert {"node-compactor", "node-compactor+threshold"} < set(runner.STRATEGIES)
+
+
+def test_the_headline_figures_are_against_the_lower_bound_and_the_best_native_strategy(evening: Results) -> None:
+    data = report.summarize(evening)
+    items = {item["name"]: item for item in data["strategies"]}
+    native = {name: node_hours(strategy(evening, name)) for name in runner.NATIVE}
+    best = min(native, key=lambda name: native[name])
+    assert data["bestNative"]["name"] == best
+    bound = sum(evening.lower_bound) / 60
+    compactor = node_hours(strategy(evening, "node-compactor"))
+    assert items["node-compactor"]["aboveLowerBound"] == pytest.approx((compactor - bound) / bound, abs=1e-4)
+    assert items["node-compactor"]["vsBestNative"] == pytest.approx((compactor - native[best]) / native[best], abs=1e-4)
+    assert items[best]["vsBestNative"] == 0
+    table = report.to_table(evening)
+    assert "ABOVE BOUND" in table and "VS BEST NATIVE" in table
+
+
+def test_the_consolidation_threshold_is_each_enabled_pools_cpu_limit() -> None:
+    data = scenario_data(
+        pools=[*scenario_data()["pools"], {"name": "other", "machineType": "e2-standard-4", "zones": ["zone-a"]}]
+    )
+    assert runner.consolidation_thresholds(setup_from(data)) == {"default-pool": 0.75}
 
 
 def test_the_optimize_utilization_profile_removes_unneeded_nodes_after_a_minute_not_ten() -> None:

@@ -55,7 +55,7 @@ def test_with_most_allocated_scoring_a_pod_goes_to_the_busiest_node_that_holds_i
     add_node(cluster, "full")
     add_pod(cluster, "resident", node="busy", cpu="2")
     add_pod(cluster, "hog", node="full", cpu="3800m")
-    key = add_pod(cluster, "new", cpu="500m")
+    key = add_pod(cluster, "new", cpu="500m", owner=("ReplicaSet", "new"))  # no sibling to spread from
     Scheduler(cluster, CONFIG, seed=1, most_allocated=True).schedule(START)
     assert cluster.pod_record(key).node_name == "busy"
 
@@ -108,3 +108,39 @@ def test_with_balanced_allocation_a_pod_goes_where_cpu_and_memory_stay_even() ->
         Scheduler(cluster, CONFIG, seed=1, balanced_allocation=balanced).schedule(START)
         placed[balanced] = cluster.pod_record(key).node_name
     assert placed == {False: "cpu-used", True: "memory-used"}
+
+
+def spread_pick(seed: int, *, topology_spread: bool) -> str | None:
+    """Two nodes with the same requests: one holds three pods of `web`'s ReplicaSet, the other three of `api`'s."""
+    cluster = world()
+    add_node(cluster, "web-node")
+    add_node(cluster, "api-node")
+    for index in range(3):
+        add_pod(cluster, f"web-{index}", node="web-node", app="web", owner=("ReplicaSet", "web"))
+        add_pod(cluster, f"api-{index}", node="api-node", app="api", owner=("ReplicaSet", "api"))
+    key = add_pod(cluster, "web-new", app="web", owner=("ReplicaSet", "web"))
+    Scheduler(cluster, CONFIG, seed=seed, topology_spread=topology_spread).schedule(START)
+    return cluster.pod_record(key).node_name
+
+
+def test_the_default_topology_spread_score_sends_a_replica_set_pod_away_from_its_siblings() -> None:
+    assert {spread_pick(seed, topology_spread=True) for seed in range(1, 9)} == {"api-node"}
+    assert {spread_pick(seed, topology_spread=False) for seed in range(1, 9)} == {"api-node", "web-node"}, (
+        "without it the resource scores tie and the pick is random"
+    )
+
+
+def test_a_job_pod_gets_no_default_spread_score() -> None:
+    cluster = world()
+    add_node(cluster, "a")
+    add_node(cluster, "b")
+    for index in range(3):
+        add_pod(cluster, f"etl-{index}", node="a", app="etl", owner=("Job", "etl"))
+        add_pod(cluster, f"other-{index}", node="b", app="other", owner=("ReplicaSet", "other"))
+    picks = set()
+    for seed in range(1, 9):
+        key = add_pod(cluster, f"etl-new-{seed}", app="etl", owner=("Job", "etl"))
+        Scheduler(cluster, CONFIG, seed=seed).schedule(START)
+        picks.add(cluster.pod_record(key).node_name)
+        cluster.scale_down(key, START)
+    assert picks == {"a", "b"}, "no Service or ReplicaSet selects a Job's pods: resource scores alone, tied"

@@ -30,6 +30,10 @@ class RequestTooLargeError(BadInputError):
     """An HTTP request body larger than anything the function accepts."""
 
 
+class PathNotFoundError(BadInputError):
+    """An HTTP request for a path the function does not serve (it answers on `/` only)."""
+
+
 class ConfigError(BadInputError):
     """The configuration is invalid; `problems` lists each one (field path: reason)."""
 
@@ -78,6 +82,8 @@ def http_status(error: BaseException) -> int:
     """The HTTP status the function answers with for an error."""
     if isinstance(error, RequestTooLargeError):
         return 413
+    if isinstance(error, PathNotFoundError):
+        return 404
     if isinstance(error, BadInputError):
         return 400
     if isinstance(error, LeaseHeldError):

@@ -1,9 +1,11 @@
 """The HTTP face of the HPA floor (`main.hpa_floor`), with the compactor's conventions.
 
-Parameters are read by `compactor.http.parameters` (only `dryRun`), so both
-functions accept and refuse exactly the same requests. Statuses: 200 with the
-report, 400 bad input or settings, 409 another run holds the
-`node-compactor-hpa` Lease, 500 a failed run; errors have a JSON body too.
+Parameters are read by `compactor.http.parameters` (the path `/` only, only
+`dryRun`, a body its Content-Length frames), so both functions accept and
+refuse exactly the same requests, before any client is built. Statuses: 200
+with the report, 400 bad input or settings, 404 a path other than `/`, 409
+another run holds the `node-compactor-hpa` Lease, 413 a body over 16 KiB, 500
+a failed run; errors have a JSON body too.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from pathlib import Path
@@ -89,6 +90,32 @@ def test_a_body_over_the_compactors_limit_answers_413(http_client: Any, api: Fak
     response = http_client.post("/", data=b"{" + b" " * 20_000 + b"}", content_type="application/json")
     assert response.status_code == 413
     assert api.requests == []
+
+
+@pytest.mark.parametrize(
+    ("path", "call", "status", "message"),
+    [
+        pytest.param("/dryRun=true", {}, 404, "answers on / only", id="parameter-as-path"),
+        pytest.param("/%3FdryRun=true", {}, 404, "answers on / only", id="escaped-question-mark"),
+        pytest.param("/dry-run", {}, 404, "answers on / only", id="dry-run-path"),
+        pytest.param(
+            "/",
+            {"input_stream": io.BytesIO(b'{"dryRun": true}'), "environ_overrides": {"CONTENT_LENGTH": "0"}},
+            400,
+            "does not count",
+            id="length-0-carrying-a-body",
+        ),
+    ],
+)
+def test_a_call_that_is_not_on_the_root_or_not_framed_is_refused_before_the_cluster(
+    http_client: Any, api: FakeApiServer, path: str, call: dict[str, Any], status: int, message: str
+) -> None:
+    api.reset_counters()
+    response = http_client.open(path, method="POST", content_type="application/json", **call)
+    assert response.status_code == status
+    assert message in response.get_json()["error"]
+    assert api.requests == []
+    assert min_replicas(api) == 2
 
 
 def test_bad_settings_answer_400(http_client: Any, api: FakeApiServer, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import http.client
+import io
 import json
 import os
-import signal
 import socket
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -19,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.fakeapi import FakeApiServer
+from tests.integration import function_server
 from tests.integration.conftest import CONFIG, cordoned, light_cluster
 from tests.integration.firestore_emulator import FirestoreEmulator, firestore_emulator  # noqa: F401
 
@@ -103,6 +103,69 @@ def test_bad_parameters_answer_400_and_write_nothing(
     assert function_env.requests == [], "a bad request never reaches the cluster"
 
 
+# Where a caller might put the parameter by mistake: each must be refused, never run for real.
+WRONG_PATHS = [
+    pytest.param("/dryRun=true", id="parameter-as-path"),
+    pytest.param("/%3FdryRun=true", id="escaped-question-mark"),
+    pytest.param("/dry-run", id="dry-run-path"),
+    pytest.param("/dryRun/true", id="parameter-as-segments"),
+    pytest.param("/%2F", id="escaped-slash"),
+    pytest.param("/%2F?dryRun=true", id="escaped-slash-with-query"),
+    pytest.param("/;dryRun=true", id="path-parameter"),
+    pytest.param("/compact", id="function-name"),
+    pytest.param("/./", id="dot-segment"),
+]
+
+
+@pytest.mark.parametrize("path", WRONG_PATHS)
+@pytest.mark.parametrize("method", ["POST", "GET"])
+def test_another_path_answers_404_with_json_and_never_reaches_the_cluster(
+    http_client: Any, function_env: FakeApiServer, monkeypatch: pytest.MonkeyPatch, path: str, method: str
+) -> None:
+    from compactor import service
+
+    def no_connection(env: Any) -> Any:
+        raise AssertionError("a refused call asked for a cluster connection")
+
+    monkeypatch.setattr(service, "connector_from", no_connection)
+    response = http_client.open(path, method=method)
+    assert response.status_code == 404, response.get_data(as_text=True)
+    assert response.headers["Content-Type"] == "application/json"
+    body = response.get_json()
+    assert "answers on / only" in body["error"] and body["problems"] == [body["error"]]
+    assert function_env.requests == [], "a call on another path reached the cluster"
+
+
+@pytest.mark.parametrize(
+    ("stated_length", "options", "message"),
+    [
+        pytest.param("0", {}, "does not count", id="length-0-carrying-a-body"),
+        pytest.param("5", {}, "does not count", id="length-shorter-than-the-body"),
+        pytest.param("40", {}, "shorter than its Content-Length", id="length-longer-than-the-body"),
+        pytest.param(
+            "0",
+            {"environ_overrides": {"wsgi.input_terminated": True}},
+            "has 16 bytes but its Content-Length says 0",
+            id="length-0-on-a-terminated-stream",
+        ),
+    ],
+)
+def test_a_body_that_disagrees_with_its_content_length_answers_400_and_never_reaches_the_cluster(
+    http_client: Any, function_env: FakeApiServer, stated_length: str, options: dict[str, Any], message: str
+) -> None:
+    environ = {"CONTENT_LENGTH": stated_length, **options.get("environ_overrides", {})}
+    response = http_client.open(
+        "/",
+        method="POST",
+        input_stream=io.BytesIO(b'{"dryRun": true}'),
+        content_type="application/json",
+        environ_overrides=environ,
+    )
+    assert response.status_code == 400, response.get_data(as_text=True)
+    assert message in response.get_json()["error"]
+    assert function_env.requests == []
+
+
 def test_bad_configuration_from_the_environment_answers_400_and_writes_nothing(
     http_client: Any, function_env: FakeApiServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -153,7 +216,7 @@ def test_an_unreachable_cluster_answers_500_with_a_json_error(
 ) -> None:
     dead = tmp_path / "dead-kubeconfig"
     config = json.loads(Path(os.environ["KUBECONFIG"]).read_text())
-    config["clusters"][0]["cluster"]["server"] = f"http://127.0.0.1:{free_port()}"
+    config["clusters"][0]["cluster"]["server"] = f"http://127.0.0.1:{function_server.free_port()}"
     dead.write_text(json.dumps(config))
     monkeypatch.setenv("KUBECONFIG", str(dead))
     response = http_client.post("/")
@@ -176,52 +239,10 @@ def test_logs_are_json_lines_with_severity_and_one_summary(
     assert any(entry.get("event") == "drain-started" for entry in entries)
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @pytest.fixture
 def function_process(function_env: FakeApiServer) -> Iterator[str]:
-    port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "functions_framework",
-        "--target=compact",
-        f"--source={ROOT / 'main.py'}",
-        "--host=127.0.0.1",
-        f"--port={port}",
-    ]
-    process = subprocess.Popen(
-        command,
-        cwd=ROOT,
-        env=dict(os.environ),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                if process.poll() is not None:
-                    raise AssertionError(process.stdout.read().decode() if process.stdout else "exited") from None
-                time.sleep(0.2)
-        else:
-            raise AssertionError("functions-framework did not start within 30 s")
+    with function_server.serve("compact", os.environ) as url:
         yield url
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=10)
-        if process.stdout:
-            process.stdout.close()
 
 
 def test_a_real_functions_framework_process_serves_the_function(
@@ -234,4 +255,92 @@ def test_a_real_functions_framework_process_serves_the_function(
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(function_process + "?force=1", timeout=30)
     assert refused.value.code == 400
+    assert function_env.writes == []
+
+
+# -- what a caller gets from a real server ---------------------------------------------------------
+#
+# functions-framework serves with gunicorn, which frames requests itself: a raw socket shows what
+# reaches the function from a real connection, including what the test client cannot send
+# (a `//` path, a fragment, bytes after the declared body). The function's configuration here
+# acts for real, so any of these requests that ran would write and the test would see it.
+
+
+def raw_exchange(url: str, request: bytes, *, pause_after: int | None = None, half_close: bool = False) -> Any:
+    """Send `request` as written on a fresh connection; the first answer as (status, JSON body or text)."""
+    port = int(url.rstrip("/").rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as connection:
+        if pause_after is None:
+            connection.sendall(request)
+        else:  # headers first, the rest a moment later, as a client that writes twice
+            connection.sendall(request[:pause_after])
+            time.sleep(0.01)
+            connection.sendall(request[pause_after:])
+        if half_close:
+            connection.shutdown(socket.SHUT_WR)
+        answer = http.client.HTTPResponse(connection)
+        answer.begin()
+        text = answer.read().decode()
+        return answer.status, json.loads(text) if answer.getheader("Content-Type") == "application/json" else text
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        *WRONG_PATHS,
+        pytest.param("//", id="double-slash"),
+        pytest.param("//?dryRun=true", id="double-slash-with-query"),
+        pytest.param("/#?dryRun=true", id="query-after-a-fragment"),
+        pytest.param("/?#dryRun=true", id="empty-query-then-fragment"),
+        pytest.param("http://127.0.0.1/dryRun=true", id="absolute-form"),
+    ],
+)
+def test_a_real_server_answers_404_for_another_path_and_never_reaches_the_cluster(
+    function_process: str, function_env: FakeApiServer, target: str
+) -> None:
+    request = f"POST {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n".encode()
+    status, body = raw_exchange(function_process, request)
+    assert status == 404, body
+    assert "answers on / only" in body["error"]
+    assert function_env.requests == [], f"POST {target} reached the cluster"
+
+
+DRY_RUN_BODY = b'{"dryRun": true}'
+
+
+@pytest.mark.parametrize(
+    ("head", "options", "message"),
+    [
+        pytest.param("Content-Length: 0", {}, "does not count", id="length-0-carrying-the-body"),
+        pytest.param("", {}, "no Content-Length does not count", id="no-length-carrying-the-body"),
+        pytest.param("Content-Length: 5", {}, "does not count", id="length-shorter-than-the-body"),
+        pytest.param(
+            "Content-Length: 0", {"pause_after": -len(DRY_RUN_BODY)}, "does not count", id="body-in-a-second-write"
+        ),
+        pytest.param("Content-Length: 40", {"half_close": True}, "says 40", id="length-longer-than-the-body"),
+    ],
+)
+def test_a_real_server_refuses_a_body_its_content_length_does_not_frame(
+    function_process: str, function_env: FakeApiServer, head: str, options: dict[str, Any], message: str
+) -> None:
+    headers = "".join(f"{line}\r\n" for line in ("Host: 127.0.0.1", "Content-Type: application/json", head) if line)
+    request = f"POST / HTTP/1.1\r\n{headers}\r\n".encode() + DRY_RUN_BODY
+    if "pause_after" in options:
+        options = {"pause_after": len(request) + options["pause_after"]}
+    status, body = raw_exchange(function_process, request, **options)
+    assert status == 400, body
+    assert message in body["error"]
+    assert function_env.requests == [], "a badly framed call reached the cluster"
+
+
+def test_a_real_server_still_runs_a_well_framed_dry_run_and_a_pipelined_request_is_no_body(
+    function_process: str, function_env: FakeApiServer
+) -> None:
+    framed = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 16\r\n\r\n"
+    status, report = raw_exchange(function_process, framed + DRY_RUN_BODY)
+    assert status == 200 and report["dryRun"] is True, report
+    # A second request sent before the first is answered (HTTP/1.1 pipelining) is not a stray body.
+    pipelined = b"GET /?dryRun=true HTTP/1.1\r\nHost: x\r\n\r\nGET /?dryRun=true HTTP/1.1\r\nHost: x\r\n\r\n"
+    status, report = raw_exchange(function_process, pipelined)
+    assert status == 200 and report["dryRun"] is True
     assert function_env.writes == []

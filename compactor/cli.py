@@ -98,6 +98,10 @@ def parse_now(text: str | None) -> datetime:
         raise BadInputError(f"--now: {text!r} has no time zone (add Z for UTC)") from None
     except timing.OutOfRangeError as error:
         raise BadInputError(f"--now: {error}") from None
+
+    from compactor import cleanup  # removing every trace: its own arguments
+
+    cleanup.add_parser(commands)
     except ValueError:
         raise BadInputError(f"--now: {text!r} is not an RFC 3339 time (e.g. 2026-11-21T10:00:00Z)") from None
 
@@ -209,3 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
+        if args.command == "cleanup":
+            from compactor import cleanup
+
+            return cleanup.command(args)

@@ -38,6 +38,8 @@ class RbacRule(NamedTuple):
     api_group: str
     resource: str
     verbs: tuple[str, ...]
+    # When set, the rule allows its verbs on these objects only (RBAC's resourceNames; never for create/list).
+    resource_names: tuple[str, ...] = ()
 
 
 # The same access as Kubernetes RBAC, for teams that bind a ClusterRole and
@@ -76,4 +78,17 @@ HPA_FLOOR_RBAC_RULES: tuple[RbacRule, ...] = (
     RbacRule("apps", "replicasets", ("list",)),
     RbacRule("", "events", ("create",)),
     RbacRule("coordination.k8s.io", "leases", ("get", "create", "update")),
+)
+
+# `python -m compactor cleanup` (compactor/cleanup.py): run by a person, usually with their own admin
+# credentials, never by the function, whose roles hold none of this. What a non-admin operator needs:
+# read and patch Nodes, Pods and HPAs (node-compactor's annotations, taints, cordons and minReplicas),
+# and hold, then delete, the two Leases by name (a Lease is created when none exists, which RBAC cannot
+# limit by name).
+CLEANUP_RBAC_RULES: tuple[RbacRule, ...] = (
+    RbacRule("", "nodes", ("get", "list", "patch")),
+    RbacRule("", "pods", ("get", "list", "patch")),
+    RbacRule("autoscaling", "horizontalpodautoscalers", ("get", "list", "patch")),
+    RbacRule("coordination.k8s.io", "leases", ("create",)),
+    RbacRule("coordination.k8s.io", "leases", ("get", "update", "delete"), ("node-compactor", "node-compactor-hpa")),
 )

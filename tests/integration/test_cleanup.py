@@ -1,0 +1,267 @@
+"""`python -m compactor cleanup` against the fake API server: every trace goes, what a person set stays."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compactor import cleanup, cli
+from compactor.core.model import (
+    DELETION_COST,
+    DISABLED,
+    DRAIN_FAILED_AT,
+    DRAIN_STARTED_AT,
+    RESERVED_TAINT,
+    SOFT_TAINT,
+    STEERED_COST,
+    UNDERUTILIZED_SINCE,
+)
+from compactor.hpa.model import BASE_MIN_REPLICAS, ENABLED, MIN_REPLICAS_REASON
+from tests.fakeapi import FakeApiServer
+from tests.fakeapi import builders as k8s
+
+STAMP = "2026-11-21T11:00:00Z"
+SOFT = k8s.taint(SOFT_TAINT, "true", "PreferNoSchedule")
+RESERVED = k8s.taint(RESERVED_TAINT, "true", "PreferNoSchedule")
+A_PERSONS_TAINT = k8s.taint("dedicated", "db")
+
+
+def every_trace(api: FakeApiServer) -> None:
+    """A cluster holding every trace node-compactor can leave, beside a person's cordon, opt-out,
+    taint, pod-deletion-cost and HPA minimum."""
+    api.add(k8s.node("marked", annotations={UNDERUTILIZED_SINCE: STAMP}, taints=[SOFT, A_PERSONS_TAINT]))
+    api.add(k8s.node("draining", annotations={UNDERUTILIZED_SINCE: STAMP, DRAIN_STARTED_AT: STAMP}, unschedulable=True))
+    api.add(k8s.node("rolled-back", annotations={DRAIN_FAILED_AT: STAMP}, taints=[RESERVED]))
+    api.add(k8s.node("cordoned-by-a-person", unschedulable=True, annotations={DISABLED: "true"}))
+    api.add(k8s.node("untouched"))
+    api.add(k8s.pod("steered", node="marked", annotations={DELETION_COST: "-1", STEERED_COST: "-1"}))
+    api.add(k8s.pod("changed-since", node="marked", annotations={DELETION_COST: "5", STEERED_COST: "-1"}))
+    api.add(k8s.pod("a-persons-cost", node="untouched", annotations={DELETION_COST: "10"}))
+    floor = {ENABLED: "true", BASE_MIN_REPLICAS: "2", MIN_REPLICAS_REASON: "7: query floor 7 (...)"}
+    api.add(k8s.hpa("raised", min_replicas=7, annotations=floor))
+    api.add(k8s.hpa("edited-since", min_replicas=4, annotations=floor))
+    api.add(k8s.hpa("a-persons-minimum", min_replicas=5))
+    expired = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%S.000000Z")
+    api.add(k8s.lease("node-compactor", duration_seconds=1, renew_time=expired))
+    api.add(k8s.lease("node-compactor-hpa", holder="node-compactor-hpa-old", renew_time=expired))
+    api.reset_counters()
+
+
+@pytest.fixture
+def kubeconfig(api: FakeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    for variable in ("COMPACTOR_CLUSTER", "COMPACTOR_LEASE_NAMESPACE", "KUBECONFIG"):
+        monkeypatch.delenv(variable, raising=False)
+    every_trace(api)
+    return str(api.write_kubeconfig(tmp_path / "kubeconfig"))
+
+
+def annotations_of(api: FakeApiServer, kind: str, name: str, namespace: str | None = None) -> dict[str, str]:
+    found = api.get(kind, name, namespace)
+    assert found is not None
+    notes: dict[str, str] = found["metadata"].get("annotations") or {}
+    return notes
+
+
+def node_spec(api: FakeApiServer, name: str) -> dict[str, Any]:
+    found = api.get("Node", name)
+    assert found is not None
+    spec: dict[str, Any] = found.get("spec") or {}
+    return spec
+
+
+def hpa_min(api: FakeApiServer, name: str) -> int:
+    found = api.get("HorizontalPodAutoscaler", name, "default")
+    assert found is not None
+    value: int = found["spec"]["minReplicas"]
+    return value
+
+
+def cleanup_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any], str]:
+    code = cli.main(["cleanup", *args, "--json"])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out), captured.err
+
+
+def removed_of(report: dict[str, Any], kind: str, name: str) -> list[str]:
+    return next((entry["what"] for entry in report["removed"] if (entry["kind"], entry["name"]) == (kind, name)), [])
+
+
+def left_of(report: dict[str, Any], kind: str, name: str) -> list[str]:
+    return next((entry["what"] for entry in report["left"] if (entry["kind"], entry["name"]) == (kind, name)), [])
+
+
+def test_cleanup_removes_every_trace_and_leaves_what_a_person_set(
+    api: FakeApiServer, kubeconfig: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, report, _ = cleanup_json(capsys, "--kubeconfig", kubeconfig)
+    assert code == 0
+    # Nodes: no annotation or taint of node-compactor's on any node; its own cordon undone.
+    for name in ("marked", "draining", "rolled-back", "cordoned-by-a-person", "untouched"):
+        notes = annotations_of(api, "Node", name)
+        assert not {UNDERUTILIZED_SINCE, DRAIN_STARTED_AT, DRAIN_FAILED_AT} & notes.keys(), name
+        keys = {taint["key"] for taint in node_spec(api, name).get("taints") or []}
+        assert not {SOFT_TAINT, RESERVED_TAINT} & keys, name
+    assert not node_spec(api, "draining").get("unschedulable")
+    # A person's: the cordon, the opt-out, the taint.
+    assert node_spec(api, "cordoned-by-a-person")["unschedulable"] is True
+    assert annotations_of(api, "Node", "cordoned-by-a-person")[DISABLED] == "true"
+    assert node_spec(api, "marked")["taints"] == [A_PERSONS_TAINT]
+    # Pods: our cost and record gone; a cost changed since stays, without our record; a person's stays.
+    assert not {DELETION_COST, STEERED_COST} & annotations_of(api, "Pod", "steered", "default").keys()
+    assert annotations_of(api, "Pod", "changed-since", "default") == {DELETION_COST: "5"}
+    assert annotations_of(api, "Pod", "a-persons-cost", "default") == {DELETION_COST: "10"}
+    # HPAs: the base restored where minReplicas is still ours; an owner's edit and a person's minimum stay.
+    assert hpa_min(api, "raised") == 2
+    assert hpa_min(api, "edited-since") == 4
+    assert hpa_min(api, "a-persons-minimum") == 5
+    for name in ("raised", "edited-since"):
+        notes = annotations_of(api, "HorizontalPodAutoscaler", name, "default")
+        assert notes == {ENABLED: "true"}, name
+    # Leases: both gone.
+    assert api.get("Lease", "node-compactor", "kube-system") is None
+    assert api.get("Lease", "node-compactor-hpa", "kube-system") is None
+    # Nothing deleted but the Leases; no pod evicted.
+    deletes = api.writes_of(method="DELETE")
+    assert sorted(write.name for write in deletes) == ["node-compactor", "node-compactor-hpa"]
+    assert api.evictions == []
+    # The report says what went and what stayed.
+    assert "cordon (node-compactor's drain: uncordoned)" in removed_of(report, "Node", "draining")
+    assert any("someone else cordoned it" in text for text in left_of(report, "Node", "cordoned-by-a-person"))
+    assert any(DISABLED in text for text in left_of(report, "Node", "cordoned-by-a-person"))
+    assert any("minReplicas 7 -> 2" in text for text in removed_of(report, "HorizontalPodAutoscaler", "raised"))
+    assert any("the owner's" in text for text in left_of(report, "HorizontalPodAutoscaler", "edited-since"))
+    assert any("pod-deletion-cost 5" in text for text in left_of(report, "Pod", "changed-since"))
+    assert removed_of(report, "Lease", "node-compactor") == ["deleted"]
+    assert report["failed"] == [] and report["refused"] is None
+
+
+def test_every_write_is_guarded_by_the_resource_version_it_was_planned_from(
+    api: FakeApiServer, kubeconfig: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cleanup_json(capsys, "--kubeconfig", kubeconfig)
+    patches = api.writes_of(method="PATCH")
+    assert patches
+    assert all(write.body["metadata"].get("resourceVersion") for write in patches)
+
+
+def test_a_second_cleanup_finds_nothing_left(
+    api: FakeApiServer, kubeconfig: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cleanup_json(capsys, "--kubeconfig", kubeconfig)
+    api.reset_counters()
+    code, report, _ = cleanup_json(capsys, "--kubeconfig", kubeconfig)
+    assert code == 0
+    assert report["removed"] == [] and report["failed"] == []
+    assert api.writes_of(method="PATCH") == []
+    # Only the Leases cleanup held while it worked were written, and none is left.
+    assert {write.kind for write in api.writes} == {"Lease"}
+    assert api.objects("Lease") == []
+
+
+def test_a_dry_run_reports_everything_and_writes_nothing(
+    api: FakeApiServer, kubeconfig: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = api.snapshot()
+    code, report, _ = cleanup_json(capsys, "--kubeconfig", kubeconfig, "--dry-run")
+    assert code == 0
+    assert report["dryRun"] is True
+    assert api.writes == []
+    assert api.snapshot() == before
+    assert "cordon (node-compactor's drain: uncordoned)" in removed_of(report, "Node", "draining")
+    assert removed_of(report, "Lease", "node-compactor-hpa") == ["deleted"]
+
+
+def test_the_human_report_lists_what_went_and_what_stayed(
+    api: FakeApiServer, kubeconfig: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = cli.main(["cleanup", "--kubeconfig", kubeconfig, "--dry-run"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith("Would remove (dry run: nothing was written):\n")
+    assert "  Node draining: annotation node-compactor.dev/underutilized-since" in out
+    assert "Left as they are (not node-compactor's):" in out
+    assert "  HorizontalPodAutoscaler default/a-persons-minimum" not in out
+
+
+def test_a_held_lease_refuses_with_exit_1_and_changes_nothing(
+    api: FakeApiServer, kubeconfig: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    renewed = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000000Z")
+    api.add(k8s.lease("node-compactor", holder="node-compactor-run", renew_time=renewed, duration_seconds=600))
+    api.reset_counters()
+    code, report, err = cleanup_json(capsys, "--kubeconfig", kubeconfig)
+    assert code == 1
+    assert api.writes == []
+    assert "held by node-compactor-run" in report["refused"]
+    assert "a node-compactor run is in progress" in err
+
+
+def test_a_conflict_reads_the_node_again_and_keeps_what_changed_meanwhile(
+    api: FakeApiServer, kubeconfig: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def a_person_cordons_it() -> None:
+        node = api.get("Node", "marked")
+        assert node is not None
+        node["spec"]["unschedulable"] = True
+        node["metadata"]["labels"]["team"] = "db"
+        api.add(node)
+
+    api.on_request("GET", r"/api/v1/nodes$", a_person_cordons_it)  # after cleanup read the nodes
+    code, report, _ = cleanup_json(capsys, "--kubeconfig", kubeconfig)
+    assert code == 0
+    statuses = [r.status for r in api.requests if r.method == "PATCH" and r.path.endswith("/nodes/marked")]
+    assert statuses == [409, 200]
+    assert UNDERUTILIZED_SINCE not in annotations_of(api, "Node", "marked")
+    assert node_spec(api, "marked")["unschedulable"] is True  # the person's cordon, made meanwhile, stays
+    assert any("someone else cordoned it" in text for text in left_of(report, "Node", "marked"))
+
+
+def test_the_pure_plan_never_touches_a_node_without_traces() -> None:
+    assert cleanup.plan_node(k8s.node("plain")) is None
+    assert cleanup.plan_pod(k8s.pod("plain", node="n", annotations={DELETION_COST: "3"})) is None
+    assert cleanup.plan_hpa(k8s.hpa("plain")) is None
+
+
+def test_an_hpa_whose_record_of_our_value_is_missing_keeps_its_minimum() -> None:
+    change = cleanup.plan_hpa(k8s.hpa("h", min_replicas=7, annotations={BASE_MIN_REPLICAS: "2"}))
+    assert change is not None and change.patch is not None
+    assert "spec" not in change.patch
+    assert any("may be the owner's" in text for text in change.left)
+
+
+def _rbac_request(method: str, path: str) -> tuple[str, str, str, str | None]:
+    """(apiGroup, resource, verb, name) of one request, as RBAC authorizes it."""
+    parts = path.strip("/").split("/")
+    group = "" if parts[0] == "api" else parts[1]
+    rest = parts[2:] if parts[0] == "api" else parts[3:]
+    if rest[:1] == ["namespaces"]:
+        rest = rest[2:]
+    resource, name = rest[0], (rest[1] if len(rest) > 1 else None)
+    verbs = {"GET": "get" if name else "list", "PATCH": "patch", "PUT": "update", "DELETE": "delete", "POST": "create"}
+    return group, resource, verbs[method], name
+
+
+def test_cleanup_needs_only_the_rules_it_declares_and_the_function_has_none_of_them(
+    api: FakeApiServer, kubeconfig: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from compactor import permissions
+
+    cleanup_json(capsys, "--kubeconfig", kubeconfig)
+    assert api.requests
+    for request in api.requests:
+        group, resource, verb, name = _rbac_request(request.method, request.path)
+        assert any(
+            rule.api_group == group
+            and rule.resource == resource
+            and verb in rule.verbs
+            and (not rule.resource_names or name in rule.resource_names)
+            for rule in permissions.CLEANUP_RBAC_RULES
+        ), f"{request.method} {request.path} needs ({group!r}, {resource}, {verb}, {name})"
+    # The function never deletes a Lease: its roles stay as small as before.
+    for rules in (permissions.RBAC_RULES, permissions.HPA_FLOOR_RBAC_RULES):
+        assert not any(rule.resource == "leases" and "delete" in rule.verbs for rule in rules)
+    assert "container.leases.delete" not in permissions.IAM_PERMISSIONS + permissions.HPA_FLOOR_IAM_PERMISSIONS

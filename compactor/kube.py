@@ -733,41 +733,31 @@ class Cluster:
         evictions): a run that was slower than its Lease must find out before acting, not after.
         """
         where = f"Lease {namespace}/{name}"
-        for _ in range(LEASE_CONFLICT_RETRIES):
-            lease = self._read_lease(namespace, name)
-            if lease is None:
-                raise LeaseLostError(f"{where} no longer exists; this run stopped acting")
-            spec = _lease_spec_of(lease)
-            current = spec.get("holderIdentity")
-            if current != holder:
-                raise LeaseLostError(
-                    f"{where} is now held by {current or 'nobody'}, not this run ({holder}); this run stopped acting"
-                )
-            spec["renewTime"] = micro_time(now)
-            spec["leaseDurationSeconds"] = duration_seconds
-            lease["spec"] = spec
-            try:
-                self._waiting(
-                    f"renew {where}",
-                    functools.partial(
-                        self.coordination.replace_namespaced_lease,
-                        name,
-                        namespace,
-                        lease,
-                        _preload_content=False,
-                        _request_timeout=REQUEST_TIMEOUT,
-                    ),
-                )
-                return
-            except client.ApiException as error:
-                if error.status == 409:
-                    continue  # changed since it was read: whose is it now?
-                raise access_error(f"renew {where}", error) from error
-            except urllib3.exceptions.HTTPError as error:
-                raise access_error(f"renew {where}", error) from error
-        raise LeaseLostError(
-            f"{where} changed under this run {LEASE_CONFLICT_RETRIES} times in a row; this run stopped acting"
-        )
+        lease = self._read_lease(namespace, name)
+        if lease is None:
+            raise LeaseLostError(f"{where} no longer exists; this run stopped acting")
+        spec = _lease_spec_of(lease)
+        current = spec.get("holderIdentity")
+        if current != holder:
+            raise LeaseLostError(
+                f"{where} is now held by {current or 'nobody'}, not this run ({holder}); this run stopped acting"
+            )
+        spec["renewTime"] = micro_time(now)
+        spec["leaseDurationSeconds"] = duration_seconds
+        lease["spec"] = spec
+        try:
+            self._waiting(
+                f"renew {where}",
+                lambda: self.coordination.replace_namespaced_lease(
+                    name, namespace, lease, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+                ),
+            )
+        except client.ApiException as error:
+            if error.status == 409:
+                raise LeaseLostError(f"{where} changed under this run; this run stopped acting") from error
+            raise access_error(f"renew {where}", error) from error
+        except urllib3.exceptions.HTTPError as error:
+            raise access_error(f"renew {where}", error) from error
 
     def release_lease(self, namespace: str, holder: str, *, name: str = LEASE_NAME) -> None:
         """Give the Lease back so the next run need not wait for it to expire; failures only cost that wait."""
@@ -789,6 +779,47 @@ class Cluster:
             log.warning("could not release Lease %s/%s: %s", namespace, name, error.message)
         except (client.ApiException, urllib3.exceptions.HTTPError) as error:
             log.warning("could not release Lease %s/%s: %s", namespace, name, _describe(error))
+
+    def lease(self, namespace: str, name: str = LEASE_NAME) -> dict[str, Any] | None:
+        """The raw Lease, or None when there is none (`cleanup` reads both jobs' Leases)."""
+        return self._read_lease(namespace, name)
+
+    def delete_lease(self, namespace: str, name: str, *, resource_version: str) -> None:
+        """Delete a Lease only as it was read (a precondition on its resourceVersion): ConflictError when
+        it changed since, NotFoundError when it is gone. Only `cleanup` deletes a Lease."""
+        body = client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version=resource_version))
+        try:
+            self.coordination.delete_namespaced_lease(
+                name, namespace, body=body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            )
+        except client.ApiException as error:
+            if error.status == 409:
+                raise ConflictError(f"Lease {namespace}/{name} changed since it was read") from error
+            if error.status == 404:
+                raise NotFoundError(f"Lease {namespace}/{name} no longer exists") from error
+            raise access_error(f"delete Lease {namespace}/{name}", error) from error
+        except urllib3.exceptions.HTTPError as error:
+            raise access_error(f"delete Lease {namespace}/{name}", error) from error
+
+    def hpa(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The raw autoscaling/v2 HorizontalPodAutoscaler, or None when it no longer exists."""
+        autoscaling = client.AutoscalingV2Api(self.api_client)
+        return self._read_object(
+            "HorizontalPodAutoscaler",
+            name,
+            f"HorizontalPodAutoscaler {namespace}/{name}",
+            lambda: autoscaling.read_namespaced_horizontal_pod_autoscaler(name, namespace, **_RAW_READ),
+        )
+
+    def patch_hpa(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch of an HPA, resourceVersion in it a precondition as for `patch_node`."""
+        autoscaling = client.AutoscalingV2Api(self.api_client)
+        return self._patch(
+            "HorizontalPodAutoscaler",
+            f"HorizontalPodAutoscaler {namespace}/{name}",
+            {"name": name, "namespace": namespace},
+            lambda: autoscaling.patch_namespaced_horizontal_pod_autoscaler(name, namespace, patch, **_RAW_PATCH),
+        )
 
     def _read_lease(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The raw Lease, or None when there is none."""
@@ -864,47 +895,6 @@ def _lease_spec(holder: str, duration_seconds: int, now: datetime, *, transition
     stamp = micro_time(now)
     return {
         "holderIdentity": holder,
-    def lease(self, namespace: str, name: str = LEASE_NAME) -> dict[str, Any] | None:
-        """The raw Lease, or None when there is none (`cleanup` reads both jobs' Leases)."""
-        return self._read_lease(namespace, name)
-
-    def delete_lease(self, namespace: str, name: str, *, resource_version: str) -> None:
-        """Delete a Lease only as it was read (a precondition on its resourceVersion): ConflictError when
-        it changed since, NotFoundError when it is gone. Only `cleanup` deletes a Lease."""
-        body = client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version=resource_version))
-        try:
-            self.coordination.delete_namespaced_lease(
-                name, namespace, body=body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
-            )
-        except client.ApiException as error:
-            if error.status == 409:
-                raise ConflictError(f"Lease {namespace}/{name} changed since it was read") from error
-            if error.status == 404:
-                raise NotFoundError(f"Lease {namespace}/{name} no longer exists") from error
-            raise access_error(f"delete Lease {namespace}/{name}", error) from error
-        except urllib3.exceptions.HTTPError as error:
-            raise access_error(f"delete Lease {namespace}/{name}", error) from error
-
-    def hpa(self, namespace: str, name: str) -> dict[str, Any] | None:
-        """The raw autoscaling/v2 HorizontalPodAutoscaler, or None when it no longer exists."""
-        autoscaling = client.AutoscalingV2Api(self.api_client)
-        return self._read_object(
-            "HorizontalPodAutoscaler",
-            name,
-            f"HorizontalPodAutoscaler {namespace}/{name}",
-            lambda: autoscaling.read_namespaced_horizontal_pod_autoscaler(name, namespace, **_RAW_READ),
-        )
-
-    def patch_hpa(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
-        """A JSON merge patch of an HPA, resourceVersion in it a precondition as for `patch_node`."""
-        autoscaling = client.AutoscalingV2Api(self.api_client)
-        return self._patch(
-            "HorizontalPodAutoscaler",
-            f"HorizontalPodAutoscaler {namespace}/{name}",
-            {"name": name, "namespace": namespace},
-            lambda: autoscaling.patch_namespaced_horizontal_pod_autoscaler(name, namespace, patch, **_RAW_PATCH),
-        )
-
         "leaseDurationSeconds": duration_seconds,
         "acquireTime": stamp,
         "renewTime": stamp,
@@ -916,6 +906,16 @@ def _lease_spec_of(lease: Mapping[str, Any]) -> dict[str, Any]:
     """The Lease's spec; one that is not an object reads as empty (no holder, no time), like a missing one."""
     spec = lease.get("spec")
     return spec if isinstance(spec, dict) else {}
+
+
+def lease_held(lease: Mapping[str, Any] | None, now: datetime) -> tuple[str, datetime] | None:
+    """(holder, until) when someone holds the Lease past `now` (what `acquire_lease` would refuse), else None."""
+    spec = _lease_spec_of(lease or {})
+    holder = spec.get("holderIdentity")
+    expires = _lease_expiry(spec)
+    if not holder or expires is None or expires <= now:
+        return None
+    return str(holder), expires
 
 
 def _lease_expiry(spec: Mapping[str, Any]) -> datetime | None:

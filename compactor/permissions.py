@@ -11,18 +11,20 @@ from typing import NamedTuple
 
 # GKE IAM permissions used by the function when it runs with IAM-only access
 # (no RBAC binding): reading the cluster's endpoint and pools, connecting, and
-# the Kubernetes verbs below mapped to their `container.*` names.
+# the Kubernetes verbs below mapped to their `container.*` names (GKE checks a
+# patch against `update`). IAM has neither namespaces nor object names: each of
+# these holds in every namespace of every cluster in the project, the Lease
+# permissions included (docs/deploy.md, "Access modes"; RBAC mode confines them).
 IAM_PERMISSIONS: tuple[str, ...] = (
     "container.clusters.get",
     "container.clusters.connect",
     "container.nodes.get",
     "container.nodes.list",
-    "container.nodes.update",
+    "container.nodes.update",  # marks, soft taints and the cordon (patches)
     "container.pods.get",
     "container.pods.list",
     "container.pods.update",  # the pod-deletion-cost of scale-down steering (a patch)
     "container.pods.evict",
-    "container.podDisruptionBudgets.get",
     "container.podDisruptionBudgets.list",
     "container.events.create",
     "container.leases.get",
@@ -40,17 +42,34 @@ class RbacRule(NamedTuple):
     verbs: tuple[str, ...]
     # When set, the rule allows its verbs on these objects only (RBAC's resourceNames; never for create/list).
     resource_names: tuple[str, ...] = ()
+    # True: granted by a Role in the Lease namespace (COMPACTOR_LEASE_NAMESPACE, default kube-system),
+    # so in that namespace only; False: by the ClusterRole, in every namespace.
+    lease_namespace: bool = False
 
 
-# The same access as Kubernetes RBAC, for teams that bind a ClusterRole and
-# give the function only `roles/container.clusterViewer` in IAM.
+# The Leases the two jobs hold for a run (compactor.kube.LEASE_NAME, compactor.hpa.cluster.LEASE_NAME).
+COMPACTOR_LEASE = "node-compactor"
+HPA_FLOOR_LEASE = "node-compactor-hpa"
+DEFAULT_LEASE_NAMESPACE = "kube-system"
+
+
+# The same access as Kubernetes RBAC, for teams that bind a ClusterRole (and a Role for
+# the Lease) and give the function only `roles/container.clusterViewer` in IAM.
+#
+# The Lease: another controller's leader-election Lease must be out of reach, so get
+# and update name node-compactor's own Lease, in its namespace only. Create cannot be
+# limited by name: the authorizer decides before the new object's name is read, so
+# RBAC ignores resourceNames for create ("Referring to resources", Kubernetes RBAC
+# docs). It is therefore granted without names, in the Lease namespace only; what it
+# allows there is making a Lease that does not exist yet, never changing one.
 RBAC_RULES: tuple[RbacRule, ...] = (
-    RbacRule("", "nodes", ("get", "list", "patch", "update")),
+    RbacRule("", "nodes", ("get", "list", "patch")),
     RbacRule("", "pods", ("get", "list", "patch")),
     RbacRule("", "pods/eviction", ("create",)),
-    RbacRule("policy", "poddisruptionbudgets", ("get", "list")),
+    RbacRule("policy", "poddisruptionbudgets", ("list",)),
     RbacRule("", "events", ("create",)),
-    RbacRule("coordination.k8s.io", "leases", ("get", "create", "update")),
+    RbacRule("coordination.k8s.io", "leases", ("create",), lease_namespace=True),
+    RbacRule("coordination.k8s.io", "leases", ("get", "update"), (COMPACTOR_LEASE,), lease_namespace=True),
 )
 
 # The HPA floor job (`main.hpa_floor`): read and patch HorizontalPodAutoscalers,
@@ -59,7 +78,6 @@ RBAC_RULES: tuple[RbacRule, ...] = (
 HPA_FLOOR_IAM_PERMISSIONS: tuple[str, ...] = (
     "container.clusters.get",
     "container.clusters.connect",
-    "container.horizontalPodAutoscalers.get",
     "container.horizontalPodAutoscalers.list",
     "container.horizontalPodAutoscalers.update",
     "container.replicaSets.list",
@@ -73,11 +91,13 @@ HPA_FLOOR_IAM_PERMISSIONS: tuple[str, ...] = (
 # carries it; the custom role names only this one).
 PROMETHEUS_IAM_PERMISSIONS: tuple[str, ...] = ("monitoring.timeSeries.list",)
 
+# The Lease as for the compactor (see RBAC_RULES): its own name, its namespace only.
 HPA_FLOOR_RBAC_RULES: tuple[RbacRule, ...] = (
-    RbacRule("autoscaling", "horizontalpodautoscalers", ("get", "list", "patch")),
+    RbacRule("autoscaling", "horizontalpodautoscalers", ("list", "patch")),
     RbacRule("apps", "replicasets", ("list",)),
     RbacRule("", "events", ("create",)),
-    RbacRule("coordination.k8s.io", "leases", ("get", "create", "update")),
+    RbacRule("coordination.k8s.io", "leases", ("create",), lease_namespace=True),
+    RbacRule("coordination.k8s.io", "leases", ("get", "update"), (HPA_FLOOR_LEASE,), lease_namespace=True),
 )
 
 # `python -m compactor cleanup` (compactor/cleanup.py): run by a person, usually with their own admin

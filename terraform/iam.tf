@@ -73,7 +73,6 @@ locals {
     "container.pods.list",
     "container.pods.update",
     "container.pods.evict",
-    "container.podDisruptionBudgets.get",
     "container.podDisruptionBudgets.list",
     "container.events.create",
     "container.leases.get",
@@ -86,7 +85,6 @@ locals {
   hpa_floor_iam_permissions = [
     "container.clusters.get",
     "container.clusters.connect",
-    "container.horizontalPodAutoscalers.get",
     "container.horizontalPodAutoscalers.list",
     "container.horizontalPodAutoscalers.update",
     "container.replicaSets.list",
@@ -117,7 +115,7 @@ locals {
     hpa_floor = {
       needed      = local.any_hpa_floor_on_iam
       title       = "node-compactor HPA floor"
-      description = "Exactly what the node-compactor HPA floor job does: read and patch HPAs, list ReplicaSets, write events and its lease."
+      description = "Exactly what the node-compactor HPA floor job does: list and patch HPAs, list ReplicaSets, write events and its lease."
       permissions = local.hpa_floor_iam_permissions
     }
     prometheus = {

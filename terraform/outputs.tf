@@ -11,6 +11,7 @@ locals {
       hpa_floor_function_url          = deployment.hpa_floor_function_url
       hpa_floor_service_account_email = deployment.hpa_floor_service_account_email
       hpa_floor_dry_run_command       = deployment.hpa_floor_dry_run_command
+      lease_namespace                 = deployment.lease_namespace
     }
   }
 
@@ -18,6 +19,9 @@ locals {
   hpa_floor_rbac_path     = "${path.module}/../deploy/rbac-hpa-floor.yaml"
   hpa_floor_rbac_template = fileexists(local.hpa_floor_rbac_path) ? file(local.hpa_floor_rbac_path) : null
   rbac_placeholder        = "FUNCTION_SERVICE_ACCOUNT_EMAIL"
+  # The manifests' Lease Role and RoleBinding sit in the default Lease namespace;
+  # each cluster's own lease_namespace replaces it.
+  rbac_lease_namespace = "namespace: kube-system"
 }
 
 output "deployments" {
@@ -51,19 +55,25 @@ output "custom_role_ids" {
 }
 
 output "rbac_manifests" {
-  description = "Per cluster key whose access_mode is \"rbac\": deploy/rbac.yaml with its function's service account filled in. Apply it with kubectl to that cluster."
+  description = "Per cluster key whose access_mode is \"rbac\": deploy/rbac.yaml with its function's service account and Lease namespace filled in. Apply it with kubectl to that cluster."
   value = {
-    for key, deployment in local.deployments : key => replace(local.rbac_template, local.rbac_placeholder, deployment.function_service_account_email)
+    for key, deployment in local.deployments : key => replace(
+      replace(local.rbac_template, local.rbac_placeholder, deployment.function_service_account_email),
+      local.rbac_lease_namespace, "namespace: ${deployment.lease_namespace}",
+    )
     if try(local.clusters[key].access_mode, null) == "rbac"
   }
 }
 
 output "hpa_floor_rbac_manifests" {
-  description = "Per cluster key whose access_mode is \"rbac\" and whose HPA floor job is on: deploy/rbac-hpa-floor.yaml with the HPA floor account filled in (its placeholder HPA_FLOOR_SERVICE_ACCOUNT_EMAIL or FUNCTION_SERVICE_ACCOUNT_EMAIL); empty while the file does not exist at plan time."
+  description = "Per cluster key whose access_mode is \"rbac\" and whose HPA floor job is on: deploy/rbac-hpa-floor.yaml with the HPA floor account (its placeholder HPA_FLOOR_SERVICE_ACCOUNT_EMAIL or FUNCTION_SERVICE_ACCOUNT_EMAIL) and the Lease namespace filled in; empty while the file does not exist at plan time."
   value = local.hpa_floor_rbac_template == null ? {} : {
     for key, deployment in local.deployments : key => replace(
-      replace(local.hpa_floor_rbac_template, "HPA_FLOOR_SERVICE_ACCOUNT_EMAIL", deployment.hpa_floor_service_account_email),
-      local.rbac_placeholder, deployment.hpa_floor_service_account_email,
+      replace(
+        replace(local.hpa_floor_rbac_template, "HPA_FLOOR_SERVICE_ACCOUNT_EMAIL", deployment.hpa_floor_service_account_email),
+        local.rbac_placeholder, deployment.hpa_floor_service_account_email,
+      ),
+      local.rbac_lease_namespace, "namespace: ${deployment.lease_namespace}",
     )
     if try(local.clusters[key].access_mode, null) == "rbac" && try(local.clusters[key].hpa_floor_enabled, null) == true
   }

@@ -24,28 +24,35 @@ def _documents() -> dict[str, dict[str, Any]]:
 
 
 def test_the_rbac_manifest_grants_exactly_the_rules_the_code_declares() -> None:
-    rules = _documents()["ClusterRole"]["rules"]
+    documents = _documents()
     granted = sorted(
-        (group, resource, tuple(sorted(rule["verbs"])))
-        for rule in rules
+        (kind == "Role", group, resource, tuple(rule.get("resourceNames", ())), tuple(sorted(rule["verbs"])))
+        for kind in ("ClusterRole", "Role")
+        for rule in documents[kind]["rules"]
         for group in rule["apiGroups"]
         for resource in rule["resources"]
     )
     declared = sorted(
-        (rule.api_group, rule.resource, tuple(sorted(rule.verbs))) for rule in permissions.HPA_FLOOR_RBAC_RULES
+        (rule.lease_namespace, rule.api_group, rule.resource, rule.resource_names, tuple(sorted(rule.verbs)))
+        for rule in permissions.HPA_FLOOR_RBAC_RULES
     )
     assert granted == declared
-    assert all(set(rule) == {"apiGroups", "resources", "verbs"} for rule in rules)
+    for kind in ("ClusterRole", "Role"):
+        assert all(
+            set(rule) <= {"apiGroups", "resources", "resourceNames", "verbs"} for rule in documents[kind]["rules"]
+        )
     assert "*" not in MANIFEST.read_text().split("apiVersion", 1)[1]
 
 
-def test_the_rbac_manifest_binds_its_own_role_to_the_function_account_placeholder() -> None:
+def test_the_rbac_manifest_binds_its_own_roles_to_the_function_account_placeholder() -> None:
     documents = _documents()
+    subjects = [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "FUNCTION_SERVICE_ACCOUNT_EMAIL"}]
     binding = documents["ClusterRoleBinding"]
     assert binding["roleRef"]["name"] == documents["ClusterRole"]["metadata"]["name"] == "node-compactor-hpa-floor"
-    assert binding["subjects"] == [
-        {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "FUNCTION_SERVICE_ACCOUNT_EMAIL"}
-    ]
+    assert binding["subjects"] == subjects
+    lease_binding = documents["RoleBinding"]
+    assert lease_binding["roleRef"]["name"] == documents["Role"]["metadata"]["name"] == "node-compactor-hpa-floor-lease"
+    assert lease_binding["subjects"] == subjects
 
 
 def test_the_job_writes_only_what_rbac_grants_it() -> None:

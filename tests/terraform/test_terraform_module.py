@@ -27,6 +27,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 ROOT_DIR = REPO_ROOT / "terraform"
 MODULE_DIR = ROOT_DIR / "modules" / "node-compactor"
 RBAC_MANIFEST = REPO_ROOT / "deploy" / "rbac.yaml"
+HPA_FLOOR_RBAC_MANIFEST = REPO_ROOT / "deploy" / "rbac-hpa-floor.yaml"
 
 # Plain dicts without block markers; string literals without their quotes.
 # Expressions keep their "${...}" wrapper.
@@ -431,30 +432,94 @@ def test_rbac_mode_gives_the_functions_only_cluster_viewer_in_iam() -> None:
     assert predefined_roles == {"roles/container.clusterViewer"}
 
 
-def _rbac_documents() -> dict[str, dict[str, Any]]:
-    return {doc["kind"]: doc for doc in yaml.safe_load_all(RBAC_MANIFEST.read_text()) if doc}
+def _rbac_documents(manifest: Path = RBAC_MANIFEST) -> dict[str, dict[str, Any]]:
+    return {doc["kind"]: doc for doc in yaml.safe_load_all(manifest.read_text()) if doc}
 
 
-def test_the_rbac_manifest_grants_exactly_the_rules_the_code_declares() -> None:
-    rules = _rbac_documents()["ClusterRole"]["rules"]
-    granted = sorted(
-        (group, resource_name, tuple(sorted(rule["verbs"])))
-        for rule in rules
+def granted_rules(manifest: Path) -> list[tuple[bool, str, str, tuple[str, ...], tuple[str, ...]]]:
+    """(in the Lease namespace, group, resource, resource names, verbs) of every rule the manifest grants."""
+    documents = _rbac_documents(manifest)
+    return sorted(
+        (kind == "Role", group, resource, tuple(rule.get("resourceNames", ())), tuple(sorted(rule["verbs"])))
+        for kind in ("ClusterRole", "Role")
+        for rule in documents[kind]["rules"]
         for group in rule["apiGroups"]
-        for resource_name in rule["resources"]
+        for resource in rule["resources"]
     )
-    declared = sorted((rule.api_group, rule.resource, tuple(sorted(rule.verbs))) for rule in permissions.RBAC_RULES)
-    assert granted == declared
-    assert all(set(rule) == {"apiGroups", "resources", "verbs"} for rule in rules)
+
+
+def declared_rules(
+    rules: tuple[permissions.RbacRule, ...],
+) -> list[tuple[bool, str, str, tuple[str, ...], tuple[str, ...]]]:
+    return sorted(
+        (rule.lease_namespace, rule.api_group, rule.resource, rule.resource_names, tuple(sorted(rule.verbs)))
+        for rule in rules
+    )
+
+
+@pytest.mark.parametrize(
+    ("manifest", "rules"),
+    [
+        pytest.param(RBAC_MANIFEST, permissions.RBAC_RULES, id="compactor"),
+        pytest.param(HPA_FLOOR_RBAC_MANIFEST, permissions.HPA_FLOOR_RBAC_RULES, id="hpa-floor"),
+    ],
+)
+def test_the_rbac_manifest_grants_exactly_the_rules_the_code_declares(
+    manifest: Path, rules: tuple[permissions.RbacRule, ...]
+) -> None:
+    assert granted_rules(manifest) == declared_rules(rules)
+    documents = _rbac_documents(manifest)
+    for kind in ("ClusterRole", "Role"):
+        assert all(
+            set(rule) <= {"apiGroups", "resources", "resourceNames", "verbs"} for rule in documents[kind]["rules"]
+        )
+
+
+@pytest.mark.parametrize(
+    ("manifest", "lease"),
+    [
+        pytest.param(RBAC_MANIFEST, permissions.COMPACTOR_LEASE, id="compactor"),
+        pytest.param(HPA_FLOOR_RBAC_MANIFEST, permissions.HPA_FLOOR_LEASE, id="hpa-floor"),
+    ],
+)
+def test_the_lease_is_granted_in_its_namespace_only_and_by_name_except_create(manifest: Path, lease: str) -> None:
+    documents = _rbac_documents(manifest)
+    assert not any("leases" in rule["resources"] for rule in documents["ClusterRole"]["rules"])
+    role, binding = documents["Role"], documents["RoleBinding"]
+    assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == permissions.DEFAULT_LEASE_NAMESPACE
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": role["metadata"]["name"],
+    }
+    assert binding["subjects"] == documents["ClusterRoleBinding"]["subjects"]
+    for rule in role["rules"]:
+        assert rule["resources"] == ["leases"]
+        # RBAC ignores resourceNames for create: a create rule with names would only look narrower.
+        assert rule.get("resourceNames") == (None if rule["verbs"] == ["create"] else [lease])
+    assert sorted(verb for rule in role["rules"] for verb in rule["verbs"]) == ["create", "get", "update"]
+    # Terraform's outputs replace this exact text with each cluster's Lease namespace.
+    assert manifest.read_text().count(ROOT.local("rbac_lease_namespace")) == 2
+
+
+def test_the_lease_names_are_the_ones_the_code_holds() -> None:
+    from compactor import kube
+    from compactor.hpa import cluster
+
+    assert (permissions.COMPACTOR_LEASE, permissions.HPA_FLOOR_LEASE) == (kube.LEASE_NAME, cluster.LEASE_NAME)
+    from compactor import service
+
+    assert permissions.DEFAULT_LEASE_NAMESPACE == service.DEFAULT_LEASE_NAMESPACE
 
 
 def test_the_rbac_manifest_has_no_wildcard() -> None:
-    for document in yaml.safe_load_all(RBAC_MANIFEST.read_text()):
-        for text in strings_in(document):
-            assert "*" not in text
+    for manifest in (RBAC_MANIFEST, HPA_FLOOR_RBAC_MANIFEST):
+        for document in yaml.safe_load_all(manifest.read_text()):
+            for text in strings_in(document):
+                assert "*" not in text
 
 
-def test_the_rbac_manifests_are_filled_in_with_each_clusters_accounts() -> None:
+def test_the_rbac_manifests_are_filled_in_with_each_clusters_accounts_and_lease_namespace() -> None:
     documents = _rbac_documents()
     binding = documents["ClusterRoleBinding"]
     assert binding["roleRef"] == {
@@ -465,14 +530,20 @@ def test_the_rbac_manifests_are_filled_in_with_each_clusters_accounts() -> None:
     assert binding["subjects"] == [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": RBAC_PLACEHOLDER}]
     assert ROOT.local("rbac_placeholder") == RBAC_PLACEHOLDER
     assert ROOT.local("rbac_template") == '${file("${path.module}/../deploy/rbac.yaml")}'
+    assert ROOT.local("rbac_lease_namespace") == f"namespace: {permissions.DEFAULT_LEASE_NAMESPACE}"
+    lease_namespace = 'local.rbac_lease_namespace, "namespace: ${deployment.lease_namespace}"'
     rendered = expression(ROOT.outputs()["rbac_manifests"]["value"])
     assert "replace(local.rbac_template, local.rbac_placeholder, deployment.function_service_account_email)" in rendered
+    assert lease_namespace in rendered
     assert 'access_mode, null) == "rbac"' in rendered
 
     hpa_floor = expression(ROOT.outputs()["hpa_floor_rbac_manifests"]["value"])
     assert "deployment.hpa_floor_service_account_email" in hpa_floor
+    assert lease_namespace in hpa_floor
     assert "fileexists(local.hpa_floor_rbac_path)" in expression(ROOT.local("hpa_floor_rbac_template"))
     assert ROOT.local("hpa_floor_rbac_path") == "${path.module}/../deploy/rbac-hpa-floor.yaml"
+    assert expression(ROOT.local("deployments")).count("lease_namespace = deployment.lease_namespace") == 1
+    assert expression(MODULE.outputs()["lease_namespace"]["value"]) == "var.lease_namespace"
 
 
 # --- what the functions are built from -----------------------------------------

@@ -52,3 +52,8 @@ output "hpa_floor_dry_run_command" {
   description = "Command that calls the HPA floor function once in dry-run mode as yourself, or null."
   value       = local.hpa_floor_dry_run_command
 }
+
+output "lease_namespace" {
+  description = "Namespace of the functions' Leases: where deploy/rbac.yaml's Lease Role must be in rbac mode."
+  value       = var.lease_namespace
+}

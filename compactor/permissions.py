@@ -100,6 +100,25 @@ HPA_FLOOR_RBAC_RULES: tuple[RbacRule, ...] = (
     RbacRule("coordination.k8s.io", "leases", ("get", "update"), (HPA_FLOOR_LEASE,), lease_namespace=True),
 )
 
+# Pools with surgeSingleReplicas (`compactor.surging`): the compactor also lists Deployments, ReplicaSets
+# and PersistentVolumeClaims (which pods a rolling restart moves), reads a Deployment again and patches
+# its pod template's restartedAt. Granted beside the lists above only when some pool opts in (Terraform
+# derives it from the configuration or takes surge_single_replicas; deploy/rbac-surge.yaml in RBAC mode);
+# `cleanup` needs none of it (a restart leaves nothing to take back).
+SURGE_IAM_PERMISSIONS: tuple[str, ...] = (
+    "container.deployments.get",
+    "container.deployments.list",
+    "container.deployments.update",  # the restartedAt annotation (a patch)
+    "container.replicaSets.list",
+    "container.persistentVolumeClaims.list",
+)
+
+SURGE_RBAC_RULES: tuple[RbacRule, ...] = (
+    RbacRule("apps", "deployments", ("get", "list", "patch")),
+    RbacRule("apps", "replicasets", ("list",)),
+    RbacRule("", "persistentvolumeclaims", ("list",)),
+)
+
 # `python -m compactor cleanup` (compactor/cleanup.py): run by a person, usually with their own admin
 # credentials, never by the function, whose roles hold none of this. What a non-admin operator needs:
 # read and patch Nodes, Pods and HPAs (node-compactor's annotations, taints, cordons and minReplicas),

@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from tests.fakeapi import events, leases, patches, scheduling, selectors, statuses
+from tests.fakeapi import deployments, events, leases, patches, scheduling, selectors, statuses
 from tests.fakeapi.resources import (
     BY_KIND,
     EVENTS,
@@ -82,6 +82,8 @@ class Cluster:
         self.lock = self.store.lock
         self.timers = Timers(self.lock)
         self.recreate_delay: float | None = None
+        # Seconds between two steps of a Deployment's rolling update (`deployments`).
+        self.rollout_step = 0.05
         self.termination_delay = 0.0
         self._unscheduled: set[str] = set()
         self._random = random.Random()
@@ -695,10 +697,35 @@ class Cluster:
             metadata["generation"] = generation
             # The fake's PDB controller observes every spec at once: no "still being processed" 429s.
             obj.setdefault("status", {})["observedGeneration"] = generation
+        elif kind == "Deployment":
+            deployments.admit(obj, existing)
 
     def _after_write(self, kind: str) -> None:
         if kind == "Node" and self._unscheduled:
             self._schedule_unscheduled()
+        elif kind == "Deployment":
+            self.timers.call_later(self.rollout_step, lambda: deployments.reconcile_all(self))
+
+    # ----------------------------------------------------------------- for the controllers in other modules
+
+    def new_pod_name(self, namespace: str, prefix: str) -> str:
+        return self._generated_name(PODS, namespace, prefix)
+
+    def start_pod(self, pod: JsonObject) -> JsonObject:
+        """A controller's new pod: placed by the scheduler (Pending when no node takes it) and stored."""
+        metadata = pod["metadata"]
+        metadata["creationTimestamp"] = now_rfc3339()
+        key = object_key(metadata["namespace"], metadata["name"])
+        if not self._bind(pod):
+            self._unscheduled.add(key)
+        self.store.put("Pod", key, pod)
+        if pod["spec"].get("nodeName"):
+            self._pod_running(pod)
+        return self.store.copy("Pod", key)
+
+    def remove_pod_by_controller(self, key: str, uid: str) -> None:
+        """A pod its controller deletes (a rollout scaling its old ReplicaSet down): no eviction, no replacement."""
+        self._remove_pod(key, uid, replace=set(), evicted=False)
 
     def _validate_event(self, resource: Resource, stored: JsonObject, name: str) -> None:
         if resource.kind == "Event":

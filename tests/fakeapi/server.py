@@ -310,6 +310,11 @@ class FakeApiServer:
         with self._cluster.lock:
             self._cluster.termination_delay = seconds
 
+    def rollout_step(self, seconds: float) -> None:
+        """Seconds between two steps of a Deployment's rolling update (default 0.05; `deployments`)."""
+        with self._cluster.lock:
+            self._cluster.rollout_step = seconds
+
     def wait_idle(self, timeout: float = 5.0) -> None:
         """Wait until no termination or recreation is pending (raises TimeoutError otherwise)."""
         self._cluster.timers.wait_idle(timeout)

@@ -1,7 +1,10 @@
-"""`python -m compactor`: plan from a saved snapshot, run against a live cluster, or simulate a day.
+"""`python -m compactor` (or `node-compactor`): plan from a saved snapshot, run against a live cluster,
+simulate a day, run the HPA floor, or remove every trace node-compactor left in a cluster.
 
 Exit 0 when the run completed (whether or not it acted), 2 for bad input or
-configuration (one message per problem on stderr), 1 for a failed run.
+configuration (one message per problem on stderr; no subcommand: the usage),
+1 for a failed run. Warnings about the input (`warning: ...`) go to stderr
+too, and into the JSON report's `warnings`.
 """
 
 from __future__ import annotations
@@ -9,16 +12,21 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import re
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, NoReturn
 
 import orjson
 
 from compactor import config as config_source
 from compactor import integrity, report, snapshot
-from compactor.core import path, planner, timing
-from compactor.errors import EXIT_FAILED, EXIT_OK, BadInputError, CompactorError, exit_code
+from compactor.core import configcheck, path, planner, timing
+from compactor.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, BadInputError, CompactorError, exit_code
+
+if TYPE_CHECKING:
+    from compactor.simulation.model import Setup  # the simulator is imported only by `simulate`
 
 
 class _Parser(argparse.ArgumentParser):
@@ -27,8 +35,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m compactor", description="Pack pods onto fewer GKE nodes.")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    # Installed, the command is `node-compactor`; from a clone, `python -m compactor`.
+    installed = os.path.basename(sys.argv[0]) == "node-compactor"
+    prog = "node-compactor" if installed else "python -m compactor"
+    parser = _Parser(prog=prog, description="Pack pods onto fewer GKE nodes.")
+    # Not `required`: with no subcommand `main` prints the usage itself (argparse would print one line).
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
 
     plan = commands.add_parser("plan", help="plan from a saved cluster snapshot; touches no cluster")
     plan.add_argument(
@@ -37,8 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="what `kubectl get nodes,pods,poddisruptionbudgets -A -o json` prints",
     )
-    plan.add_argument("--config", metavar="FILE", help="configuration JSON")
-    plan.add_argument("--now", metavar="RFC3339", help="the time to plan at (default: now)")
+    plan.add_argument("--config", metavar="FILE", help="configuration JSON (wins over COMPACTOR_CONFIG and Firestore)")
+    plan.add_argument(
+        "--now", metavar="RFC3339", help="the time to plan at, e.g. 2026-11-21T10:00:00Z or 2026-11-21 (default: now)"
+    )
     plan.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
     plan.add_argument(
         "--path-steps",
@@ -46,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help=(
             f"drains the consolidation path shows (default: up to {path.MAX_STEPS}, fewer on big clusters to keep "
-            "planning within about a second; 0 leaves it out)"
+            "planning within about a second; 0 leaves it and the preview out)"
         ),
     )
 
@@ -58,7 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="projects/P/locations/L/clusters/C",
         help="a GKE cluster, with your gcloud application-default credentials",
     )
-    run.add_argument("--config", metavar="FILE", help="configuration JSON (after Firestore and COMPACTOR_CONFIG)")
+    run.add_argument(
+        "--config",
+        metavar="FILE",
+        help="configuration JSON; wins over Firestore and COMPACTOR_CONFIG, which apply without it",
+    )
     run.add_argument("--dry-run", action="store_true", help="plan and report, write nothing")
     run.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
 
@@ -80,6 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
     from compactor.hpa import command as hpa_command  # the HPA floor job: its own arguments
 
     hpa_command.add_parser(commands)
+
+    from compactor import cleanup  # removing every trace: its own arguments
+
+    cleanup.add_parser(commands)
     return parser
 
 
@@ -89,42 +111,57 @@ def _read_firestore(document: str, database: str | None) -> str:
     return firestore.read_config_document(document, database)
 
 
+# A date alone: `--now 2026-11-21` is that day's midnight UTC (a time needs its zone, a date is read as UTC).
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
 def parse_now(text: str | None) -> datetime:
     if text is None:
         return datetime.now(UTC)
+    if _DATE.fullmatch(text.strip()):
+        text = f"{text.strip()}T00:00:00Z"
     try:
         return timing.parse_rfc3339(text)
     except timing.NoTimeZoneError:
-        raise BadInputError(f"--now: {text!r} has no time zone (add Z for UTC)") from None
+        raise BadInputError(f"--now: {text!r} has no time zone (add Z for UTC: {text.strip()}Z)") from None
     except timing.OutOfRangeError as error:
         raise BadInputError(f"--now: {error}") from None
-
-    from compactor import cleanup  # removing every trace: its own arguments
-
-    cleanup.add_parser(commands)
     except ValueError:
         raise BadInputError(f"--now: {text!r} is not an RFC 3339 time (e.g. 2026-11-21T10:00:00Z)") from None
 
 
 def _plan(args: argparse.Namespace) -> int:
     now = parse_now(args.now)
-    config = config_source.load(os.environ, config_file=args.config, required=False, read_firestore=_read_firestore)
+    loaded = config_source.load_with_source(
+        os.environ, config_file=args.config, required=False, read_firestore=_read_firestore
+    )
+    config = loaded.config
     if args.path_steps is not None and args.path_steps < 0:
         raise BadInputError(f"--path-steps: {args.path_steps} is negative (0 leaves the path out)")
     # The command ends once the report is printed, and reading and planning make no reference cycles:
     # the collector would only rescan the snapshot and the planner's indexes again and again.
     gc.disable()
     cluster = integrity.check_unique(snapshot.read_file(args.snapshot))
+    warnings = [notice] if (notice := loaded.notice()) is not None else []
+    warnings += integrity.check_kinds(cluster, args.snapshot)
+    warnings += configcheck.for_snapshot(cluster, config)
+    warn(warnings)
     if args.path_steps == 0:
         result = planner.plan(cluster, config, now=now)
     else:
         result = path.plan_with_path(cluster, config, now=now, max_steps=args.path_steps)
     if args.json:
-        sys.stdout.buffer.write(report.to_json(result) + b"\n")
+        sys.stdout.buffer.write(report.to_json(result, warnings=warnings, config_source=loaded.source) + b"\n")
     else:
         sys.stdout.write(report.to_table(result))
     _last[:] = [cluster, result]
     return EXIT_OK
+
+
+def warn(warnings: Sequence[str]) -> None:
+    """Each warning about the input as one `warning:` line on stderr (the report lists them too)."""
+    for warning in warnings:
+        print(f"warning: {one_line(warning)}", file=sys.stderr)
 
 
 # The snapshot and plan of the last `plan`, kept past its return: `python -m compactor` then leaves
@@ -144,6 +181,7 @@ def _run(args: argparse.Namespace) -> int:
         if error.report is not None and args.json:
             sys.stdout.buffer.write(orjson.dumps(error.report, option=orjson.OPT_INDENT_2) + b"\n")
         raise
+    warn(result.report.get("warnings") or ())
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(result.report, option=orjson.OPT_INDENT_2) + b"\n")
     else:
@@ -167,6 +205,7 @@ def _simulate(args: argparse.Namespace) -> int:
             setup = scenario.with_hours(setup, args.hours)
     else:
         setup = kubectl.load(args.snapshot, config=config, hours=args.hours or 24.0)
+    warn(simulation_warnings(setup, args.snapshot))
     bar = progress.Bar(sys.stderr)
     try:
         results = runner.run(setup, progress=bar.update)
@@ -181,6 +220,21 @@ def _simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def simulation_warnings(setup: Setup, snapshot_file: str | None) -> list[str]:
+    """The configuration's pools that the simulated cluster lacks; for a snapshot, its nodes without the
+    pool label and a missing PodDisruptionBudget list."""
+    label = setup.config.pool_label
+    unlabeled = [
+        str(node["metadata"]["name"])
+        for node in setup.initial_nodes
+        if label not in (node["metadata"].get("labels") or {})
+    ]
+    found = list(configcheck.pool_warnings(setup.config, [pool.name for pool in setup.pools], unlabeled))
+    if snapshot_file is not None and not setup.pdbs:
+        found.append(integrity.no_pdbs_warning(snapshot_file))
+    return found
+
+
 def one_line(problem: str) -> str:
     """A problem as one line: a line break or other control character in a name from the input is shown
     escaped, so each problem stays one `error:` line and input cannot forge lines of its own."""
@@ -191,7 +245,11 @@ def one_line(problem: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return EXIT_BAD_INPUT
         if args.command == "plan":
             return _plan(args)
         if args.command == "run":
@@ -202,6 +260,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from compactor.hpa import command as hpa_command
 
             return hpa_command.run(args)
+        if args.command == "cleanup":
+            from compactor import cleanup
+
+            return cleanup.command(args)
         raise BadInputError(f"unknown command {args.command}")
     except CompactorError as error:
         for problem in error.problems:
@@ -211,9 +273,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
 
 
+def console() -> NoReturn:
+    """The `node-compactor` command (`[project.scripts]`) and `python -m compactor`: `main`, then leave at once.
+
+    A planned 150,000-pod cluster is millions of small objects; freeing them one by one at
+    interpreter exit takes seconds and serves no one. Flush what was written and leave.
+    """
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
-        if args.command == "cleanup":
-            from compactor import cleanup
-
-            return cleanup.command(args)

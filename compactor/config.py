@@ -4,15 +4,19 @@ A file written for estafette-k8s-node-compactor loads unchanged and means the
 same. Unknown keys are errors (a typo must never silently switch a safety
 rule off), and every problem is reported with its field path.
 
-Sources, first match wins: the Firestore document named by
-`COMPACTOR_FIRESTORE_DOCUMENT`, the `COMPACTOR_CONFIG` environment variable,
-the `--config FILE` argument. Reading Firestore is the `firestore` adapter's
-job; this module only receives its text.
+Sources: on the command line an explicit `--config FILE` is the
+configuration, whatever the environment says (a person who names a file
+means that file). Otherwise, and always in the function, first match wins:
+the Firestore document named by `COMPACTOR_FIRESTORE_DOCUMENT`, then the
+`COMPACTOR_CONFIG` environment variable. `load_with_source` also says which
+source was used and which set ones it passed over. Reading Firestore is the
+`firestore` adapter's job; this module only receives its text.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -139,12 +143,23 @@ def parse(text: str | bytes, *, source: str, env: Mapping[str, str] | None = Non
     try:
         data = orjson.loads(text)
     except orjson.JSONDecodeError as error:
-        raise ConfigError(f"{source}: not valid JSON: {error}") from error
+        raise ConfigError(f"{source}: not valid JSON: {error}{_yaml_hint(text)}") from error
     try:
         strictjson.reject_duplicate_keys(text)
     except ValueError as error:
         raise ConfigError(f"{source}: {error}") from None
     return validate(data, source=source, env=env)
+
+
+def _yaml_hint(text: str | bytes) -> str:
+    """A hint for a configuration written as YAML (estafette's Helm values are): only JSON is read."""
+    head = (text.decode("utf-8", "replace") if isinstance(text, bytes) else text).lstrip()
+    if head and head[0] not in '{["' and ":" in head.split("\n", 1)[0]:
+        return (
+            " (this looks like YAML; the configuration is JSON, e.g. "
+            '{"nodePools": {"default-pool": {"enabled": true, "scaleDownCPURequestRatioLimit": 0.75}}})'
+        )
+    return ""
 
 
 def validate(data: object, *, source: str, env: Mapping[str, str] | None = None) -> Config:
@@ -213,6 +228,25 @@ FirestoreReader = Callable[[str, str | None], str]
 """Reads the JSON text of a Firestore document: (collection/document, database) -> text."""
 
 
+@dataclass(frozen=True)
+class Loaded:
+    """A configuration and where it came from."""
+
+    config: Config
+    # "--config FILE", "firestore:collection/document", "COMPACTOR_CONFIG" or "defaults".
+    source: str
+    # The sources that were set but not used (an explicit --config passes over the function's own).
+    ignored: tuple[str, ...] = ()
+
+    def notice(self) -> str | None:
+        """The sentence that says which source won when another one was set too, else None."""
+        if not self.ignored:
+            return None
+        also = " and ".join(self.ignored)
+        verb = "are" if len(self.ignored) > 1 else "is"
+        return f"configuration from {self.source}; {also} {verb} also set and not used"
+
+
 def load(
     env: Mapping[str, str],
     *,
@@ -220,18 +254,34 @@ def load(
     read_firestore: FirestoreReader | None = None,
     required: bool = True,
 ) -> Config:
-    """The configuration from the first source that is set (DESIGN.md order)."""
+    """The configuration from its source (DESIGN.md order: --config FILE, else Firestore, else COMPACTOR_CONFIG)."""
+    return load_with_source(env, config_file=config_file, read_firestore=read_firestore, required=required).config
+
+
+def load_with_source(
+    env: Mapping[str, str],
+    *,
+    config_file: str | None = None,
+    read_firestore: FirestoreReader | None = None,
+    required: bool = True,
+) -> Loaded:
+    """The configuration and its source. An explicit `config_file` wins and is never passed over: a file
+    that is missing or invalid is an error even when the environment holds a configuration."""
     document = env.get(ENV_FIRESTORE_DOCUMENT)
+    env_text = env.get(ENV_CONFIG)
+    if config_file is not None:
+        ambient = [f"{ENV_FIRESTORE_DOCUMENT}={document}"] if document else []
+        ambient += [ENV_CONFIG] if env_text else []
+        loaded = parse(read_file(config_file), source=config_file, env=env)
+        return Loaded(loaded, f"--config {config_file}", tuple(ambient))
     if document:
         if read_firestore is None:
             raise ConfigError(f"{ENV_FIRESTORE_DOCUMENT} is set but Firestore cannot be read from here")
         document_text = read_firestore(document, env.get(ENV_FIRESTORE_DATABASE) or None)
-        return parse(document_text, source=f"firestore:{document}", env=env)
-    env_text = env.get(ENV_CONFIG)
+        ignored = (ENV_CONFIG,) if env_text else ()
+        return Loaded(parse(document_text, source=f"firestore:{document}", env=env), f"firestore:{document}", ignored)
     if env_text:
-        return parse(env_text, source=ENV_CONFIG, env=env)
-    if config_file:
-        return parse(read_file(config_file), source=config_file, env=env)
+        return Loaded(parse(env_text, source=ENV_CONFIG, env=env), ENV_CONFIG)
     if required:
-        raise ConfigError(f"no configuration: set {ENV_FIRESTORE_DOCUMENT}, {ENV_CONFIG} or pass --config FILE")
-    return validate({}, source="defaults", env=env)
+        raise ConfigError(f"no configuration: pass --config FILE, or set {ENV_FIRESTORE_DOCUMENT} or {ENV_CONFIG}")
+    return Loaded(validate({}, source="defaults", env=env), "defaults")

@@ -6,6 +6,11 @@ lists one object twice in a consistent list. A snapshot that does (two
 list that was not one snapshot) is not a cluster that existed: the last copy
 of a node would silently win and a duplicated pod would count twice in every
 utilization. It is refused, naming the objects.
+
+A snapshot file must also hold what planning reads: without Node objects
+there is nothing to plan (refused), and without PodDisruptionBudgets every
+pod a PDB protects looks free to move (a warning: a cluster may have none).
+Both name the kubectl command that saves all three kinds.
 """
 
 from __future__ import annotations
@@ -21,6 +26,27 @@ _NAME = attrgetter("name")
 _NAMESPACED = attrgetter("namespace", "name")  # (namespace, name): tuples made in C, no text per object
 # Enough names to find the problem; a file with thousands of duplicates says the rest itself.
 MAX_NAMED = 20
+
+
+# What a snapshot file is: the one command that lists every kind planning reads.
+KUBECTL_COMMAND = "kubectl get nodes,pods,poddisruptionbudgets -A -o json"
+
+
+def check_kinds(snapshot: Snapshot, name: str) -> list[str]:
+    """SnapshotError when the snapshot file `name` holds no Node; else the warnings about what it lacks."""
+    if not snapshot.nodes:
+        raise SnapshotError(
+            f"{name}: the snapshot holds no Node objects ({len(snapshot.pods)} pod(s)), so there is nothing to plan; "
+            f"save one with `{KUBECTL_COMMAND} > {name}`"
+        )
+    return [] if snapshot.pdbs else [no_pdbs_warning(name)]
+
+
+def no_pdbs_warning(name: str) -> str:
+    return (
+        f"{name} holds no PodDisruptionBudget: if the cluster has some, save the snapshot with "
+        f"`{KUBECTL_COMMAND}`; without them every pod a PodDisruptionBudget protects looks free to move"
+    )
 
 
 def check_unique(snapshot: Snapshot) -> Snapshot:

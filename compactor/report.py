@@ -5,13 +5,15 @@ The JSON field names are a contract; fields may be added, never renamed.
 
 from __future__ import annotations
 
+import textwrap
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from compactor.core.plan import ConsolidationPath, Plan
+from compactor.core.plan import ConsolidationPath, Plan, Preview
 from compactor.core.planner import BLOCKER_SUMMARY
 from compactor.core.timing import format_stamp, human, seconds_between
 from compactor.core.wording import percent
@@ -73,6 +75,13 @@ class PathModel(_Model):
     estimated_minutes: float = Field(serialization_alias="estimatedMinutes")
 
 
+class PreviewModel(_Model):
+    node: str
+    pool: str | None
+    earliest: str
+    reason: str
+
+
 class SteeringModel(_Model):
     nodes: list[str]
     add: list[str]
@@ -99,13 +108,27 @@ class ReportModel(_Model):
     path: PathModel | None
     # What the run did, filled by the executor for live runs (absent for `plan`).
     outcome: dict[str, Any] | None = None
+    # When this plan drains nothing only because time must pass: the first drain once it has (`core.preview`).
+    preview: PreviewModel | None = None
+    # Sentences about the input a person should see: configured pools no node carries, nodes without
+    # the pool label, a snapshot without PodDisruptionBudgets, a configuration source passed over.
+    warnings: list[str] = Field(default_factory=list)
+    # Where the configuration came from: "--config FILE", "firestore:collection/document",
+    # "COMPACTOR_CONFIG" or "defaults"; absent where the caller did not say.
+    config_source: str | None = Field(None, serialization_alias="configSource")
 
 
 def _ratio(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
-def to_model(plan: Plan, *, outcome: dict[str, Any] | None = None) -> ReportModel:
+def to_model(
+    plan: Plan,
+    *,
+    outcome: dict[str, Any] | None = None,
+    warnings: Sequence[str] = (),
+    config_source: str | None = None,
+) -> ReportModel:
     decision = plan.decision
     return ReportModel(
         decision=DecisionModel(
@@ -156,6 +179,17 @@ def to_model(plan: Plan, *, outcome: dict[str, Any] | None = None) -> ReportMode
         ),
         path=_path_model(plan),
         outcome=outcome,
+        preview=_preview_model(plan.preview),
+        warnings=list(warnings),
+        config_source=config_source,
+    )
+
+
+def _preview_model(preview: Preview | None) -> PreviewModel | None:
+    if preview is None:
+        return None
+    return PreviewModel(
+        node=preview.node, pool=preview.pool, earliest=format_stamp(preview.earliest), reason=preview.reason
     )
 
 
@@ -180,15 +214,29 @@ def held_by(plan: Plan) -> dict[str, str] | None:
     return {"kind": plan.held_by, "summary": BLOCKER_SUMMARY.get(plan.held_by, plan.held_by)}
 
 
-def to_dict(plan: Plan, *, outcome: dict[str, Any] | None = None) -> dict[str, Any]:
-    data = to_model(plan, outcome=outcome).model_dump(by_alias=True)
-    if data["outcome"] is None:
-        del data["outcome"]
+def to_dict(
+    plan: Plan,
+    *,
+    outcome: dict[str, Any] | None = None,
+    warnings: Sequence[str] = (),
+    config_source: str | None = None,
+) -> dict[str, Any]:
+    data = to_model(plan, outcome=outcome, warnings=warnings, config_source=config_source).model_dump(by_alias=True)
+    for optional in ("outcome", "configSource"):
+        if data[optional] is None:
+            del data[optional]
     return data
 
 
-def to_json(plan: Plan, *, outcome: dict[str, Any] | None = None) -> bytes:
-    return orjson.dumps(to_dict(plan, outcome=outcome), option=orjson.OPT_INDENT_2)
+def to_json(
+    plan: Plan,
+    *,
+    outcome: dict[str, Any] | None = None,
+    warnings: Sequence[str] = (),
+    config_source: str | None = None,
+) -> bytes:
+    document = to_dict(plan, outcome=outcome, warnings=warnings, config_source=config_source)
+    return orjson.dumps(document, option=orjson.OPT_INDENT_2)
 
 
 # -- the table -----------------------------------------------------------------------------
@@ -196,6 +244,25 @@ def to_json(plan: Plan, *, outcome: dict[str, Any] | None = None) -> bytes:
 
 def _marked_for(marked_since: datetime | None, now: datetime) -> str:
     return "-" if marked_since is None else human(seconds_between(marked_since, now))
+
+
+# The table fits a terminal of this many columns: a node's first blocker that would reach past it
+# goes on the line under the node (wrapped), and the sentences below the table are wrapped. `--json` has
+# every word; the table lists at most NAMES_SHOWN names where a list can be long.
+WIDTH = 120
+NAMES_SHOWN = 10
+
+
+def _wrap(text: str, *, indent: str = "  ", first: str = "") -> list[str]:
+    """`text` in lines of at most WIDTH columns (a word longer than that stays whole), the later ones indented."""
+    return textwrap.wrap(
+        text,
+        width=WIDTH,
+        initial_indent=first,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [first.rstrip()]
 
 
 def _columns(rows: list[list[str]], right: set[int]) -> list[str]:
@@ -223,7 +290,8 @@ def to_table(plan: Plan) -> str:
         )
     lines += _columns(pool_rows, right={2, 3, 4, 5})
     lines.append("")
-    node_rows = [["NODE", "POOL", "CPU", "MEM", "MARKED FOR", "CANDIDATE", "FIRST BLOCKER"]]
+    node_rows = [["NODE", "POOL", "CPU", "MEM", "MARKED FOR", "CANDIDATE"]]
+    first_blockers = ["FIRST BLOCKER"]
     for node in plan.nodes:
         node_rows.append(
             [
@@ -233,26 +301,37 @@ def to_table(plan: Plan) -> str:
                 percent(node.memory_ratio, missing="-"),
                 _marked_for(node.marked_since, plan.now),
                 "yes" if node.candidate else "no",
-                node.blockers[0] if node.blockers else "-",
             ]
         )
-    lines += _columns(node_rows, right={2, 3, 4})
+        first_blockers.append(node.blockers[0] if node.blockers else "-")
+    node_lines = _columns(node_rows, right={2, 3, 4})
+    before_blocker = max(len(line) for line in node_lines) + 2
+    room = WIDTH - before_blocker
+    for line, blocker in zip(node_lines, first_blockers, strict=True):
+        if len(blocker) <= room:
+            lines.append(f"{line.ljust(before_blocker)}{blocker}")
+        else:  # a reason longer than its column reads better whole, under its node, than cut
+            lines.append(line)
+            lines += _wrap(blocker, indent="    ", first="    ")
     lines.append("")
     if plan.marks_add or plan.marks_remove:
-        lines.append(f"Marks: add {_names(plan.marks_add)}; remove {_names(plan.marks_remove)}")
+        lines += _wrap(f"Marks: add {_names(plan.marks_add)}; remove {_names(plan.marks_remove)}")
     decision = plan.decision
     subject = f" {decision.node}" if decision.node else ""
     dry = " (dry run: nothing is written)" if plan.dry_run else ""
-    lines.append(f"Decision: {decision.action}{subject}{dry}. {decision.reason}.")
+    lines += _wrap(f"Decision: {decision.action}{subject}{dry}. {decision.reason}.")
     held = held_by(plan)
     if held is not None:
-        lines.append(f"Held back by: {held['kind']} ({held['summary']}).")
+        lines += _wrap(f"Held back by: {held['kind']} ({held['summary']}).")
+    if plan.preview is not None:
+        preview = plan.preview
+        lines += _wrap(f"Preview (the first drain once the waits are over): {preview.reason}.")
     if plan.awaiting_removal:
-        lines.append(f"Awaiting removal by the Cluster Autoscaler: {_names(plan.awaiting_removal)}.")
+        lines += _wrap(f"Awaiting removal by the Cluster Autoscaler: {_names(plan.awaiting_removal)}.")
     if plan.path is not None:
         lines += _path_lines(plan.path)
     if plan.steered_nodes or plan.deletion_costs_remove:
-        lines.append(
+        lines += _wrap(
             f"Scale-downs steered to: {_names(plan.steered_nodes)} "
             f"(pod-deletion-cost on {len(plan.deletion_costs_add)} more pod(s), "
             f"taken back from {len(plan.deletion_costs_remove)})."
@@ -262,13 +341,13 @@ def to_table(plan: Plan) -> str:
 
 def _path_lines(path: ConsolidationPath) -> list[str]:
     if not path.steps:
-        return [f"Path: no drain would follow ({path.stopped_because})."]
+        return _wrap(f"Path: no drain would follow ({path.stopped_because}).")
     goal = "reaches the lower bound" if path.reaches_lower_bound else f"then {path.stopped_because}"
     duration = human(path.estimated_minutes * 60)
-    lines = [f"Path if nothing changed: {len(path.steps)} drain(s), about {duration}; {goal}."]
+    lines = _wrap(f"Path if nothing changed: {len(path.steps)} drain(s), about {duration}; {goal}.")
     for number, step in enumerate(path.steps, start=1):
         moved = f"{step.pods_moved} pod(s) moved; pool {step.pool} then has {step.nodes_after} node(s)"
-        lines.append(f"  {number}. {step.node} ({moved})")
+        lines += _wrap(f"{number}. {step.node} ({moved})", first="  ", indent="     ")
     return lines
 
 
@@ -293,9 +372,14 @@ def outcome_lines(outcome: dict[str, Any]) -> str:
     if outcome.get("drainCompleted"):
         lines.append("Drain completed: the node stays cordoned for the Cluster Autoscaler.")
     if outcome.get("rolledBack"):
-        lines.append("Rolled back: the node was uncordoned.")
+        lines.append(f"Rolled back (uncordoned): {', '.join(outcome.get('givenBack') or ()) or 'the node'}.")
+    for reason in outcome.get("skipped") or ():
+        lines.append(f"Skipped: {reason}.")
     return "\n".join(lines) + "\n"
 
 
 def _names(names: tuple[str, ...]) -> str:
-    return ", ".join(names) if names else "none"
+    if not names:
+        return "none"
+    shown = ", ".join(names[:NAMES_SHOWN])
+    return shown if len(names) <= NAMES_SHOWN else f"{shown} and {len(names) - NAMES_SHOWN} more (--json lists all)"

@@ -38,7 +38,7 @@ from typing import Literal
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.model import HOSTNAME_LABEL, UNSCHEDULABLE_TAINT, Node, Pdb, Pod, PodAffinityTerm, SpreadConstraint
 from compactor.core.selectors import node_affinity_matches, selector_matches
-from compactor.core.wording import mebibytes
+from compactor.core.wording import mebibytes, refusal, thousandths
 
 SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")
 
@@ -663,10 +663,12 @@ class Simulation:
     def _explain(self, pod: Pod, reasons: Counter[str]) -> str:
         requests = pod.requests
         asked = f"cpu {requests.cpu_millis}m, memory {mebibytes(requests.memory_bytes)}"
+        asked += "".join(f", {name} {thousandths(amount)}" for name, amount in requests.extended)
         if not self.targets:
             return f"pod {pod.key} ({asked}) has no other Ready, schedulable node to go to"
-        detail = ", ".join(f"{reason} on {count}" for reason, count in reasons.most_common())
-        return f"pod {pod.key} ({asked}) fits on no other node ({detail})"
+        # Every other target was looked at and refused it: say how many, and what each one lacked.
+        detail = ", ".join(f"{count} with {refusal(reason)}" for reason, count in reasons.most_common())
+        return f"pod {pod.key} ({asked}) fits on no other node ({sum(reasons.values())} checked: {detail})"
 
 
 def _term_matches(term: PodAffinityTerm, pod: Pod) -> bool:

@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 from msgspec import structs
 
 from compactor.config import Config
-from compactor.core import planner, pools
+from compactor.core import planner, pools, preview
 from compactor.core.cluster import ClusterView, PdbIndex
 from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE, Pod, Snapshot
 from compactor.core.plan import ConsolidationPath, Decision, PathStep, Plan
@@ -98,13 +98,14 @@ def consolidation_path(
 
 
 def plan_with_path(snapshot: Snapshot, config: Config, *, now: datetime, max_steps: int | None = None) -> Plan:
-    """The plan made now with its consolidation path; the plans share one PDB index, so the
-    PodDisruptionBudgets covering each pod are found once and not once a plan, and each plan's view
-    of the cluster is built from the one before."""
+    """The plan made now with its consolidation path and the preview taken from it; the plans share
+    one PDB index, so the PodDisruptionBudgets covering each pod are found once and not once a plan,
+    and each plan's view of the cluster is built from the one before."""
     view = ClusterView(snapshot, config)
     first = planner.plan(snapshot, config, now=now, view=view)
     found = consolidation_path(snapshot, config, first, now=now, max_steps=max_steps, view=view)
-    return dataclasses.replace(first, path=found)
+    # When nothing is drained now, the path's first step is the drain the waits hold back: the preview.
+    return dataclasses.replace(first, path=found, preview=preview.from_path(snapshot, config, first, found, now=now))
 
 
 def _path(

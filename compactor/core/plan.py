@@ -73,6 +73,17 @@ class ConsolidationPath:
 
 
 @dataclass(frozen=True, slots=True)
+class Preview:
+    """When nothing may be drained yet only because time has to pass (`core.preview`): the node the
+    planner would drain first once the waits are over, from when, and why."""
+
+    node: str
+    pool: str | None
+    earliest: datetime
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     decision: Decision
     marks_add: tuple[str, ...]
@@ -97,3 +108,7 @@ class Plan:
     deletion_costs_remove: tuple[str, ...] = ()
     # Filled by the callers that show it (`plan`, dry runs); planning itself never computes it.
     path: ConsolidationPath | None = None
+    # Filled with the path, from its first step, when this plan drains nothing (`core.preview`).
+    preview: Preview | None = None
+    # When a pool sets surgeSingleReplicas but the snapshot cannot tell which pods to restart (`surge`).
+    surge_note: str | None = None

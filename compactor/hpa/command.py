@@ -40,7 +40,11 @@ def add_parser(commands: Any) -> None:
         "--snapshot", metavar="FILE", help="plan offline from what `kubectl get hpa,replicasets -A -o json` prints"
     )
     hpa.add_argument("--metrics", metavar="FILE", help="with --snapshot: JSON object of query text -> value or answer")
-    hpa.add_argument("--config", metavar="FILE", help="configuration JSON (its dryRun applies; after Firestore/env)")
+    hpa.add_argument(
+        "--config",
+        metavar="FILE",
+        help="configuration JSON (its dryRun applies); wins over Firestore and COMPACTOR_CONFIG",
+    )
     hpa.add_argument("--dry-run", action="store_true", help="plan and report, write nothing")
     hpa.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
 

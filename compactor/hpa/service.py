@@ -157,9 +157,13 @@ def _run(
     started = monotonic()
     settings = hpa_settings.from_env(env)
     budget_seconds = compactor_service.run_budget(env)
-    config = config_source.load(
+    loaded = config_source.load_with_source(
         env, config_file=config_file, read_firestore=firestore.read_config_document, required=False
     )
+    config = loaded.config
+    warnings = [notice] if (notice := loaded.notice()) is not None else []
+    for warning in warnings:
+        log.warning(warning, extra={"fields": {"event": "input-warning", "job": "hpa-floor"}})
     dry_run = force_dry_run or config.dry_run
     namespace = env.get(compactor_service.ENV_LEASE_NAMESPACE) or compactor_service.DEFAULT_LEASE_NAMESPACE
     holder = new_run_id()
@@ -203,7 +207,11 @@ def _run(
                 cluster.kube.release_lease(namespace, holder, name=LEASE_NAME)
     finally:
         connection.close()
-    return HpaRunResult(plan, outcome, report.to_dict(plan, outcome=outcome_dict(outcome), dry_run=dry_run))
+    document = report.to_dict(plan, outcome=outcome_dict(outcome), dry_run=dry_run)
+    # Its configuration's `dryRun` applies here too: say where it came from, as the compactor's report does.
+    document["configSource"] = loaded.source
+    document["warnings"] = warnings
+    return HpaRunResult(plan, outcome, document)
 
 
 def outcome_dict(outcome: Outcome) -> dict[str, Any]:

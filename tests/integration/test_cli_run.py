@@ -10,7 +10,7 @@ import pytest
 from compactor import cli
 from tests.fakeapi import FakeApiServer
 from tests.fakeapi import builders as k8s
-from tests.integration.conftest import CONFIG, cordoned, light_cluster
+from tests.integration.conftest import CONFIG, cordoned, env_with, light_cluster, run_once
 
 
 @pytest.fixture
@@ -95,3 +95,58 @@ def test_bad_cluster_arguments_exit_2(
 ) -> None:
     assert cli.main(args) == 2
     assert message in capsys.readouterr().err
+
+
+def test_config_wins_over_compactor_config_and_the_run_says_which_it_used(
+    api: FakeApiServer,
+    kubeconfig: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COMPACTOR_CONFIG", json.dumps({"nodePools": {}}))
+    path = config_file(tmp_path, CONFIG)
+    code = cli.main(["run", "--kubeconfig", kubeconfig, "--config", path, "--dry-run", "--json"])
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert code == 0
+    assert report["decision"]["node"] == "n1"  # the file's pools, not the environment's empty ones
+    assert report["configSource"] == f"--config {path}"
+    assert f"warning: configuration from --config {path}; COMPACTOR_CONFIG is also set and not used" in captured.err
+
+
+def test_a_misspelled_config_file_is_an_error_whatever_compactor_config_holds(
+    api: FakeApiServer, kubeconfig: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COMPACTOR_CONFIG", json.dumps(CONFIG))
+    code = cli.main(["run", "--kubeconfig", kubeconfig, "--config", "confg.json"])
+    assert code == 2
+    assert "cannot read config file confg.json" in capsys.readouterr().err
+    assert api.writes == [] and api.requests == []
+
+
+def test_a_pool_that_matches_no_node_is_a_warning_in_the_run_and_its_report(
+    api: FakeApiServer, kubeconfig: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    typo = {"nodePools": {"defualt-pool": CONFIG["nodePools"]["default-pool"]}}
+    code = cli.main(["run", "--kubeconfig", kubeconfig, "--config", config_file(tmp_path, typo), "--dry-run", "--json"])
+    captured = capsys.readouterr()
+    [warning] = json.loads(captured.out)["warnings"]
+    assert code == 0
+    assert "pool 'defualt-pool'" in warning and "the pools there are default-pool" in warning
+    assert f"warning: {warning}" in captured.err
+
+
+def test_a_dry_run_on_a_cluster_new_to_node_compactor_previews_the_first_drain(api: FakeApiServer) -> None:
+    # The function's dry run (service.run, configuration from COMPACTOR_CONFIG): no node is marked yet.
+    light_cluster(api)
+    api.add(k8s.node("n1"))  # n1 unmarked
+    light = {"nodePools": {"default-pool": {**CONFIG["nodePools"]["default-pool"], "neededMarkedTimeSeconds": 600}}}
+    result = run_once(api, env=env_with(light), dry_run=True)
+    report = result.report
+    assert report["decision"]["action"] == "none"
+    assert report["configSource"] == "COMPACTOR_CONFIG"
+    assert report["preview"]["node"] == "n1"
+    assert report["preview"]["earliest"] == "2026-11-21T12:10:00Z"
+    assert "neededMarkedTimeSeconds" in report["preview"]["reason"]
+    assert api.writes == []

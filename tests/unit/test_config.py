@@ -112,15 +112,54 @@ def test_a_bad_environment_default_is_an_error(value: str) -> None:
         config.parse("{}", source="x", env={"MINIMUM_NODE_AGE_SECONDS": value})
 
 
-def test_the_environment_variable_wins_over_the_file(tmp_path: Path) -> None:
+def test_an_explicit_file_wins_over_the_environment_variable(tmp_path: Path) -> None:
     path = tmp_path / "c.json"
     path.write_text(json.dumps({"dryRun": False}))
-    loaded = config.load({"COMPACTOR_CONFIG": '{"dryRun": true}'}, config_file=str(path))
-    assert loaded.dry_run is True
-    assert config.load({}, config_file=str(path)).dry_run is False
+    loaded = config.load_with_source({"COMPACTOR_CONFIG": '{"dryRun": true}'}, config_file=str(path))
+    assert loaded.config.dry_run is False
+    assert loaded.source == f"--config {path}"
+    assert loaded.ignored == ("COMPACTOR_CONFIG",)
+    assert loaded.notice() == f"configuration from --config {path}; COMPACTOR_CONFIG is also set and not used"
+    assert config.load({"COMPACTOR_CONFIG": '{"dryRun": true}'}).dry_run is True
 
 
-def test_firestore_wins_over_everything_else() -> None:
+def test_an_explicit_file_wins_over_firestore_which_is_not_read(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"poolLabel": "from-file"}))
+
+    def read(document: str, database: str | None) -> str:
+        raise AssertionError("Firestore must not be read when --config names a file")
+
+    env = {"COMPACTOR_FIRESTORE_DOCUMENT": "settings/compactor", "COMPACTOR_CONFIG": "{}"}
+    loaded = config.load_with_source(env, config_file=str(path), read_firestore=read)
+    assert loaded.config.pool_label == "from-file"
+    assert loaded.ignored == ("COMPACTOR_FIRESTORE_DOCUMENT=settings/compactor", "COMPACTOR_CONFIG")
+    assert "are also set and not used" in (loaded.notice() or "")
+
+
+def test_a_missing_file_is_an_error_even_when_the_environment_holds_a_configuration(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        config.load({"COMPACTOR_CONFIG": "{}"}, config_file=str(tmp_path / "absent.json"))
+
+
+@pytest.mark.parametrize(
+    ("env", "source"),
+    [
+        pytest.param({"COMPACTOR_CONFIG": "{}"}, "COMPACTOR_CONFIG", id="environment"),
+        pytest.param({}, "defaults", id="defaults"),
+    ],
+)
+def test_the_source_is_named_when_no_file_is_given(env: dict[str, str], source: str) -> None:
+    loaded = config.load_with_source(env, required=False)
+    assert (loaded.source, loaded.ignored, loaded.notice()) == (source, (), None)
+
+
+def test_a_yaml_text_is_told_that_json_is_expected() -> None:
+    with pytest.raises(ConfigError, match="this looks like YAML; the configuration is JSON"):
+        config.parse("nodePools:\n  default-pool:\n    enabled: true\n", source="c.yaml")
+
+
+def test_firestore_wins_over_the_environment_variable() -> None:
     def read(document: str, database: str | None) -> str:
         assert (document, database) == ("settings/compactor", "ops")
         return '{"poolLabel": "from-firestore"}'

@@ -380,13 +380,30 @@ def test_pods_that_stay_never_block_and_are_not_moved(pod: Any) -> None:
 @pytest.mark.parametrize(
     ("pod", "others", "expected"),
     [
-        pytest.param(make_pod("big", node="n1", cpu="1500m"), {}, "cpu on 2", id="cpu"),
-        pytest.param(make_pod("fat", node="n1", memory="15500Mi"), {}, "memory on 2", id="memory"),
-        pytest.param(make_pod("gpu", node="n1", extended={"nvidia.com/gpu": "1"}), {}, "nvidia.com/gpu on 2", id="gpu"),
-        pytest.param(make_pod("web", node="n1"), {"pods": 1}, "pod count on 2", id="pod-count"),
-        pytest.param(make_pod("web", node="n1"), {"taints": [taint("dedicated", "db")]}, "taint on 2", id="taint"),
+        pytest.param(make_pod("big", node="n1", cpu="1500m"), {}, "(2 checked: 2 with too little free cpu)", id="cpu"),
         pytest.param(
-            make_pod("web", node="n1", node_selector=(("disk", "ssd"),)), {}, "nodeSelector on 2", id="node-selector"
+            make_pod("fat", node="n1", memory="15500Mi"), {}, "(2 checked: 2 with too little free memory)", id="memory"
+        ),
+        pytest.param(
+            make_pod("gpu", node="n1", extended={"nvidia.com/gpu": "1"}),
+            {},
+            "nvidia.com/gpu 1) fits on no other node (2 checked: 2 with too little free nvidia.com/gpu)",
+            id="gpu",
+        ),
+        pytest.param(
+            make_pod("web", node="n1"), {"pods": 1}, "2 with no room for another pod (its pod limit)", id="pod-count"
+        ),
+        pytest.param(
+            make_pod("web", node="n1"),
+            {"taints": [taint("dedicated", "db")]},
+            "2 with a taint it does not tolerate",
+            id="taint",
+        ),
+        pytest.param(
+            make_pod("web", node="n1", node_selector=(("disk", "ssd"),)),
+            {},
+            "2 with labels its nodeSelector does not match",
+            id="node-selector",
         ),
     ],
 )
@@ -404,11 +421,35 @@ def test_a_pod_that_fits_nowhere_else_keeps_its_node(pod: Any, others: dict[str,
 @pytest.mark.parametrize(
     ("tainted", "plain", "busy_kind", "expected"),
     [
-        pytest.param(1, 3, "plain", "(nodeSelector on 3, taint on 1)", id="more-refuse-the-selector"),
-        pytest.param(3, 1, "plain", "(taint on 3, nodeSelector on 1)", id="more-refuse-for-a-taint"),
+        pytest.param(
+            1,
+            3,
+            "plain",
+            "(4 checked: 3 with labels its nodeSelector does not match, 1 with a taint it does not tolerate)",
+            id="more-refuse-the-selector",
+        ),
+        pytest.param(
+            3,
+            1,
+            "plain",
+            "(4 checked: 3 with a taint it does not tolerate, 1 with labels its nodeSelector does not match)",
+            id="more-refuse-for-a-taint",
+        ),
         # Equal counts: in the order the scan meets them, the least allocated node first.
-        pytest.param(2, 2, "plain", "(taint on 2, nodeSelector on 2)", id="tie-tainted-nodes-least-allocated"),
-        pytest.param(2, 2, "tainted", "(nodeSelector on 2, taint on 2)", id="tie-plain-nodes-least-allocated"),
+        pytest.param(
+            2,
+            2,
+            "plain",
+            "(4 checked: 2 with a taint it does not tolerate, 2 with labels its nodeSelector does not match)",
+            id="tie-tainted-nodes-least-allocated",
+        ),
+        pytest.param(
+            2,
+            2,
+            "tainted",
+            "(4 checked: 2 with labels its nodeSelector does not match, 2 with a taint it does not tolerate)",
+            id="tie-plain-nodes-least-allocated",
+        ),
     ],
 )
 def test_a_pod_pinned_by_its_node_selector_says_what_each_other_node_refuses_it_for(
@@ -493,7 +534,7 @@ def test_host_ports_may_not_clash() -> None:
     nodes = [make_node("n1"), make_node("n2", marked_since=None)]
     pods = [make_pod("a", node="n1", host_ports=(host_port(8080),)), busy("b", "n2", host_ports=(host_port(8080),))]
     plan = run_plan(nodes, pods)
-    assert "host port on 1" in blockers_of(plan, "n1")
+    assert "1 with its host port taken" in blockers_of(plan, "n1")
 
 
 def test_required_anti_affinity_on_hostname_is_respected_both_ways() -> None:
@@ -502,11 +543,11 @@ def test_required_anti_affinity_on_hostname_is_respected_both_ways() -> None:
     nodes = [make_node("n1"), make_node("n2", marked_since=None)]
     mine = make_pod("db-1", node="n1", labels={"app": "db"}, pod_anti_affinity=(anti_affinity({"app": "db"}),))
     theirs = busy("db-0", "n2", labels={"app": "db"})
-    assert "pod anti-affinity on 1" in blockers_of(run_plan(nodes, [mine, theirs]), "n1")
+    assert "1 with a pod its pod anti-affinity keeps away" in blockers_of(run_plan(nodes, [mine, theirs]), "n1")
     # The pod already on n2 forbids newcomers that match its term, even if the newcomer has no term itself.
     plain = make_pod("db-1", node="n1", labels={"app": "db"})
     guarded = busy("db-0", "n2", labels={"app": "db"}, pod_anti_affinity=(anti_affinity({"app": "db"}),))
-    assert "pod anti-affinity on 1" in blockers_of(run_plan(nodes, [plain, guarded]), "n1")
+    assert "1 with a pod its pod anti-affinity keeps away" in blockers_of(run_plan(nodes, [plain, guarded]), "n1")
 
 
 def test_a_pod_with_a_volume_claim_stays_in_its_zone() -> None:
@@ -519,7 +560,7 @@ def test_a_pod_with_a_volume_claim_stays_in_its_zone() -> None:
 def test_a_volume_claim_with_no_node_in_its_zone_keeps_the_node() -> None:
     nodes = [make_node("n1", zone="a"), make_node("n2", zone="b", marked_since=None)]
     plan = run_plan(nodes, [make_pod("pg", node="n1", pvc_names=("data-pg",)), busy("b2", "n2")])
-    assert "zone of its volume on 1" in blockers_of(plan, "n1")
+    assert "1 with another zone than its volume" in blockers_of(plan, "n1")
 
 
 def test_topology_spread_with_do_not_schedule_is_respected() -> None:
@@ -537,7 +578,7 @@ def test_topology_spread_with_do_not_schedule_is_respected() -> None:
     # With maxSkew 1 and zone b empty of web pods, zone a may not take a second one.
     web_b_gone = [web[0], web[1]]
     plan = run_plan(nodes, [*web_b_gone, busy("b3", "n3", cpu="3950m")])
-    assert "topology spread on 1" in blockers_of(plan, "n1")
+    assert "1 with too much skew for its topology spread" in blockers_of(plan, "n1")
 
 
 def test_topology_spread_counts_the_pods_still_on_the_node_being_drained() -> None:
@@ -574,7 +615,7 @@ def test_the_cordoned_source_node_stays_a_spread_domain_until_it_is_gone() -> No
     web = [make_pod(f"web-{i}", node=f"n{i}", labels={"app": "web"}, spread_constraints=constraint) for i in (1, 2, 3)]
     plan = run_plan(nodes, [*web, busy("b2", "n2", cpu="2"), busy("b3", "n3", cpu="2")])
     assert plan.decision.action == "none"
-    assert "topology spread on 2" in blockers_of(plan, "n1")
+    assert "2 with too much skew for its topology spread" in blockers_of(plan, "n1")
 
 
 def test_a_zone_the_source_node_is_alone_in_stays_a_spread_domain() -> None:
@@ -587,7 +628,7 @@ def test_a_zone_the_source_node_is_alone_in_stays_a_spread_domain() -> None:
     web = [make_pod(f"web-{n}", node=n, labels={"app": "web"}, spread_constraints=constraint) for n in ("n1", "n2")]
     plan = run_plan(nodes, [*web, busy("b2", "n2", cpu="2")])
     assert plan.decision.action == "none"
-    assert "topology spread on 1" in blockers_of(plan, "n1")
+    assert "1 with too much skew for its topology spread" in blockers_of(plan, "n1")
 
 
 def test_required_pod_affinity_needs_a_matching_pod_in_the_domain() -> None:

@@ -79,6 +79,13 @@ locals {
     "container.leases.create",
     "container.leases.update",
   ]
+  surge_iam_permissions = [
+    "container.deployments.get",
+    "container.deployments.list",
+    "container.deployments.update",
+    "container.replicaSets.list",
+    "container.persistentVolumeClaims.list",
+  ]
   firestore_iam_permissions = [
     "datastore.entities.get",
   ]
@@ -105,6 +112,12 @@ locals {
       title       = "node-compactor"
       description = "Exactly what the node-compactor function does: read nodes, pods and PDBs, cordon, evict, annotate pods for scale-down steering, write events and its lease."
       permissions = local.iam_permissions
+    }
+    surge = {
+      needed      = local.any_surge_on_iam
+      title       = "node-compactor rolling restarts"
+      description = "What node-compactor adds for pools with surgeSingleReplicas: list Deployments, ReplicaSets and PVCs, restart a Deployment (patch its pod template's restartedAt)."
+      permissions = local.surge_iam_permissions
     }
     firestore = {
       needed      = local.any_firestore

@@ -24,6 +24,15 @@ locals {
   any_managed_prometheus = anytrue([
     for settings in values(local.clusters) : try(settings.hpa_floor_enabled, null) == true && try(settings.hpa_floor_prometheus_server_url, null) == null
   ])
+  # A cluster grants surgeSingleReplicas' permissions when it says so, or, unset, when an enabled
+  # pool of its config opts in (as modules/node-compactor decides).
+  any_surge_on_iam = anytrue([
+    for settings in values(local.clusters) : try(settings.access_mode, null) != "rbac" && (
+      try(settings.surge_single_replicas, null) != null ? try(settings.surge_single_replicas, false) == true : anytrue([
+        for pool in values(settings.config.nodePools) : try(pool.enabled, false) == true && try(pool.surgeSingleReplicas, false) == true
+      ])
+    )
+  ])
   any_alert = anytrue([for settings in values(local.clusters) : try(settings.alert_on_failed_runs, null) == true])
 
   source_archive = {
@@ -74,6 +83,7 @@ module "cluster" {
   dashboard_enabled                      = try(each.value.dashboard_enabled, null)
   alert_on_failed_runs                   = try(each.value.alert_on_failed_runs, null)
   notification_channels                  = try(each.value.notification_channels, null)
+  surge_single_replicas                  = try(each.value.surge_single_replicas, null)
   hpa_floor_enabled                      = try(each.value.hpa_floor_enabled, null)
   hpa_floor_schedule                     = try(each.value.hpa_floor_schedule, null)
   hpa_floor_dry_run                      = try(each.value.hpa_floor_dry_run, null)

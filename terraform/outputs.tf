@@ -12,12 +12,14 @@ locals {
       hpa_floor_service_account_email = deployment.hpa_floor_service_account_email
       hpa_floor_dry_run_command       = deployment.hpa_floor_dry_run_command
       lease_namespace                 = deployment.lease_namespace
+      surge_single_replicas           = deployment.surge_single_replicas
     }
   }
 
   rbac_template           = file("${path.module}/../deploy/rbac.yaml")
   hpa_floor_rbac_path     = "${path.module}/../deploy/rbac-hpa-floor.yaml"
   hpa_floor_rbac_template = fileexists(local.hpa_floor_rbac_path) ? file(local.hpa_floor_rbac_path) : null
+  surge_rbac_template     = file("${path.module}/../deploy/rbac-surge.yaml")
   rbac_placeholder        = "FUNCTION_SERVICE_ACCOUNT_EMAIL"
   # The manifests' Lease Role and RoleBinding sit in the default Lease namespace;
   # each cluster's own lease_namespace replaces it.
@@ -50,7 +52,7 @@ output "build_service_account_email" {
 }
 
 output "custom_role_ids" {
-  description = "The shared custom IAM roles by what they allow (cluster, firestore, hpa_floor, prometheus); null where no cluster needs one."
+  description = "The shared custom IAM roles by what they allow (cluster, surge, firestore, hpa_floor, prometheus); null where no cluster needs one."
   value       = local.custom_roles
 }
 
@@ -62,6 +64,14 @@ output "rbac_manifests" {
       local.rbac_lease_namespace, "namespace: ${deployment.lease_namespace}",
     )
     if try(local.clusters[key].access_mode, null) == "rbac"
+  }
+}
+
+output "surge_rbac_manifests" {
+  description = "Per cluster key whose access_mode is \"rbac\" and that grants surgeSingleReplicas' permissions (surge_single_replicas, or a pool of its config): deploy/rbac-surge.yaml with its function's service account filled in. Apply it with kubectl beside rbac_manifests."
+  value = {
+    for key, deployment in local.deployments : key => replace(local.surge_rbac_template, local.rbac_placeholder, deployment.function_service_account_email)
+    if try(local.clusters[key].access_mode, null) == "rbac" && deployment.surge_single_replicas
   }
 }
 

@@ -28,6 +28,7 @@ ROOT_DIR = REPO_ROOT / "terraform"
 MODULE_DIR = ROOT_DIR / "modules" / "node-compactor"
 RBAC_MANIFEST = REPO_ROOT / "deploy" / "rbac.yaml"
 HPA_FLOOR_RBAC_MANIFEST = REPO_ROOT / "deploy" / "rbac-hpa-floor.yaml"
+SURGE_RBAC_MANIFEST = REPO_ROOT / "deploy" / "rbac-surge.yaml"
 
 # Plain dicts without block markers; string literals without their quotes.
 # Expressions keep their "${...}" wrapper.
@@ -362,12 +363,14 @@ def test_a_single_cluster_still_gets_one_dry_run_command_output() -> None:
 
 def test_the_custom_roles_list_exactly_the_permissions_the_code_declares() -> None:
     assert ROOT.local("iam_permissions") == list(permissions.IAM_PERMISSIONS)
+    assert ROOT.local("surge_iam_permissions") == list(permissions.SURGE_IAM_PERMISSIONS)
     assert ROOT.local("firestore_iam_permissions") == list(permissions.FIRESTORE_IAM_PERMISSIONS)
     assert ROOT.local("hpa_floor_iam_permissions") == list(permissions.HPA_FLOOR_IAM_PERMISSIONS)
     assert ROOT.local("prometheus_iam_permissions") == list(permissions.PROMETHEUS_IAM_PERMISSIONS)
     definitions = ROOT.local("custom_role_definitions")
     assert {key: expression(role["permissions"]) for key, role in definitions.items()} == {
         "cluster": "local.iam_permissions",
+        "surge": "local.surge_iam_permissions",
         "firestore": "local.firestore_iam_permissions",
         "hpa_floor": "local.hpa_floor_iam_permissions",
         "prometheus": "local.prometheus_iam_permissions",
@@ -386,6 +389,7 @@ def test_the_custom_roles_are_created_once_per_project_in_the_root_not_per_clust
     ("role", "needed_when"),
     [
         pytest.param("cluster", "any_iam_access", id="cluster"),
+        pytest.param("surge", "any_surge_on_iam", id="surge"),
         pytest.param("firestore", "any_firestore", id="firestore"),
         pytest.param("hpa_floor", "any_hpa_floor_on_iam", id="hpa-floor"),
         pytest.param("prometheus", "any_managed_prometheus", id="prometheus"),
@@ -403,6 +407,44 @@ def test_the_compactor_account_gets_cluster_permissions_in_iam_mode_and_firestor
     grant = MODULE.resource("google_project_iam_member", "function")
     assert expression(grant["for_each"]) == "local.function_roles"
     assert expression(grant["member"]) == "google_service_account.function.member"
+
+
+def test_the_surge_permissions_are_granted_only_where_a_pool_opts_in_or_the_cluster_says_so() -> None:
+    granted = expression(MODULE.local("function_roles"))
+    assert 'var.access_mode == "iam" && local.surges ? {surge = var.custom_roles.surge} : {}' in granted
+    surges = expression(MODULE.local("surges"))
+    assert surges.startswith("var.surge_single_replicas != null ? var.surge_single_replicas : anytrue(")
+    assert "try(settings.enabled, false) == true && try(settings.surgeSingleReplicas, false) == true" in surges
+    assert MODULE.variable_default("surge_single_replicas") is None
+    shared = expression(ROOT.local("any_surge_on_iam"))
+    assert 'try(settings.access_mode, null) != "rbac"' in shared
+    assert "try(pool.enabled, false) == true && try(pool.surgeSingleReplicas, false) == true" in shared
+    assert "try(settings.surge_single_replicas, null)" in shared
+
+
+def test_the_surge_rbac_manifest_grants_exactly_the_surge_rules_and_is_filled_in_only_where_needed() -> None:
+    documents = {doc["kind"]: doc for doc in yaml.safe_load_all(SURGE_RBAC_MANIFEST.read_text()) if doc}
+    granted = sorted(
+        (group, resource_name, tuple(sorted(rule["verbs"])))
+        for rule in documents["ClusterRole"]["rules"]
+        for group in rule["apiGroups"]
+        for resource_name in rule["resources"]
+    )
+    declared = sorted(
+        (rule.api_group, rule.resource, tuple(sorted(rule.verbs))) for rule in permissions.SURGE_RBAC_RULES
+    )
+    assert granted == declared
+    assert documents["ClusterRoleBinding"]["roleRef"]["name"] == documents["ClusterRole"]["metadata"]["name"]
+    assert documents["ClusterRoleBinding"]["subjects"][0]["name"] == RBAC_PLACEHOLDER
+    for document in documents.values():
+        assert not any("*" in text for text in strings_in(document))
+    assert ROOT.local("surge_rbac_template") == '${file("${path.module}/../deploy/rbac-surge.yaml")}'
+    rendered = expression(ROOT.outputs()["surge_rbac_manifests"]["value"])
+    assert (
+        "replace(local.surge_rbac_template, local.rbac_placeholder, deployment.function_service_account_email)"
+        in rendered
+    )
+    assert 'access_mode, null) == "rbac" && deployment.surge_single_replicas' in rendered
 
 
 def test_the_hpa_floor_account_gets_hpa_and_prometheus_permissions_never_the_compactors() -> None:

@@ -35,7 +35,8 @@ ROOT_STAND_INS = {
     "google_artifact_registry_repository.images.id": '"repository"',
     'time_sleep.build_iam.triggers["service_account"]': '"build"',
     "local.custom_roles": (
-        '{ cluster = "cluster-role", firestore = "firestore-role", hpa_floor = "hpa-role", prometheus = "prom-role" }'
+        '{ cluster = "cluster-role", surge = "surge-role", firestore = "firestore-role", hpa_floor = "hpa-role", '
+        'prometheus = "prom-role" }'
     ),
     "local.log_metric_types_for_clusters": (
         "{ for metric in " + json.dumps(list(METRICS)) + ' : metric => "logging.googleapis.com/user/${metric}" }'
@@ -59,9 +60,11 @@ output "function_environment" { value = local.function_environment }
 output "hpa_floor_environment" { value = var.hpa_floor_enabled ? local.hpa_floor_environment : null }
 output "config" { value = jsondecode(local.config_json) }
 output "firestore_document" { value = local.firestore_document }
+output "surges" { value = local.surges }
 """
 ROOT_OUTPUTS = """
 output "clusters" { value = module.cluster }
+output "any_surge_on_iam" { value = local.any_surge_on_iam }
 """
 
 ONE_CLUSTER = (
@@ -199,6 +202,32 @@ def test_firestore_clusters_each_read_their_own_document(scratch: Path) -> None:
     }
     assert documents == {"alpha": "node-compactor/nc-alpha", "b": "node-compactor/compactor-b"}
     assert "COMPACTOR_CONFIG" not in clusters["alpha"]["function_environment"]
+
+
+def test_the_surge_permissions_follow_the_pools_that_opt_in_unless_the_cluster_says_otherwise(scratch: Path) -> None:
+    location = 'cluster = { name = "main", location = "europe-west1" }'
+    opted_in = "config = { nodePools = { a = { enabled = true, surgeSingleReplicas = true } } }"
+    disabled_pool = "config = { nodePools = { a = { enabled = false, surgeSingleReplicas = true } } }"
+    clusters = apply(
+        scratch,
+        with_project(
+            f"{{ plain = {{ {ONE_CLUSTER} }}, opted = {{ {location}, {opted_in} }}, "
+            f"off = {{ {location}, {disabled_pool} }}, "
+            f"said = {{ {ONE_CLUSTER}, surge_single_replicas = true }}, "
+            f"refused = {{ {location}, {opted_in}, surge_single_replicas = false }} }}"
+        ),
+    )
+    assert {key: cluster["surges"] for key, cluster in clusters.items()} == {
+        "plain": False,
+        "opted": True,
+        "off": False,
+        "said": True,
+        "refused": False,
+    }
+    assert json.loads(_terraform(scratch, "output", "-json", "any_surge_on_iam").stdout) is True
+    only_rbac = f'{{ opted = {{ {location}, {opted_in}, access_mode = "rbac" }}, plain = {{ {ONE_CLUSTER} }} }}'
+    apply(scratch, with_project(only_rbac))
+    assert json.loads(_terraform(scratch, "output", "-json", "any_surge_on_iam").stdout) is False
 
 
 def test_the_hpa_floor_passes_its_prometheus_settings_under_estafettes_names(scratch: Path) -> None:

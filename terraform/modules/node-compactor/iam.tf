@@ -30,6 +30,7 @@ locals {
   # RBAC grants the cluster access, so IAM only adds what RBAC cannot.
   function_roles = merge(
     var.access_mode == "iam" ? { cluster = var.custom_roles.cluster } : {},
+    var.access_mode == "iam" && local.surges ? { surge = var.custom_roles.surge } : {},
     local.use_firestore ? { firestore = var.custom_roles.firestore } : {},
   )
   hpa_floor_roles = var.hpa_floor_enabled ? merge(

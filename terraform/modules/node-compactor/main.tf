@@ -16,6 +16,12 @@ locals {
   )
   config_json = jsonencode(local.config)
 
+  # surgeSingleReplicas needs more of the cluster (SURGE_IAM_PERMISSIONS): granted when
+  # surge_single_replicas says so, or, left null, when an enabled pool of the config opts in.
+  surges = var.surge_single_replicas != null ? var.surge_single_replicas : anytrue([
+    for settings in values(var.config.nodePools) : try(settings.enabled, false) == true && try(settings.surgeSingleReplicas, false) == true
+  ])
+
   use_firestore         = var.config_source == "firestore"
   firestore_document    = coalesce(var.firestore_document, "node-compactor/${var.name}")
   firestore_collection  = split("/", local.firestore_document)[0]

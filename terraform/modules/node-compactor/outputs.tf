@@ -53,6 +53,11 @@ output "hpa_floor_dry_run_command" {
   value       = local.hpa_floor_dry_run_command
 }
 
+output "surge_single_replicas" {
+  description = "Whether the function may restart Deployments for pools with surgeSingleReplicas (the surge role in iam mode; deploy/rbac-surge.yaml to apply in rbac mode)."
+  value       = local.surges
+}
+
 output "lease_namespace" {
   description = "Namespace of the functions' Leases: where deploy/rbac.yaml's Lease Role must be in rbac mode."
   value       = var.lease_namespace

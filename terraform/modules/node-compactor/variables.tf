@@ -40,9 +40,10 @@ variable "build_service_account" {
 }
 
 variable "custom_roles" {
-  description = "Project custom roles shared by every cluster, by what they allow (null where no cluster needs one): cluster (IAM_PERMISSIONS), firestore (FIRESTORE_IAM_PERMISSIONS), hpa_floor (HPA_FLOOR_IAM_PERMISSIONS), prometheus (PROMETHEUS_IAM_PERMISSIONS), each from compactor/permissions.py."
+  description = "Project custom roles shared by every cluster, by what they allow (null where no cluster needs one): cluster (IAM_PERMISSIONS), surge (SURGE_IAM_PERMISSIONS), firestore (FIRESTORE_IAM_PERMISSIONS), hpa_floor (HPA_FLOOR_IAM_PERMISSIONS), prometheus (PROMETHEUS_IAM_PERMISSIONS), each from compactor/permissions.py."
   type = object({
     cluster    = optional(string)
+    surge      = optional(string)
     firestore  = optional(string)
     hpa_floor  = optional(string)
     prometheus = optional(string)
@@ -366,6 +367,12 @@ variable "notification_channels" {
     condition     = alltrue([for channel in var.notification_channels : can(regex("^projects/[^/]+/notificationChannels/[^/]+$", channel))])
     error_message = "Each notification channel must be projects/P/notificationChannels/ID."
   }
+}
+
+variable "surge_single_replicas" {
+  description = "Grant what a pool with surgeSingleReplicas needs (SURGE_IAM_PERMISSIONS in iam mode; deploy/rbac-surge.yaml in rbac mode, see the root's surge_rbac_manifests): list Deployments, ReplicaSets and PersistentVolumeClaims, get and patch Deployments. Null (the default): when an enabled pool of config sets surgeSingleReplicas; set it true when the configuration lives in a Firestore document Terraform does not write."
+  type        = bool
+  default     = null
 }
 
 # --- the HPA floor job (main.hpa_floor) ----------------------------------------

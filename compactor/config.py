@@ -82,6 +82,10 @@ class PoolConfig(BaseModel):
     drain_interval_seconds: int = Field(0, alias="drainIntervalSeconds", ge=0)
     # When drains may start (absent: always); marks are kept outside the windows.
     disruption_windows: list[DisruptionWindow] | None = Field(None, alias="disruptionWindows")
+    # Move the only pod of a Deployment (or one a PDB holds only because minAvailable is its replica
+    # count) by a surging rolling restart instead of an eviction, so it is never without a Ready pod
+    # (core.surge). Off by default: it reads Deployments, ReplicaSets and PVCs, and patches Deployments.
+    surge_single_replicas: bool = Field(False, alias="surgeSingleReplicas")
 
     @model_validator(mode="before")
     @classmethod
@@ -95,6 +99,15 @@ class PoolConfig(BaseModel):
     def _enabled_needs_cpu_limit(self) -> PoolConfig:
         if self.enabled and self.cpu_limit is None:
             raise ValueError("scaleDownCPURequestRatioLimit is required when the pool is enabled")
+        return self
+
+    @model_validator(mode="after")
+    def _surge_needs_time(self) -> PoolConfig:
+        if self.surge_single_replicas and self.drain_timeout_seconds == 0:
+            raise ValueError(
+                "surgeSingleReplicas needs drainTimeoutSeconds above 0: a drain waits that long at most "
+                "for the restarted pod to be Ready elsewhere"
+            )
         return self
 
 
@@ -136,6 +149,12 @@ class Config(BaseModel):
     def enabled_pool(self, name: str | None) -> PoolConfig | None:
         pool = self.pool(name)
         return pool if pool is not None and pool.enabled else None
+
+    @property
+    def surges(self) -> bool:
+        """Whether an enabled pool sets surgeSingleReplicas: only then are Deployments, ReplicaSets and
+        PVCs read, and Deployments patched."""
+        return any(pool.enabled and pool.surge_single_replicas for pool in self.node_pools.values())
 
 
 def parse(text: str | bytes, *, source: str, env: Mapping[str, str] | None = None) -> Config:

@@ -145,10 +145,17 @@ def kubernetes_client(kubeconfig: str | None, env: Mapping[str, str]) -> Any:
         # In a KUBECONFIG list the client skips missing files; a single path must exist.
         if len(files) == 1 or os.path.exists(file):
             _check_kubeconfig_file(file)
+    from compactor import kubeconfig as checks
+
+    checks.check(path or shown, shown)
     try:
-        kube_config.load_kube_config(config_file=path, client_configuration=configuration)
+        with checks.exec_plugin_watch() as exec_plugin_failed:
+            kube_config.load_kube_config(config_file=path, client_configuration=configuration)
     except Exception as error:  # whatever the loader trips on, it is the file that is wrong
         raise KubeconfigError(f"kubeconfig {shown}: {_kubeconfig_problem(error)}") from error
+    if exec_plugin_failed:
+        # The loader goes on without credentials; every request would then be refused as anonymous.
+        raise ClusterAccessError(f"kubeconfig {shown}: {checks.EXEC_PLUGIN_FAILED}")
     return client.ApiClient(configuration)
 
 

@@ -242,7 +242,7 @@ KUBECONFIGS: list[Any] = [
         "apiVersion: v1\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1', "
         "certificate-authority-data: '!!!notbase64$$'}\nusers:\n- name: u\n  user: {token: t}\n"
         "contexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n",
-        "certificate or key data is not valid base64",
+        "clusters[c].certificate-authority-data is not valid base64",
         id="bad-base64-certificate",
     ),
     pytest.param("- just\n- a list\n", "not a kubeconfig", id="a-list"),

@@ -42,6 +42,12 @@ def managed_prometheus_url(project: str) -> str:
     return f"https://{GOOGLE_HOST}/v1/projects/{project}/location/global/prometheus"
 
 
+def _host(url: str) -> str:
+    """host[:port] of a URL, for messages: never its user info, which can be a password."""
+    split = urlsplit(url)
+    return f"{split.hostname}:{split.port}" if split.port is not None else split.hostname or "the server"
+
+
 def is_google(url: str) -> bool:
     parts = urlsplit(url)
     return parts.scheme == "https" and (parts.hostname or "").lower() == GOOGLE_HOST and parts.port in (None, 443)
@@ -146,11 +152,11 @@ class Querier:
             finally:
                 response.release_conn()
         except urllib3.exceptions.NewConnectionError as error:  # a subclass of the timeout error in urllib3 2
-            return Answer.failed(f"cannot reach {urlsplit(base).netloc}: {type(error).__name__}")
+            return Answer.failed(f"cannot reach {_host(base)}: {type(error).__name__}")
         except urllib3.exceptions.TimeoutError:
             return Answer.failed(f"timed out after {timeout:g}s")
         except urllib3.exceptions.HTTPError as error:
-            return Answer.failed(f"cannot reach {urlsplit(base).netloc}: {type(error).__name__}")
+            return Answer.failed(f"cannot reach {_host(base)}: {type(error).__name__}")
         if len(body) > MAX_ANSWER_BYTES:
             return Answer.failed(f"the answer is larger than {MAX_ANSWER_BYTES} bytes")
         return results.from_body(response.status, body)

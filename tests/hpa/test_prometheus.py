@@ -65,6 +65,16 @@ def test_an_unreachable_server_becomes_a_reason() -> None:
     assert "cannot reach" in answer.problem
 
 
+def test_an_unreachable_servers_password_is_never_in_the_reason() -> None:
+    # The reason goes into the report and a Warning Event on the HPA, which anyone who reads Events sees.
+    with running() as fake:
+        url = fake.url.replace("http://", "http://reader:s3cr3t-pw@")
+    answer = prometheus.Querier(url).run([Query(None, RATE)])[Query(None, RATE)]
+    assert answer.problem is not None
+    assert answer.problem.startswith(f"cannot reach 127.0.0.1:{url.rsplit(':', 1)[1]}")
+    assert "s3cr3t-pw" not in answer.problem and "reader" not in answer.problem
+
+
 def test_no_query_is_sent_once_the_deadline_has_passed(prom: FakePrometheus) -> None:
     querier = prometheus.Querier(prom.url, deadline=100.0, monotonic=lambda: 100.0)
     answer = querier.run([Query(None, RATE)])[Query(None, RATE)]

@@ -265,13 +265,7 @@ class KubeCluster:
         timeout: float = 180.0,
     ) -> CompactorRun:
         """`python -m compactor <command> --kubeconfig <its own> [--config FILE] --json ...`, as users run it."""
-        argv = [sys.executable, "-m", "compactor", command, "--kubeconfig", str(self.compactor_kubeconfig)]
-        if config is not None:
-            path = self.workdir / f"config-{uuid.uuid4().hex[:8]}.json"
-            path.write_text(json.dumps(config))
-            argv += ["--config", str(path)]
-        argv += ["--json", *args]
-        child_env = {k: v for k, v in os.environ.items() if not k.startswith(("COMPACTOR_", "KUBE"))}
+        argv = self.compactor_argv(command, *args, config=config)
         started = time.monotonic()
         done = subprocess.run(
             argv,
@@ -279,7 +273,7 @@ class KubeCluster:
             text=True,
             timeout=timeout,
             cwd=REPOSITORY,
-            env={**child_env, **(env or {})},
+            env=compactor_env(env),
             check=False,
         )
         run = CompactorRun(argv, done.returncode, done.stdout, done.stderr, time.monotonic() - started)
@@ -290,6 +284,24 @@ class KubeCluster:
         stem.with_suffix(".json").write_text(done.stdout)
         stem.with_suffix(".log").write_text(f"$ {' '.join(argv)}\nexit {done.returncode}\n{done.stderr}")
         return run
+
+    def compactor_argv(
+        self, command: str, *args: str, config: Mapping[str, Any] | None = None, kubeconfig: Path | None = None
+    ) -> list[str]:
+        """The command line `compactor()` runs (for a test that starts several at once; env: `compactor_env`)."""
+        argv = [
+            sys.executable,
+            "-m",
+            "compactor",
+            command,
+            "--kubeconfig",
+            str(kubeconfig or self.compactor_kubeconfig),
+        ]
+        if config is not None:
+            path = self.workdir / f"config-{uuid.uuid4().hex[:8]}.json"
+            path.write_text(json.dumps(config))
+            argv += ["--config", str(path)]
+        return [*argv, "--json", *args]
 
     # -- the audit log ------------------------------------------------------------------------
 
@@ -325,6 +337,12 @@ class KubeCluster:
 
         wait_for("the audit log has caught up", read, timeout=10)
         return [e for e in events if user is None or e.get("user", {}).get("username") == user]
+
+
+def compactor_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This environment without node-compactor's and kubectl's settings (the test's own cluster only), plus `extra`."""
+    kept = {k: v for k, v in os.environ.items() if not k.startswith(("COMPACTOR_", "KUBE", "PROMETHEUS_"))}
+    return {**kept, **(extra or {})}
 
 
 @dataclass

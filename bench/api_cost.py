@@ -1,0 +1,365 @@
+"""What one run costs the API server, each way of reading, beside one `kubectl get pods -A -o json` (issue 27).
+
+    python bench/api_cost.py --server real --sizes 500,5000 [--repeat 3] [--no-pod-status]
+    python bench/api_cost.py --server fake --sizes 5000          # the fake API server instead
+    python bench/live_scale.py --real ...                       # the same, from the live benchmark
+
+For each size (nodes, 30 pods each, the `bench.synth` cluster) a server is started and
+loaded: `--server real` is kube-apiserver with etcd (`bench.real_apiserver`: the e2e
+toolchain's v1.36 binaries, objects created through the API); `--server fake` is the fake
+API server in a process of its own (`bench.live_scale.serving`). Then `--repeat` rounds,
+each measuring, in a fresh child process and one after another:
+
+- `today`: `Cluster.read_snapshot()` as before issue 27, paged lists without gzip;
+- `paged+gzip`: the same with `Accept-Encoding: gzip` (the default);
+- `watch-list`: streaming lists (`COMPACTOR_LIST_METHOD=watch-list`);
+- `dry run`: `python -m compactor run --dry-run --json`, the default read, end to end;
+- `kubectl`: `kubectl get pods -A -o json` (its default: pages of 500, gzip), output discarded.
+
+Per measurement: requests (the reader's own count; kubectl's from `-v=6`), bytes on the
+wire (the answers' bodies as received, compressed when they were; for kubectl not known to
+the client, so every row also gives what the API server process wrote: `wchar` of
+/proc/PID/io, TLS included), wall time and peak RSS of the child (`wait4`), and the CPU
+seconds the API server process (and etcd) used meanwhile, from /proc/PID/stat, less what
+it uses idle over the same time (measured before the rounds). Medians over the rounds,
+min-max beside them. Writes `bench/out/api-cost/api_cost.md` and `results.json`.
+A benchmark run by hand, never a timed test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as a script
+    sys.path.insert(0, str(REPO))
+
+from bench import live_scale, synth  # noqa: E402
+
+OUT_DIR = synth.OUT_DIR / "api-cost"
+CHILD_TIMEOUT_SECONDS = 1800.0
+IDLE_SECONDS = 30.0
+VARIANTS = ("today", "paged+gzip", "watch-list", "dry run", "kubectl")
+READS = {"today": ("paged-list", False), "paged+gzip": ("paged-list", True), "watch-list": ("watch-list", True)}
+
+
+@dataclass(frozen=True)
+class Server:
+    """A running API server: its process (and etcd's, for the real one) and a kubeconfig to reach it."""
+
+    kind: str
+    pid: int
+    etcd_pid: int | None
+    kubeconfig: Path
+    loaded: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Sample:
+    wall_seconds: float
+    peak_mib: float
+    server_cpu: float  # net of idle
+    etcd_cpu: float | None
+    server_written: int  # wchar of the API server process
+    reported: dict[str, Any]
+
+
+@dataclass
+class Measurement:
+    nodes: int
+    server: Server
+    idle_cpu_per_second: float
+    samples: dict[str, list[Sample]] = field(default_factory=dict)
+
+
+def _cpu(pid: int) -> float:
+    return live_scale._cpu_seconds(pid)
+
+
+def _written(pid: int) -> int:
+    with open(f"/proc/{pid}/io") as io:
+        for line in io:
+            if line.startswith("wchar:"):
+                return int(line.split()[1])
+    return 0
+
+
+# -- the children --------------------------------------------------------------------------------------------
+
+
+def child_read(kubeconfig: str, method: str, gzip: bool) -> dict[str, Any]:
+    """One `read_snapshot()` the given way; what it read and what the reader counted."""
+    import urllib3
+
+    from compactor import service
+    from compactor.kube import Cluster
+
+    urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+    cluster = Cluster(service.kubernetes_client(kubeconfig, {}))
+    cluster.list_method = method  # type: ignore[assignment]  (one of kube.LIST_METHODS, from READS)
+    cluster.gzip = gzip
+    started = time.perf_counter()
+    snapshot = cluster.read_snapshot()
+    seconds = time.perf_counter() - started
+    stats = cluster.last_read.to_dict() if cluster.last_read is not None else {}
+    return {"seconds": seconds, "nodes": len(snapshot.nodes), "pods": len(snapshot.pods), "read": stats}
+
+
+# -- one measured child --------------------------------------------------------------------------------------
+
+
+def _env() -> dict[str, str]:
+    env = live_scale._clean_env()
+    env["PYTHONWARNINGS"] = "ignore::urllib3.exceptions.InsecureRequestWarning"
+    return env
+
+
+def _measure(
+    command: list[str], server: Server, idle: float, *, env: dict[str, str] | None = None, name: str
+) -> tuple[Sample, bytes, bytes]:
+    with open(OUT_DIR / f"{name}.out", "w+b") as stdout, open(OUT_DIR / f"{name}.err", "w+b") as stderr:
+        cpu_before, written_before = _cpu(server.pid), _written(server.pid)
+        etcd_before = _cpu(server.etcd_pid) if server.etcd_pid else None
+        started = time.perf_counter()
+        process = subprocess.Popen(command, cwd=REPO, env=env or _env(), stdout=stdout, stderr=stderr)
+        watchdog = threading.Timer(CHILD_TIMEOUT_SECONDS, process.kill)
+        watchdog.start()
+        try:
+            _, status, usage = os.wait4(process.pid, 0)
+        finally:
+            watchdog.cancel()
+        wall = time.perf_counter() - started
+        server_cpu = _cpu(server.pid) - cpu_before - idle * wall
+        etcd_cpu = _cpu(server.etcd_pid) - etcd_before if server.etcd_pid and etcd_before is not None else None
+        written = _written(server.pid) - written_before
+        stdout.seek(0)
+        stderr.seek(0)
+        out, err = stdout.read(), stderr.read()
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise RuntimeError(f"`{' '.join(command)}` exited {code}:\n{err.decode(errors='replace')[-3000:]}")
+    return Sample(wall, usage.ru_maxrss / 1024, server_cpu, etcd_cpu, written, {}), out, err
+
+
+def measure_variant(variant: str, server: Server, idle: float, config_path: Path) -> Sample:
+    if variant in READS:
+        method, gzip = READS[variant]
+        command = [sys.executable, str(Path(__file__).resolve()), "--child-read", str(server.kubeconfig), method]
+        command += ["--gzip" if gzip else "--no-gzip"]
+        sample, out, _ = _measure(command, server, idle, name=f"child-{method}-{gzip}")
+        reported = orjson.loads(out.splitlines()[-1])
+    elif variant == "dry run":
+        command = [sys.executable, "-m", "compactor", "run", "--kubeconfig", str(server.kubeconfig), "--dry-run"]
+        env = {**_env(), "COMPACTOR_CONFIG": config_path.read_text()}
+        sample, out, _ = _measure([*command, "--json"], server, idle, env=env, name="dry-run")
+        report = orjson.loads(out)
+        reported = {"read": report.get("read", {}), "action": report["decision"]["action"]}
+    else:
+        kubectl = shutil.which("kubectl")
+        if kubectl is None:
+            raise SystemExit("kubectl is not on PATH")
+        command = [kubectl, "--kubeconfig", str(server.kubeconfig), "get", "pods", "-A", "-o", "json", "-v=6"]
+        sample, out, err = _measure(command, server, idle, name="kubectl")
+        requests = sum(1 for line in err.splitlines() if b"GET https://" in line or b"GET http://" in line)
+        reported = {"read": {"requests": requests, "bytesDecoded": len(out)}, "version": _kubectl_version(kubectl)}
+    return Sample(
+        sample.wall_seconds, sample.peak_mib, sample.server_cpu, sample.etcd_cpu, sample.server_written, reported
+    )
+
+
+def _kubectl_version(kubectl: str) -> str:
+    answer = subprocess.run([kubectl, "version", "--client", "-o", "json"], capture_output=True, check=False)
+    with contextlib.suppress(orjson.JSONDecodeError, KeyError):
+        return str(orjson.loads(answer.stdout)["clientVersion"]["gitVersion"])
+    return "unknown"
+
+
+def _idle_rate(server: Server) -> float:
+    before, started = _cpu(server.pid), time.perf_counter()
+    time.sleep(IDLE_SECONDS)
+    return (_cpu(server.pid) - before) / (time.perf_counter() - started)
+
+
+# -- the servers ---------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def real_server(nodes: int, pod_status: bool) -> Iterator[Server]:
+    from bench import real_apiserver
+
+    with real_apiserver.control_plane(OUT_DIR / f"apiserver-{nodes}") as plane:
+        _say(f"  kube-apiserver pid {plane.apiserver_pid}; loading {nodes:,} nodes ...")
+        loaded = real_apiserver.load_in_child(plane.url, nodes, pod_status=pod_status)
+        _say(f"  loaded {loaded}")
+        yield Server("real", plane.apiserver_pid, plane.etcd_pid, plane.reader_kubeconfig, loaded)
+
+
+@contextlib.contextmanager
+def fake_server(nodes: int) -> Iterator[Server]:
+    scale = synth.Scale(nodes, nodes * live_scale.PODS_PER_NODE)
+    files, _ = live_scale._ensure_data(scale)
+    kubeconfig = OUT_DIR / f"fake-{nodes}.kubeconfig"
+    with live_scale.serving(files.snapshot, kubeconfig, OUT_DIR / f"fake-{nodes}.log") as served:
+        yield Server("fake", served.pid, None, kubeconfig, {"seconds": served.ready_seconds})
+
+
+def measure(kind: str, nodes: int, repeat: int, pod_status: bool) -> Measurement:
+    config_path = OUT_DIR / "config.json"
+    config_path.write_bytes(orjson.dumps(synth.config()))
+    opened = real_server(nodes, pod_status) if kind == "real" else fake_server(nodes)
+    with opened as server:
+        measure_variant("today", server, 0.0, config_path)  # warm-up, untimed: caches, connections
+        idle = _idle_rate(server)
+        _say(f"  idle API server CPU: {idle:.3f} s/s")
+        measurement = Measurement(nodes, server, idle, {variant: [] for variant in VARIANTS})
+        for round_number in range(1, repeat + 1):
+            for variant in VARIANTS:
+                sample = measure_variant(variant, server, idle, config_path)
+                measurement.samples[variant].append(sample)
+                _say(
+                    f"  round {round_number} {variant}: {sample.wall_seconds:.2f} s, {sample.peak_mib:,.0f} MiB, "
+                    f"server CPU {sample.server_cpu:.2f} s, wrote {sample.server_written / 1e6:,.1f} MB"
+                )
+    return measurement
+
+
+# -- the report ----------------------------------------------------------------------------------------------
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def _spread(values: list[float], digits: int = 2) -> str:
+    if not values:
+        return "-"
+    return f"{_median(values):,.{digits}f} ({min(values):,.{digits}f}-{max(values):,.{digits}f})"
+
+
+def table(measurements: list[Measurement]) -> str:
+    lines = [
+        "| size | read | requests | bytes on the wire MB | server wrote MB | wall s | peak MiB "
+        "| API server CPU s | etcd CPU s |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for m in measurements:
+        size = f"{m.nodes:,} nodes / {m.samples['today'][0].reported.get('pods', 0):,} pods"
+        for index, variant in enumerate(VARIANTS):
+            samples = m.samples[variant]
+            reads = [s.reported.get("read", {}) for s in samples]
+            wire = [r["bytesOnWire"] / 1e6 for r in reads if "bytesOnWire" in r]
+            etcd = [s.etcd_cpu for s in samples if s.etcd_cpu is not None]
+            lines.append(
+                f"| {size if index == 0 else ''} | {variant} | {_median([r.get('requests', 0) for r in reads]):,.0f} "
+                f"| {_spread(wire, 1) if wire else 'n/a'} | {_spread([s.server_written / 1e6 for s in samples], 1)} "
+                f"| {_spread([s.wall_seconds for s in samples])} | {_spread([s.peak_mib for s in samples], 0)} "
+                f"| {_spread([s.server_cpu for s in samples])} | {_spread(etcd) if etcd else '-'} |"
+            )
+    return "\n".join(lines)
+
+
+def verdicts(m: Measurement) -> list[str]:
+    def median_of(variant: str, pick: Any) -> float:
+        return _median([pick(s) for s in m.samples[variant]])
+
+    today_wire = median_of("today", lambda s: s.reported["read"]["bytesOnWire"])
+    default_wire = median_of("paged+gzip", lambda s: s.reported["read"]["bytesOnWire"])
+    kubectl_cpu = median_of("kubectl", lambda s: s.server_cpu)
+    lines = [
+        f"bytes on the wire, default / today: {default_wire / today_wire:.3f} (target <= 0.25)",
+        "server CPU, dry run / kubectl: "
+        f"{median_of('dry run', lambda s: s.server_cpu) / kubectl_cpu:.2f} (target <= 1)",
+    ]
+    for variant in ("today", "paged+gzip", "watch-list"):
+        lines.append(
+            f"server CPU, {variant} read / kubectl: {median_of(variant, lambda s: s.server_cpu) / kubectl_cpu:.2f}"
+        )
+    return lines
+
+
+def render(measurements: list[Measurement], kind: str) -> str:
+    info = live_scale.machine()
+    text = [f"## What a run costs the API server ({kind})", ""]
+    text += [f"- {key}: {value}" for key, value in info.items()]
+    text += [f"- load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", ""]
+    text += [table(measurements), ""]
+    for m in measurements:
+        text += [f"At {m.nodes:,} nodes (idle API server CPU {m.idle_cpu_per_second:.3f} s/s, subtracted):", ""]
+        text += [f"- {line}" for line in verdicts(m)]
+        text += [f"- loaded: {m.server.loaded}", ""]
+    return "\n".join(text) + "\n"
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python bench/api_cost.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--server", choices=("real", "fake"), default="real")
+    parser.add_argument("--sizes", type=live_scale._sizes, default=[500, 5000])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-pod-status", action="store_true", help="real server: leave pods Pending (faster load)")
+    parser.add_argument("--child-read", nargs=2, metavar=("KUBECONFIG", "METHOD"), help=argparse.SUPPRESS)
+    parser.add_argument("--gzip", action=argparse.BooleanOptionalAction, default=True, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child_read:
+        result = child_read(args.child_read[0], args.child_read[1], args.gzip)
+        sys.stdout.buffer.write(orjson.dumps(result) + b"\n")
+        return 0
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    measurements = []
+    for nodes in args.sizes:
+        _say(f"{nodes:,} nodes on the {args.server} API server ...")
+        measurements.append(measure(args.server, nodes, args.repeat, not args.no_pod_status))
+        (OUT_DIR / "results.json").write_bytes(_as_json(measurements))
+    text = render(measurements, args.server)
+    (OUT_DIR / "api_cost.md").write_text(text)
+    sys.stdout.write(text)
+    return 0
+
+
+def _as_json(measurements: list[Measurement]) -> bytes:
+    return orjson.dumps(
+        [
+            {
+                "nodes": m.nodes,
+                "server": {"kind": m.server.kind, "loaded": m.server.loaded},
+                "idle_cpu_per_second": m.idle_cpu_per_second,
+                "samples": {
+                    variant: [
+                        {
+                            "wall_seconds": s.wall_seconds,
+                            "peak_mib": s.peak_mib,
+                            "server_cpu": s.server_cpu,
+                            "etcd_cpu": s.etcd_cpu,
+                            "server_written": s.server_written,
+                            "reported": s.reported,
+                        }
+                        for s in samples
+                    ]
+                    for variant, samples in m.samples.items()
+                },
+            }
+            for m in measurements
+        ],
+        option=orjson.OPT_INDENT_2,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""Reading a real kube-apiserver (v1.36) each way node-compactor can: the same snapshot every time.
+
+The streaming list (WatchList: a watch with sendInitialEvents until the initial-events-end
+bookmark) must read exactly what the paged list reads, gzip or not; node-compactor's own
+identity (deploy/rbac.yaml grants list, not watch) is refused the watch with 403 and reads
+with paged lists instead, saying so. What each way costs the server is measured by
+`bench/api_cost.py` (docs/benchmarks.md), not here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from compactor import service
+from compactor.core.model import Snapshot
+from compactor.kube import PAGED_LIST, WATCH_LIST, Cluster, ListMethod, ReadStats
+from tests.e2e.cluster import KubeCluster, Scenario
+
+pytestmark = pytest.mark.e2e
+
+# Enough pods that the pod list is over the 128 KiB from which kube-apiserver compresses an answer.
+REPLICAS = 60
+ATTEMPTS = 3  # kwok and the controllers may still touch an object between two reads
+
+
+def read(kubeconfig: Path, method: ListMethod, *, gzip: bool = True) -> tuple[Snapshot, ReadStats]:
+    cluster = Cluster(service.kubernetes_client(str(kubeconfig), {}))
+    cluster.list_method = method
+    cluster.gzip = gzip
+    snapshot = cluster.read_snapshot()
+    assert cluster.last_read is not None
+    return snapshot, cluster.last_read
+
+
+def settled_reads(kubeconfig: Path, ways: list[tuple[ListMethod, bool]]) -> list[tuple[Snapshot, ReadStats]]:
+    """One read each way, between two paged reads that agree: the cluster did not move meanwhile."""
+    for _ in range(ATTEMPTS):
+        before, _ = read(kubeconfig, PAGED_LIST)
+        found = [read(kubeconfig, method, gzip=gzip) for method, gzip in ways]
+        after, _ = read(kubeconfig, PAGED_LIST)
+        if before == after:
+            return found
+    pytest.fail(f"the cluster kept changing between two reads, {ATTEMPTS} times")
+
+
+@pytest.fixture
+def workload(scenario: Scenario) -> Scenario:
+    scenario.add_pool("cost", 3)
+    scenario.deployment("web", replicas=REPLICAS, cpu="20m", memory="32Mi", pool="cost")
+    scenario.pdb("web", "web", max_unavailable=1)
+    return scenario
+
+
+def test_a_streaming_list_reads_the_same_snapshot_as_paged_lists(workload: Scenario, kube_cluster: KubeCluster) -> None:
+    kubeconfig = kube_cluster.kubeconfig  # the admin may watch
+    (paged, paged_stats), (plain, plain_stats), (streamed, streamed_stats) = settled_reads(
+        kubeconfig, [(PAGED_LIST, True), (PAGED_LIST, False), (WATCH_LIST, True)]
+    )
+    assert streamed == paged == plain
+    mine = [pod for pod in streamed.pods if pod.namespace == workload.namespace]
+    assert len(mine) == REPLICAS and {pod.node_name for pod in mine} <= set(workload.nodes)
+    assert [pdb.key for pdb in streamed.pdbs if pdb.namespace == workload.namespace] == [f"{workload.namespace}/web"]
+    assert streamed_stats.method == "watch-list" and streamed_stats.fallback is None
+    assert streamed_stats.requests == 3, "one watch for each of nodes, pods and PodDisruptionBudgets"
+    assert paged_stats.gzip_answers >= 1, "kube-apiserver compresses the pod list when asked"
+    assert paged_stats.wire_bytes < plain_stats.wire_bytes / 4
+    assert plain_stats.gzip_answers == 0 and plain_stats.wire_bytes == plain_stats.decoded_bytes
+
+
+def test_node_compactors_own_identity_is_refused_the_watch_and_reads_paged_lists(
+    workload: Scenario, kube_cluster: KubeCluster
+) -> None:
+    kubeconfig = kube_cluster.compactor_kubeconfig  # deploy/rbac.yaml: list, not watch
+    (paged, _), (streamed, stats) = settled_reads(kubeconfig, [(PAGED_LIST, True), (WATCH_LIST, True)])
+    assert streamed == paged
+    assert stats.method == "paged-list"
+    assert stats.fallback is not None and "HTTP 403" in stats.fallback and "nodes" in stats.fallback

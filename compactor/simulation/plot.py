@@ -4,6 +4,12 @@ Below the node counts, the pending pods; below those, a band per strategy
 that has a planner (node-compactor): what its latest run decided at each
 moment, a drain or the gate that held it back, one colour per reason.
 
+A colour means one thing in every panel: a strategy's colour is its node
+count, its pending pods and its own drains in its band (continuing a drain
+lighter, a rollback black); the reasons a run was held back are in colours
+no strategy uses (hatched once those run out); the night plateau is shaded
+in a colour of its own.
+
 matplotlib is imported only here and only when a plot is asked for, with the
 Agg backend (no display); it is in requirements-simulate.txt, never in the
 function's requirements.txt.
@@ -28,8 +34,24 @@ COLORS = {
 }
 
 
-ACTING_COLORS = {"drain": "#1f77b4", "continue-drain": "#6baed6", "rollback": "#08306b"}
-HELD_COLORS = ("#d62728", "#ff7f0e", "#bcbd22", "#8c564b", "#e377c2", "#7f7f7f", "#17becf", "#9467bd", "#2ca02c")
+ACTING = ("drain", "continue-drain", "rollback")
+ROLLBACK_COLOR = "#000000"
+# Brown, pink and olive, dark and light: none is a strategy's colour, the lower bound's grey or the plateau's.
+HELD_COLORS = ("#8c564b", "#e377c2", "#bcbd22", "#c49c94", "#f7b6d2", "#dbdb8d")
+HELD_HATCHES = ("", "//", "..", "xx")
+PLATEAU_COLOR = "#ffd700"
+
+
+def band_styles(strategy: str, kinds: list[str]) -> dict[str, tuple[str, str]]:
+    """(colour, hatch) of each kind in `strategy`'s decision band: its own drains in its own colour,
+    the reasons it was held back in `HELD_COLORS`, hatched past the sixth."""
+    own = COLORS.get(strategy, COLORS["node-compactor"])
+    styles = {"drain": (own, ""), "continue-drain": (own + "80", ""), "rollback": (ROLLBACK_COLOR, "")}
+    held = [kind for kind in kinds if kind not in ACTING]
+    for index, kind in enumerate(held):
+        turn, slot = divmod(index, len(HELD_COLORS))
+        styles[kind] = (HELD_COLORS[slot], HELD_HATCHES[turn % len(HELD_HATCHES)])
+    return styles
 
 
 def require() -> None:
@@ -79,7 +101,7 @@ def write(results: Results, path: str) -> None:
     window = report.plateau_window(results)
     if window is not None:
         for axis in (nodes_axis, pending_axis):
-            axis.axvspan(hours[window[0]], hours[window[1]], color="#2ca02c", alpha=0.08, linewidth=0)
+            axis.axvspan(hours[window[0]], hours[window[1]], color=PLATEAU_COLOR, alpha=0.12, linewidth=0)
     for axis, item in zip(axes[2:], banded, strict=True):
         _decision_band(axis, item, hours, data["scenario"]["stepSeconds"] / 3600)
     nodes_axis.set_ylabel("nodes (billed)")
@@ -106,9 +128,7 @@ def _decision_band(axis: Any, item: dict[str, Any], hours: list[float], step_hou
     """One row of coloured spans: what the latest run decided, minute by minute; the legend says the reason."""
     decisions: list[str | None] = item["series"]["decisions"]
     ranked = list(item["decisionMinutes"])
-    held = [kind for kind in ranked if kind not in ACTING_COLORS]
-    colors = {kind: HELD_COLORS[index % len(HELD_COLORS)] for index, kind in enumerate(held)}
-    colors.update(ACTING_COLORS)
+    styles = band_styles(item["name"], ranked)
     spans: dict[str, list[tuple[float, float]]] = {}
     start = 0
     for index in range(1, len(decisions) + 1):
@@ -120,8 +140,15 @@ def _decision_band(axis: Any, item: dict[str, Any], hours: list[float], step_hou
             start = index
     for kind in ranked:
         minutes = item["decisionMinutes"][kind]
+        color, hatch = styles[kind]
         axis.broken_barh(
-            spans.get(kind, []), (0, 1), facecolors=colors[kind], label=f"{kind} ({minutes:g} min)", linewidth=0
+            spans.get(kind, []),
+            (0, 1),
+            facecolors=color,
+            hatch=hatch or None,
+            edgecolor="white" if hatch else None,
+            label=f"{kind} ({minutes:g} min)",
+            linewidth=0,
         )
     axis.set_yticks([])
     axis.set_ylim(0, 1)

@@ -146,3 +146,52 @@ def test_a_plot_without_matplotlib_fails_before_simulating(
     assert code == 2
     assert "requirements-simulate.txt" in err
     assert "done" not in err
+
+
+def test_a_configuration_whose_pool_the_scenario_lacks_is_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The shipped config-cpu-limit-0.9.json names default-pool; two-pools-weekday has other pools, so the
+    # configuration would compact nothing and the result reads +0.0% without a word.
+    typo = tmp_path / "typo.json"
+    typo.write_text(
+        json.dumps({"nodePools": {"defualt-pool": {"enabled": True, "scaleDownCPURequestRatioLimit": 0.7}}})
+    )
+    code, _, err = run(capsys, "--scenario", scenario_file(tmp_path), "--config", str(typo), "--hours", "0.1", "--json")
+    assert code == 0, err
+    assert "warning: pool 'defualt-pool' of the configuration (enabled) has no node in the cluster" in err
+    assert "the pools there are default-pool" in err
+
+
+def test_a_snapshot_without_nodes_or_pdbs_says_which_kubectl_command_saves_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = json.loads(Path(SNAPSHOT).read_text())
+    pods_only = tmp_path / "pods.json"
+    pods_only.write_text(json.dumps({**document, "items": [i for i in document["items"] if i["kind"] == "Pod"]}))
+    code, _, err = run(capsys, "--snapshot", str(pods_only), "--hours", "0.1")
+    assert code == 2
+    assert "holds no Node objects" in err and "kubectl get nodes,pods,poddisruptionbudgets -A -o json" in err
+    no_pdbs = tmp_path / "no-pdbs.json"
+    no_pdbs.write_text(
+        json.dumps({**document, "items": [i for i in document["items"] if i["kind"] != "PodDisruptionBudget"]})
+    )
+    code, _, err = run(capsys, "--snapshot", str(no_pdbs), "--hours", "0.1", "--json")
+    assert code == 0, err
+    assert f"warning: {no_pdbs} holds no PodDisruptionBudget" in err
+
+
+def test_a_colour_means_one_thing_in_every_panel() -> None:
+    from compactor.simulation import plot
+
+    strategies = set(plot.COLORS.values())
+    held = ["pool", "marked-recently", "no-fit", "pdb", "trigger", "cooldown", "window", "min-nodes"]
+    for strategy in ("node-compactor", "node-compactor+threshold"):
+        styles = plot.band_styles(strategy, ["drain", "continue-drain", "rollback", *held])
+        # The strategy's own drains are its own colour; a reason it was held back is no strategy's colour.
+        assert styles["drain"][0] == plot.COLORS[strategy]
+        assert styles["continue-drain"][0].startswith(plot.COLORS[strategy])
+        assert all(styles[kind][0] not in strategies | {plot.PLATEAU_COLOR} for kind in held)
+        # Every reason looks different from every other.
+        assert len({styles[kind] for kind in held}) == len(held)
+    assert plot.PLATEAU_COLOR not in strategies

@@ -145,18 +145,15 @@ class AutoscalerSettings:
 OPTIMIZE_UTILIZATION_UNNEEDED_SECONDS = 60
 
 
-# A ComputeClass whose `consolidationDelayMinutes` is not set scales down "according to the chosen
-# autoscaling profile" (the GKE API's NodePool `consolidationDelay`); under `balanced` that is 10 minutes.
-COMPUTE_CLASS_DEFAULT_DELAY_SECONDS = 600
-
-
 def compute_class(settings: AutoscalerSettings, thresholds: Mapping[str, float]) -> AutoscalerSettings:
     """The pools named in `thresholds` under a custom ComputeClass with that `consolidationThreshold`
-    (a share, 0.75 for 75) and `consolidationDelayMinutes` left at its default."""
+    (a share, 0.75 for 75) and `consolidationDelayMinutes` left unset. Unset, GKE scales a node pool
+    down "according to the chosen autoscaling profile" (the GKE API's NodePool `consolidationDelay`):
+    the profile's unneeded time, 10 minutes under `balanced` (GKE's troubleshooting page for scale-down)."""
     return dataclasses.replace(
         settings,
         pool_thresholds=dict(thresholds),
-        pool_unneeded_seconds=dict.fromkeys(thresholds, COMPUTE_CLASS_DEFAULT_DELAY_SECONDS),
+        pool_unneeded_seconds=dict.fromkeys(thresholds, settings.unneeded_seconds),
     )
 
 

@@ -17,8 +17,17 @@ EXAMPLES = (
     "examples/scenarios/batch-and-services.json",
     "examples/scenarios/two-pools-weekday.json",
     "examples/scenarios/steady-fragmented.json",
+    "examples/scenarios/small-services-anti-affinity.json",
+    "examples/scenarios/data-platform-etl.json",
 )
-IDS = ["diurnal-web", "batch-and-services", "two-pools-weekday", "steady-fragmented"]
+IDS = [
+    "diurnal-web",
+    "batch-and-services",
+    "two-pools-weekday",
+    "steady-fragmented",
+    "small-services-anti-affinity",
+    "data-platform-etl",
+]
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=IDS)
@@ -71,6 +80,33 @@ def test_the_steady_scenario_starts_every_node_above_the_autoscalers_50_percent_
     assert min(ratios) >= 0.5, ratios
     assert sum(ratios) / len(ratios) == pytest.approx(0.6, abs=0.03)
     assert all(w.replicas.extremes()[0] == w.replicas.extremes()[1] for w in setup.workloads)
+
+
+def test_the_small_services_scenario_spreads_forty_services_one_pod_per_node_each_with_a_budget() -> None:
+    setup = scenario.load(EXAMPLES[4])
+    services = [w for w in setup.workloads if w.namespace == "shop"]
+    assert len(services) == 40
+    for service in services:
+        terms = service.template["spec"]["affinity"]["podAntiAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ]
+        assert [term["topologyKey"] for term in terms] == ["kubernetes.io/hostname"]
+    assert {pdb["metadata"]["name"] for pdb in setup.pdbs} >= {w.owner_name.rsplit("-", 1)[0] for w in services}
+    assert setup.sources
+
+
+def test_the_data_platform_scenario_has_zone_spread_stateful_sets_with_volumes_and_hourly_etl() -> None:
+    setup = scenario.load(EXAMPLES[5])
+    spread = [w for w in setup.workloads if w.template["spec"].get("topologySpreadConstraints")]
+    assert {c["whenUnsatisfiable"] for w in spread for c in w.template["spec"]["topologySpreadConstraints"]} == {
+        "DoNotSchedule"
+    }
+    assert len(spread) >= 4
+    stateful = [w for w in setup.workloads if w.ordinal]
+    assert len(stateful) == 3 and all(w.claims for w in stateful)
+    (etl,) = setup.cronjobs
+    assert (etl.every_minutes, etl.active_hours) == (60, None)
+    assert setup.sources
 
 
 def _cpu_millis(template: dict[str, object]) -> int:

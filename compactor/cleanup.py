@@ -45,6 +45,7 @@ from typing import Any, Literal
 
 import orjson
 
+from compactor import permissions
 from compactor.core.model import (
     DELETION_COST,
     DISABLED,
@@ -67,7 +68,7 @@ log = logging.getLogger(__name__)
 Kind = Literal["Node", "Pod", "HorizontalPodAutoscaler", "Lease"]
 NODE_ANNOTATIONS = (UNDERUTILIZED_SINCE, DRAIN_STARTED_AT, DRAIN_FAILED_AT)
 OUR_TAINTS = (SOFT_TAINT, RESERVED_TAINT)
-LEASES = ("node-compactor", "node-compactor-hpa")  # kube.LEASE_NAME and hpa.cluster.LEASE_NAME
+LEASES = (permissions.COMPACTOR_LEASE, permissions.HPA_FLOOR_LEASE)
 # A 409 means the object changed between the read and the write: read it again and plan it again.
 ATTEMPTS = 3
 # Held by cleanup while it works; long enough for a cluster of thousands of nodes read and written one by one.

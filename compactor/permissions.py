@@ -120,14 +120,20 @@ SURGE_RBAC_RULES: tuple[RbacRule, ...] = (
 )
 
 # `python -m compactor cleanup` (compactor/cleanup.py): run by a person, usually with their own admin
-# credentials, never by the function, whose roles hold none of this. What a non-admin operator needs:
-# read and patch Nodes, Pods and HPAs (node-compactor's annotations, taints, cordons and minReplicas),
-# and hold, then delete, the two Leases by name (a Lease is created when none exists, which RBAC cannot
-# limit by name).
+# credentials, never by the function, whose roles hold none of this (no job ever deletes a Lease). What
+# a non-admin operator needs: read and patch Nodes, Pods and HPAs (node-compactor's annotations, taints,
+# cordons and minReplicas), and hold, then delete, both jobs' Leases by name in the Lease namespace
+# (create, for a Lease that does not exist yet, cannot be limited by name; see RBAC_RULES).
 CLEANUP_RBAC_RULES: tuple[RbacRule, ...] = (
     RbacRule("", "nodes", ("get", "list", "patch")),
     RbacRule("", "pods", ("get", "list", "patch")),
     RbacRule("autoscaling", "horizontalpodautoscalers", ("get", "list", "patch")),
-    RbacRule("coordination.k8s.io", "leases", ("create",)),
-    RbacRule("coordination.k8s.io", "leases", ("get", "update", "delete"), ("node-compactor", "node-compactor-hpa")),
+    RbacRule("coordination.k8s.io", "leases", ("create",), lease_namespace=True),
+    RbacRule(
+        "coordination.k8s.io",
+        "leases",
+        ("get", "update", "delete"),
+        (COMPACTOR_LEASE, HPA_FLOOR_LEASE),
+        lease_namespace=True,
+    ),
 )

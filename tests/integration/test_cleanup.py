@@ -233,16 +233,17 @@ def test_an_hpa_whose_record_of_our_value_is_missing_keeps_its_minimum() -> None
     assert any("may be the owner's" in text for text in change.left)
 
 
-def _rbac_request(method: str, path: str) -> tuple[str, str, str, str | None]:
-    """(apiGroup, resource, verb, name) of one request, as RBAC authorizes it."""
+def _rbac_request(method: str, path: str) -> tuple[str, str, str, str | None, str | None]:
+    """(apiGroup, resource, verb, name, namespace) of one request, as RBAC authorizes it."""
     parts = path.strip("/").split("/")
     group = "" if parts[0] == "api" else parts[1]
     rest = parts[2:] if parts[0] == "api" else parts[3:]
+    namespace = None
     if rest[:1] == ["namespaces"]:
-        rest = rest[2:]
+        namespace, rest = rest[1], rest[2:]
     resource, name = rest[0], (rest[1] if len(rest) > 1 else None)
     verbs = {"GET": "get" if name else "list", "PATCH": "patch", "PUT": "update", "DELETE": "delete", "POST": "create"}
-    return group, resource, verbs[method], name
+    return group, resource, verbs[method], name, namespace
 
 
 def test_cleanup_needs_only_the_rules_it_declares_and_the_function_has_none_of_them(
@@ -253,14 +254,15 @@ def test_cleanup_needs_only_the_rules_it_declares_and_the_function_has_none_of_t
     cleanup_json(capsys, "--kubeconfig", kubeconfig)
     assert api.requests
     for request in api.requests:
-        group, resource, verb, name = _rbac_request(request.method, request.path)
+        group, resource, verb, name, namespace = _rbac_request(request.method, request.path)
         assert any(
             rule.api_group == group
             and rule.resource == resource
             and verb in rule.verbs
             and (not rule.resource_names or name in rule.resource_names)
+            and (not rule.lease_namespace or namespace == permissions.DEFAULT_LEASE_NAMESPACE)
             for rule in permissions.CLEANUP_RBAC_RULES
-        ), f"{request.method} {request.path} needs ({group!r}, {resource}, {verb}, {name})"
+        ), f"{request.method} {request.path} needs ({group!r}, {resource}, {verb}, {name}, {namespace})"
     # The function never deletes a Lease: its roles stay as small as before.
     for rules in (permissions.RBAC_RULES, permissions.HPA_FLOOR_RBAC_RULES):
         assert not any(rule.resource == "leases" and "delete" in rule.verbs for rule in rules)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from compactor.errors import BadInputError, LeaseHeldError
+from compactor.hpa import service
 from compactor.hpa.model import (
     BASE_MIN_REPLICAS,
     ESTAFETTE_STATE,
@@ -21,7 +23,17 @@ from compactor.hpa.model import (
 from tests.fakeapi import FakeApiServer, Fault
 from tests.fakeapi import builders as k8s
 from tests.fakeprometheus import FakePrometheus, Reply
-from tests.hpa.conftest import RATE, annotations_of, hpa_events, min_replicas, run_hpa, scaled_hpa
+from tests.hpa.conftest import (
+    NOW,
+    RATE,
+    annotations_of,
+    connector_for,
+    env_for,
+    hpa_events,
+    min_replicas,
+    run_hpa,
+    scaled_hpa,
+)
 
 QUERY = {PROMETHEUS_QUERY: RATE, REQUESTS_PER_REPLICA: "10"}
 
@@ -275,3 +287,20 @@ def test_a_lease_lost_while_querying_stops_the_run_before_any_patch(api: FakeApi
     assert min_replicas(api) == 2
     assert api.writes_of("HorizontalPodAutoscaler") == []
     assert hpa_events(api) == []
+
+
+def test_an_explicit_config_file_wins_over_compactor_config_and_the_report_says_which(
+    api: FakeApiServer, prom: FakePrometheus, tmp_path: Path
+) -> None:
+    # COMPACTOR_CONFIG says dry run; the file named on the command line says act: the file wins.
+    api.add(scaled_hpa(min_replicas=1))
+    path = tmp_path / "config.json"
+    path.write_text('{"dryRun": false}')
+    env = env_for(prom, COMPACTOR_CONFIG='{"dryRun": true}')
+    result = service.run(env, connector=connector_for(api), config_file=str(path), clock=lambda: NOW)
+    assert result.report["dryRun"] is False
+    assert min_replicas(api) == 3  # the lower bound, written
+    assert result.report["configSource"] == f"--config {path}"
+    assert result.report["warnings"] == [
+        f"configuration from --config {path}; COMPACTOR_CONFIG is also set and not used"
+    ]

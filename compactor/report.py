@@ -30,6 +30,8 @@ class DecisionModel(_Model):
     reason: str
     evictions: list[str] = Field(default_factory=list)
     placements: dict[str, str] = Field(default_factory=dict)
+    # continue-drain only: why nothing is evicted now (the drain waits, then rolls back at its timeout).
+    held: str | None = None
 
 
 class MarksModel(_Model):
@@ -106,6 +108,10 @@ class ReportModel(_Model):
     scale_down_steering: SteeringModel = Field(serialization_alias="scaleDownSteering")
     # The drains that would follow if nothing changed; null where it was not computed (acting runs).
     path: PathModel | None
+    # More nodes given back in this run beside the decision's rollback: [{"node", "reason"}].
+    more_rollbacks: list[dict[str, str]] = Field(default_factory=list, serialization_alias="moreRollbacks")
+    # Nodes whose drain-started-at lies in the future: rewritten to now, so the drain times out.
+    restamp: list[str] = Field(default_factory=list)
     # What the run did, filled by the executor for live runs (absent for `plan`).
     outcome: dict[str, Any] | None = None
     # When this plan drains nothing only because time must pass: the first drain once it has (`core.preview`).
@@ -138,6 +144,7 @@ def to_model(
             reason=decision.reason,
             evictions=list(decision.evictions),
             placements=dict(decision.placements),
+            held=decision.held,
         ),
         marks=MarksModel(add=list(plan.marks_add), remove=list(plan.marks_remove)),
         nodes=[
@@ -178,6 +185,8 @@ def to_model(
             nodes=list(plan.steered_nodes), add=list(plan.deletion_costs_add), remove=list(plan.deletion_costs_remove)
         ),
         path=_path_model(plan),
+        more_rollbacks=[{"node": node, "reason": reason} for node, reason in plan.more_rollbacks],
+        restamp=list(plan.restamp),
         outcome=outcome,
         preview=_preview_model(plan.preview),
         warnings=list(warnings),
@@ -326,6 +335,10 @@ def to_table(plan: Plan) -> str:
     if plan.preview is not None:
         preview = plan.preview
         lines += _wrap(f"Preview (the first drain once the waits are over): {preview.reason}.")
+    for given_back, reason in plan.more_rollbacks:
+        lines += _wrap(f"Also given back: {given_back}. {reason}.")
+    if plan.restamp:
+        lines += _wrap(f"drain-started-at in the future, rewritten to now: {_names(plan.restamp)}.")
     if plan.awaiting_removal:
         lines += _wrap(f"Awaiting removal by the Cluster Autoscaler: {_names(plan.awaiting_removal)}.")
     if plan.path is not None:
@@ -367,6 +380,8 @@ def outcome_lines(outcome: dict[str, Any]) -> str:
         lines.append("Drain started: the node is cordoned.")
     if outcome.get("evicted") or outcome.get("waiting"):
         lines.append(f"Evicted {len(outcome['evicted'])} pod(s); {len(outcome['waiting'])} still waiting.")
+    if outcome.get("held"):
+        lines.append(f"The drain waits: {outcome['held']}.")
     if outcome.get("interrupted"):
         lines.append(f"Evictions stopped: {outcome['interrupted']}.")
     if outcome.get("drainCompleted"):

@@ -7,11 +7,11 @@ pass every node check, where they are the whole story.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from datetime import datetime
 
 from compactor.config import PoolConfig
-from compactor.core import fit, inflight, pools, windows
+from compactor.core import inflight, pools, unschedulable, windows
 from compactor.core.blockers import Blocker, node_pods_blockers
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.marks import opted_out
@@ -20,9 +20,6 @@ from compactor.core.model import (
     DO_NOT_DISRUPT,
     DRAIN_FAILED_AT,
     DRAIN_STARTED_AT,
-    HOSTNAME_LABEL,
-    Node,
-    Pod,
 )
 from compactor.core.timing import format_stamp, human, parse_stamp, seconds_between
 from compactor.core.wording import percent
@@ -210,7 +207,7 @@ def pool_gates(
 ) -> dict[str | None, list[Blocker]]:
     """Pool-wide reasons not to start a drain now; a pool with none may start one."""
     gates: dict[str | None, list[Blocker]] = {}
-    pending = _pending_by_pool(view)
+    pending = unschedulable.by_pool(view)
     for name, members in view.nodes_by_pool.items():
         pool = view.config.enabled_pool(name)
         if pool is None:
@@ -290,53 +287,8 @@ def pool_gates(
 
 def cluster_gates(running: inflight.InFlight) -> list[Blocker]:
     """Cluster-wide reasons not to start any drain: evictions are one node at a time."""
-    if running.hold is not None:
-        return [Blocker("drain-in-progress", running.decision.reason if running.decision else running.hold)]
     if running.draining is not None:
         return [Blocker("drain-in-progress", f"node {running.draining} is being drained; one node at a time")]
     if running.decision is not None:
         return [Blocker("rollback", f"this run gives {running.decision.node} back first")]
     return []
-
-
-def _pending_by_pool(view: ClusterView) -> dict[str | None, list[Pod]]:
-    """Unschedulable pods per pool whose nodes they could run on; the others cannot be helped by that pool.
-
-    A pod waits for a pool only when it passes a node's taints, nodeSelector and node affinity and its
-    requests fit an empty node of that shape: the pools the Cluster Autoscaler could grow for it.
-    Pods and nodes are grouped by what those predicates read, so a thousand replicas of one
-    Deployment against a thousand alike nodes cost one check.
-    """
-    pending = view.unschedulable_pods
-    if not pending:
-        return {}
-    representatives: dict[str | None, list[Node]] = defaultdict(list)
-    seen: set[tuple[object, ...]] = set()
-    for name, members in view.nodes_by_pool.items():
-        for member in members:
-            node = member.node
-            labels = tuple(sorted((k, v) for k, v in node.labels.items() if k != HOSTNAME_LABEL))
-            shape = (name, labels, node.taints, node.allocatable)
-            if shape not in seen:
-                seen.add(shape)
-                representatives[name].append(node)
-    answers: dict[tuple[object, ...], list[str | None]] = {}
-    by_pool: dict[str | None, list[Pod]] = defaultdict(list)
-    for pod in pending:
-        key = (pod.tolerations, pod.node_selector, pod.node_affinity, pod.requests)
-        usable = answers.get(key)
-        if usable is None:
-            # Node affinity may name one node (matchFields metadata.name): then every node is checked.
-            pinned = pod.node_affinity is not None
-            usable = [
-                name
-                for name, nodes in representatives.items()
-                if any(
-                    fit.could_use(pod, node)
-                    for node in ([m.node for m in view.nodes_by_pool[name]] if pinned else nodes)
-                )
-            ]
-            answers[key] = usable
-        for name in usable:
-            by_pool[name].append(pod)
-    return by_pool

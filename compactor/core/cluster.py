@@ -65,13 +65,14 @@ class ClusterView:
         self._moved_count = 0
         if earlier is not None and moved is not None:
             self.unschedulable_pods: list[Pod] = earlier.unschedulable_pods
+            self.arriving_pods: list[Pod] = earlier.arriving_pods
             self.nodes: dict[str, NodeState] = _after_drain(snapshot, config.pool_label, earlier, moved)
             self._by_namespace_before = earlier.__dict__.get("pods_by_namespace")
             if self._by_namespace_before is not None:
                 self._gone = [earlier.nodes[name] for name in earlier.nodes.keys() - self.nodes.keys()]
                 self._moved_count = sum(len(pods) for pods in moved.values())
         else:
-            self.unschedulable_pods, self.nodes = _regrouped(snapshot, config.pool_label, earlier)
+            self.unschedulable_pods, self.arriving_pods, self.nodes = _regrouped(snapshot, config.pool_label, earlier)
 
         self.nodes_by_pool: dict[str | None, list[NodeState]] = defaultdict(list)
         # Counted once here: per node they would make candidate discovery quadratic in pool size.
@@ -214,9 +215,11 @@ def _whole(pdb: Pdb) -> bool:
 
 def _regrouped(
     snapshot: Snapshot, pool_label: str, earlier: ClusterView | None
-) -> tuple[list[Pod], dict[str, NodeState]]:
+) -> tuple[list[Pod], list[Pod], dict[str, NodeState]]:
+    """Pods by node; the pods the scheduler found no node for; and those it has not placed yet."""
     pods_by_node: dict[str, list[Pod]] = defaultdict(list)
     unschedulable_pods: list[Pod] = []
+    arriving_pods: list[Pod] = []
     for pod in snapshot.pods:
         if pod.phase in TERMINAL_PHASES:
             continue
@@ -224,6 +227,8 @@ def _regrouped(
             pods_by_node[pod.node_name].append(pod)
         elif pod.unschedulable:
             unschedulable_pods.append(pod)
+        elif not pod.terminating:
+            arriving_pods.append(pod)
 
     nodes: dict[str, NodeState] = {}
     before = earlier.nodes if earlier is not None else {}
@@ -238,7 +243,7 @@ def _regrouped(
             requested = _sum_requests(pods)
             movable = tuple([pod for pod in pods if not pod.stays_on_node])
         nodes[node.name] = NodeState(node, node.labels.get(pool_label), pods, requested, movable, node.name)
-    return unschedulable_pods, nodes
+    return unschedulable_pods, arriving_pods, nodes
 
 
 def _after_drain(

@@ -196,8 +196,11 @@ def targets_for(view: ClusterView) -> list[NodeState]:
     return [state for state in view.nodes.values() if state.schedulable]
 
 
-def fits_in_every_order(view: ClusterView, source: NodeState, targets: Sequence[NodeState]) -> bool:
-    """Whether the source node's movable pods fit however they come and however ties are broken:
+def fits_in_every_order(
+    view: ClusterView, source: NodeState, targets: Sequence[NodeState], pods: Sequence[Pod] | None = None
+) -> bool:
+    """Whether the source node's movable pods (or `pods`: a drain under way proves what is left of
+    them with the pods already on their way to a node) fit however they come and however ties are broken:
     true when each passes every predicate on at least as many targets, as they are now, as there are
     pods, and no pod's constraint reaches past the node it lands on.
 
@@ -209,7 +212,8 @@ def fits_in_every_order(view: ClusterView, source: NodeState, targets: Sequence[
     any avoided nodes, then places every pod: the fit proof need run only its first. False says
     nothing: the proof then runs in full.
     """
-    pods = source.movable_pods
+    if pods is None:
+        pods = source.movable_pods
     for pod in pods:
         if pod.pod_affinity or pod.spread_constraints:
             return False

@@ -1,4 +1,6 @@
-"""Underutilization and the `underutilized-since` mark (DESIGN rules 2 and 3)."""
+"""Underutilization and the `underutilized-since` mark (DESIGN rules 2 and 3).
+
+Never marks or unmarks a node someone else cordoned (`cordoned_by_someone_else`)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from datetime import datetime
 
 from compactor.config import PoolConfig
 from compactor.core.cluster import NodeState
-from compactor.core.model import DISABLED, UNDERUTILIZED_SINCE
+from compactor.core.model import DISABLED, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE
 from compactor.core.timing import parse_stamp
 
 
@@ -35,10 +37,24 @@ class MarkChange:
     marked_since: datetime | None  # the mark in force after the change
 
 
+def cordoned_by_someone_else(state: NodeState) -> bool:
+    """Cordoned without node-compactor's drain-started-at: a person's (or another tool's) node, which
+    node-compactor never writes (no mark, no taint, no uncordon)."""
+    node = state.node
+    return node.unschedulable and DRAIN_STARTED_AT not in node.annotations
+
+
 def mark_change(state: NodeState, pool: PoolConfig | None, underutilized: bool, now: datetime) -> MarkChange:
-    """Mark a newly underutilized node, unmark one that is not (or may not be marked at all)."""
+    """Mark a newly underutilized node, unmark one that is not (or may not be marked at all).
+
+    A node someone else cordoned is left exactly as it is, a stale mark included: removing it would
+    be a write to a node a person took out of service, and a cordoned node is never a candidate, so
+    the mark decides nothing until the cordon is lifted; the first run after that brings it up to
+    date (a mark older than the cordon then counts, as a mark always counts from when it was set)."""
     text = state.node.annotations.get(UNDERUTILIZED_SINCE)
     current = parse_stamp(text)
+    if cordoned_by_someone_else(state):
+        return MarkChange(add=False, remove=False, marked_since=current)
     markable = pool is not None and pool.enabled and not opted_out(state)
     if markable and underutilized:
         if current is None or current > now:

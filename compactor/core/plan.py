@@ -26,6 +26,9 @@ class Decision:
     # For a new drain whose proof keeps room on these nodes for the last pods: they carry the
     # PreferNoSchedule taint model.RESERVED_TAINT before the first eviction, until the drain ends.
     reserved: tuple[str, ...] = ()
+    # For continue-drain: why no pod is evicted now (the pods left fit nowhere as the cluster is, or
+    # pods this pool could hold cannot be scheduled); the drain waits, then rolls back (`inflight`).
+    held: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +104,11 @@ class Plan:
     soft_taints_remove: tuple[str, ...] = ()
     # Nodes whose model.RESERVED_TAINT comes off: no drain is being evicted any more.
     reservations_remove: tuple[str, ...] = ()
+    # More nodes given back in this run beside the decision's rollback, as (node, reason) (`inflight`).
+    more_rollbacks: tuple[tuple[str, str], ...] = ()
+    # Nodes whose drain-started-at lies in the future: rewritten to the run's time, so the drain's
+    # clock starts now and its timeout comes.
+    restamp: tuple[str, ...] = ()
     # Scale-down steering (`core.steering`): the nodes it points at, the pods ("namespace/name") that
     # get node-compactor's pod-deletion-cost and those whose cost it takes back.
     steered_nodes: tuple[str, ...] = ()

@@ -3,21 +3,18 @@
 Stages, each in its own module: utilization and marks (`marks`), a drain
 already under way (`inflight`), candidate discovery (`candidates`, with the
 pod rules of `blockers`), ranking by disruption cost (`ranking`), and the
-scheduling simulation (`fit`), run on candidates in ranking order until one
-fits. Exactly one node is chosen, or none, and every node says why.
+fit proof (`proof`, runs of the scheduling simulation `fit`), made for
+candidates in ranking order until one fits. Exactly one node is chosen, or none, and every node says why.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-import random
 from collections import Counter
-from collections.abc import Iterator
 from datetime import datetime
 
 from compactor.config import Config
-from compactor.core import candidates, fit, inflight, marks, pools, ranking, steering
+from compactor.core import candidates, fit, inflight, marks, pools, proof, ranking, steering
 from compactor.core.blockers import Blocker
 from compactor.core.cluster import ClusterView, NodeState, PdbIndex
 from compactor.core.model import PREFER_NO_SCHEDULE, RESERVED_TAINT, SOFT_TAINT, Pod, Snapshot
@@ -41,9 +38,8 @@ MAX_SIMULATIONS = 25
 MAX_RESERVED = 2
 RESERVATION_CANDIDATES = 10
 
-# Random tie-breaks a proven drain is checked with, beside ties to the fullest target (`_prove`).
-TIE_DRAWS = 4
-TIES_SUFFIX = " (when the scheduler breaks ties between equal scores another way)"
+# The fit proof (`proof.prove`), called through this name so that a benchmark can stand in for it.
+_prove = proof.prove
 
 BLOCKER_SUMMARY = {
     "pool": "in a pool that is not enabled",
@@ -63,7 +59,6 @@ BLOCKER_SUMMARY = {
     "cooldown": "in a pool that scaled up recently",
     "pending-pods": "held back by unschedulable pods",
     "drain-in-progress": "waiting for the drain in progress",
-    "several-draining": "several nodes are being drained: a person must resolve it",
     "awaiting-removal": "emptied and awaiting removal (or the pool's limit of such nodes reached)",
     "interval": "within the pool's drainIntervalSeconds",
     "window": "outside the pool's disruption windows",
@@ -128,11 +123,14 @@ def plan(
 
     running = inflight.in_flight(view, now)
     started = running.started
+    given_back = running.given_back
 
     blockers: dict[str, list[Blocker]] = {}
     for state in states:
         if state.name == running.draining:
             blockers[state.name] = [Blocker("drain-in-progress", "this node is being drained")]
+        elif state.name in given_back:
+            blockers[state.name] = [Blocker("rollback", f"given back in this run: {given_back[state.name]}")]
         elif state.name in started:
             blockers[state.name] = [
                 Blocker("awaiting-removal", "emptied; waiting for the Cluster Autoscaler to remove it")
@@ -158,7 +156,9 @@ def plan(
         blockers[state.name].extend(cluster_gates)
     eligible = [state for state in eligible if not blockers[state.name]]
 
-    soft_add, soft_remove, unreserve, avoided = _soft_taints(states, config, mark_changes, _drain_under_way(running))
+    # Reservations stay while a drain is under way: its pods are still to be placed.
+    drain_under_way = running.draining is not None
+    soft_add, soft_remove, unreserve, avoided = _soft_taints(states, config, mark_changes, drain_under_way)
     chosen = (
         _choose(view, eligible, blockers, avoided, reserve=config.reserve_room_for_drains)
         if running.decision is None
@@ -202,22 +202,16 @@ def plan(
         dry_run=config.dry_run,
         now=now,
         held_by=_held_by(decision, running, states, blockers, underutilized),
-        awaiting_removal=tuple(sorted(started - {running.draining})),
+        awaiting_removal=running.awaiting_removal,
         soft_taints_add=soft_add,
         soft_taints_remove=soft_remove,
         reservations_remove=unreserve,
+        more_rollbacks=running.give_back[1:],
+        restamp=running.restamp,
         steered_nodes=steered.nodes,
         deletion_costs_add=steered.add,
         deletion_costs_remove=steered.remove,
     )
-
-
-def _drain_under_way(running: inflight.InFlight) -> bool:
-    """Whether a drain's pods are still being evicted after this run's decision (its reservations stay)."""
-    if running.draining is None:
-        return False
-    decision = running.decision
-    return not (decision is not None and decision.action == "rollback" and decision.node == running.draining)
 
 
 def _soft_taints(
@@ -263,8 +257,6 @@ def _held_by(
     """The gate that kept this run from acting: the first reason of the node closest to a drain."""
     if decision.action != "none":
         return None
-    if running.hold is not None:
-        return running.hold
     if not states:
         return "no-nodes"
 
@@ -409,87 +401,6 @@ def _drain(view: ClusterView, state: NodeState, proof: fit.FitResult, reserved: 
         tuple(sorted(proof.placements.items())),
         reserved,
     )
-
-
-def _prove(
-    view: ClusterView,
-    state: NodeState,
-    targets: list[NodeState],
-    avoided: frozenset[str],
-    *,
-    reserved: frozenset[str] = frozenset(),
-) -> fit.FitResult | str:
-    """The fit proof: every placement order and scheduler preference the drain may meet must succeed.
-
-    Orders: largest first (rule 6), the order the evictions hand the pods to the scheduler, which
-    places each on the node it scores best as it comes (`fit`), that order as the replacements really
-    arrive (the pods whose PDB the earlier evictions use up, refused until the others are Ready, coming
-    last, and before them Job pods, which their controller recreates a second later, then StatefulSet
-    pods, recreated once the old pod is gone), and that one with the higher
-    priorities first in each batch (the scheduling queue's order when they wait together). Ties
-    between equal scores go to the roomiest target; the orders of arrival are then tried again with
-    ties going to the fullest and at random (`_tie_breaks`).
-    Preferences: the scheduler's resource scores alone, and, when some targets carry a PreferNoSchedule taint, the
-    scheduler's TaintToleration score putting pods on the other nodes first. With `reserved`, only
-    that preference, those nodes among the avoided: the reservation is what makes the pods fit.
-    Returns the first placement, or why a pod fits nowhere.
-    """
-    movable = state.movable_pods
-    avoided_targets = avoided & {target.name for target in targets}
-    if reserved:
-        policies = [avoided_targets | reserved]
-    else:
-        policies = [avoided_targets, frozenset[str]()] if avoided_targets else [frozenset[str]()]
-    first: fit.FitResult | None = None
-    evicted = fit.eviction_order(movable)
-    arriving = fit.arrival_order(evicted, view.pdbs.covering)
-    queued = fit.queue_order(evicted, view.pdbs.covering)
-    in_eviction_order = (evicted, ", when they arrive in eviction order")
-    in_arrival_order = (
-        arriving,
-        ", when they reach the scheduler as they really arrive "
-        "(Job, then StatefulSet pods after the others, and pods whose PodDisruptionBudget holds them back last)",
-    )
-    in_queue_order = (queued, ", when the scheduler takes the higher-priority replacements first")
-    # The orders the replacements may really reach the scheduler in.
-    arriving_orders = [in_eviction_order if arriving == evicted else in_arrival_order]
-    if queued != arriving:
-        arriving_orders.append(in_queue_order)
-    orders = [(fit.largest_first(movable), ""), in_eviction_order]
-    orders.extend(order for order in arriving_orders if order[0] != evicted)
-    # kube-scheduler breaks equal scores at random. On nearly full targets the whole-number scores
-    # tie often, and a pick other than the roomiest can leave a later pod without a place: once
-    # every order passes with ties to the roomiest, the orders the replacements arrive in are tried
-    # again with the other picks (made only then: `_tie_breaks` is a generator).
-    roomiest: fit.TieBreak = "roomiest"
-    passes = itertools.chain(
-        [(roomiest, orders, "")], ((ties, arriving_orders, TIES_SUFFIX) for ties in _tie_breaks(state))
-    )
-    for ties, tried, note in passes:
-        for policy in policies:
-            for order, suffix in tried:
-                result = fit.Simulation(view, state, targets, policy, ties=ties).run(order)
-                if not result.fits:
-                    return _no_fit(result, f"{suffix}{note}", policy)
-                if first is None:
-                    first = result
-                    if fit.fits_in_every_order(view, state, targets):
-                        return first  # every other run would place every pod too
-    assert first is not None
-    return first
-
-
-def _tie_breaks(state: NodeState) -> Iterator[fit.TieBreak]:
-    """Ties to the fullest target, then `TIE_DRAWS` random picks seeded by the node's name: the same
-    snapshot gets the same plan."""
-    yield "fullest"
-    for draw in range(TIE_DRAWS):
-        yield random.Random(f"{state.name}/{draw}")
-
-
-def _no_fit(result: fit.FitResult, suffix: str, policy: frozenset[str]) -> str:
-    where = " (marked nodes taken last)" if policy else ""
-    return f"{result.failure or 'its pods fit nowhere else'}{suffix}{where}"
 
 
 def _summary(states: list[NodeState], blockers: dict[str, list[Blocker]]) -> str:

@@ -113,12 +113,12 @@ def test_rolls_back_a_drain_whose_start_time_is_unreadable() -> None:
     assert plan.decision.action == "rollback"
 
 
-def test_does_nothing_when_two_nodes_claim_to_be_draining() -> None:
+def test_of_two_nodes_claiming_to_be_drained_the_older_drain_is_given_back() -> None:
     nodes = [draining_node(60), make_node("n2", unschedulable=True, annotations={DRAIN_STARTED_AT: stamp(ago(30))})]
     plan = run_plan([*nodes, make_node("n3")], [make_pod("web", node="n1"), make_pod("api", node="n2")])
-    assert plan.decision.action == "none"
-    assert "only one node may be drained at a time" in plan.decision.reason
-    assert plan.held_by == "several-draining"
+    assert (plan.decision.action, plan.decision.node) == ("rollback", "n1")
+    assert "only one node is drained at a time: n2, the latest drain, goes on" in plan.decision.reason
+    assert "this node is being drained" in blockers_of(plan, "n2")
 
 
 def test_continue_drain_never_evicts_a_pod_that_must_not_be_evicted() -> None:

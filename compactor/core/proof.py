@@ -1,0 +1,114 @@
+"""The fit proof: a node's pods fit on the other nodes in every order and with every scheduler
+preference a drain may meet (DESIGN rules 0 and 6).
+
+One proof serves both moments a drain needs one: before it starts (`planner`, every candidate in
+ranking order) and before every later batch of its evictions (`inflight`, on the cluster as it is
+then, with the pods already on their way to a node placed first). Each run of it is a
+`fit.Simulation`; this module only says which runs make a proof.
+
+Pure, like the rest of the core: it never reads a clock and never changes the view it is given.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Iterator, Sequence
+
+from compactor.core import fit
+from compactor.core.cluster import ClusterView, NodeState
+from compactor.core.model import Pod
+
+# Random tie-breaks a proven drain is checked with, beside ties to the fullest target (`prove`).
+TIE_DRAWS = 4
+TIES_SUFFIX = " (when the scheduler breaks ties between equal scores another way)"
+
+
+def prove(
+    view: ClusterView,
+    state: NodeState,
+    targets: list[NodeState],
+    avoided: frozenset[str],
+    *,
+    reserved: frozenset[str] = frozenset(),
+    moving: Sequence[Pod] | None = None,
+    arriving: Sequence[Pod] = (),
+) -> fit.FitResult | str:
+    """The fit proof: every placement order and scheduler preference the drain may meet must succeed.
+
+    `moving` are the pods of `state` to place (default: all its movable pods); `arriving` are pods
+    waiting for a node already (replacements of pods a drain evicted, and others the scheduler has
+    not placed yet): they reach the scheduler first, so every order places them first.
+
+    Orders: largest first (rule 6), the order the evictions hand the pods to the scheduler, which
+    places each on the node it scores best as it comes (`fit`), that order as the replacements really
+    arrive (the pods whose PDB the earlier evictions use up, refused until the others are Ready, coming
+    last, and before them Job pods, which their controller recreates a second later, then StatefulSet
+    pods, recreated once the old pod is gone), and that one with the higher
+    priorities first in each batch (the scheduling queue's order when they wait together). Ties
+    between equal scores go to the roomiest target; the orders of arrival are then tried again with
+    ties going to the fullest and at random (`_tie_breaks`).
+    Preferences: the scheduler's resource scores alone, and, when some targets carry a PreferNoSchedule taint, the
+    scheduler's TaintToleration score putting pods on the other nodes first. With `reserved`, only
+    that preference, those nodes among the avoided: the reservation is what makes the pods fit.
+    Returns the first placement, or why a pod fits nowhere.
+    """
+    movable = state.movable_pods if moving is None else moving
+    first_in = fit.largest_first(arriving)
+    avoided_targets = avoided & {target.name for target in targets}
+    if reserved:
+        policies = [avoided_targets | reserved]
+    else:
+        policies = [avoided_targets, frozenset[str]()] if avoided_targets else [frozenset[str]()]
+    first: fit.FitResult | None = None
+    evicted = fit.eviction_order(movable)
+    arriving_order = fit.arrival_order(evicted, view.pdbs.covering)
+    queued = fit.queue_order(evicted, view.pdbs.covering)
+    in_eviction_order = (evicted, ", when they arrive in eviction order")
+    in_arrival_order = (
+        arriving_order,
+        ", when they reach the scheduler as they really arrive "
+        "(Job, then StatefulSet pods after the others, and pods whose PodDisruptionBudget holds them back last)",
+    )
+    in_queue_order = (queued, ", when the scheduler takes the higher-priority replacements first")
+    # The orders the replacements may really reach the scheduler in.
+    arriving_orders = [in_eviction_order if arriving_order == evicted else in_arrival_order]
+    if queued != arriving_order:
+        arriving_orders.append(in_queue_order)
+    orders = [(fit.largest_first(movable), ""), in_eviction_order]
+    orders.extend(order for order in arriving_orders if order[0] != evicted)
+    # kube-scheduler breaks equal scores at random. On nearly full targets the whole-number scores
+    # tie often, and a pick other than the roomiest can leave a later pod without a place: once
+    # every order passes with ties to the roomiest, the orders the replacements arrive in are tried
+    # again with the other picks (made only then: `_tie_breaks` is a generator).
+    roomiest: fit.TieBreak = "roomiest"
+    passes = itertools.chain(
+        [(roomiest, orders, "")], ((ties, arriving_orders, TIES_SUFFIX) for ties in _tie_breaks(state))
+    )
+    everything = [*first_in, *movable]
+    for ties, tried, note in passes:
+        for policy in policies:
+            for order, suffix in tried:
+                placed = [*first_in, *order] if first_in else order
+                result = fit.Simulation(view, state, targets, policy, ties=ties).run(placed)
+                if not result.fits:
+                    return _no_fit(result, f"{suffix}{note}", policy)
+                if first is None:
+                    first = result
+                    if fit.fits_in_every_order(view, state, targets, everything):
+                        return first  # every other run would place every pod too
+    assert first is not None
+    return first
+
+
+def _tie_breaks(state: NodeState) -> Iterator[fit.TieBreak]:
+    """Ties to the fullest target, then `TIE_DRAWS` random picks seeded by the node's name: the same
+    snapshot gets the same plan."""
+    yield "fullest"
+    for draw in range(TIE_DRAWS):
+        yield random.Random(f"{state.name}/{draw}")
+
+
+def _no_fit(result: fit.FitResult, suffix: str, policy: frozenset[str]) -> str:
+    where = " (marked nodes taken last)" if policy else ""
+    return f"{result.failure or 'its pods fit nowhere else'}{suffix}{where}"

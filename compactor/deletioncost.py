@@ -8,7 +8,9 @@ recorded in `STEERED_COST`); taking the cost back removes both annotations, or
 only node-compactor's record once someone else has changed the cost.
 
 The cost only steers the ReplicaSet controller's scale-downs: failing to write it
-(a pod gone, a conflict, no RBAC permission to patch pods) never fails the run.
+(a pod gone, no RBAC permission to patch pods) never fails the run. A conflict
+(409: the pod changed since it was read) is read again and the write made
+again, up to CONFLICT_RETRIES times, then skipped with its reason.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from compactor.tainting import write_each
 
 log = logging.getLogger(__name__)
 
+# Times a write that met a 409 Conflict is read and made again before it waits for the next run.
+CONFLICT_RETRIES = 3
+
 
 class PodWriter(Protocol):
     def pod(self, namespace: str, name: str) -> dict[str, Any] | None: ...
@@ -33,15 +38,41 @@ class PodWriter(Protocol):
 
 
 def apply(
-    cluster: PodWriter, add: Iterable[str], remove: Iterable[str], *, concurrency: int = 1
+    cluster: PodWriter,
+    add: Iterable[str],
+    remove: Iterable[str],
+    *,
+    concurrency: int = 1,
+    skipped: list[str] | None = None,
 ) -> tuple[list[str], list[str]]:
     """Give the pods of `add` node-compactor's cost and take it back from those of `remove`
-    ("namespace/name"), `concurrency` pods at a time; returns the pods written, per direction."""
-    return write_each(add, remove, lambda key, wanted: _write(cluster, key, wanted=wanted), concurrency)
+    ("namespace/name"), `concurrency` pods at a time; returns the pods written, per direction.
+    Writes given up after conflicts are added to `skipped`, each with its reason."""
+    return write_each(
+        add, remove, lambda key, wanted: _write(cluster, key, wanted=wanted, skipped=skipped), concurrency
+    )
 
 
-def _write(cluster: PodWriter, key: str, *, wanted: bool) -> bool:
-    """Whether the pod was patched (False: already as wanted, someone else's cost, gone, changed, refused)."""
+def _write(cluster: PodWriter, key: str, *, wanted: bool, skipped: list[str] | None = None) -> bool:
+    """Whether the pod was patched (False: already as wanted, someone else's cost, gone, refused, or
+    changed under us CONFLICT_RETRIES times)."""
+    for _ in range(CONFLICT_RETRIES):
+        try:
+            return _write_once(cluster, key, wanted=wanted)
+        except ConflictError:
+            continue  # the pod changed since it was read: read it again
+    reason = (
+        f"{'write' if wanted else 'take back'} node-compactor's pod-deletion-cost on {key}: the pod kept "
+        f"changing ({CONFLICT_RETRIES} conflicts); the next run tries again"
+    )
+    log.warning("skipped: %s", reason)
+    if skipped is not None:
+        skipped.append(reason)
+    return False
+
+
+def _write_once(cluster: PodWriter, key: str, *, wanted: bool) -> bool:
+    """One read and guarded write; ConflictError when the pod changed between the two."""
     namespace, _, name = key.partition("/")
     try:
         pod = cluster.pod(namespace, name)
@@ -71,8 +102,8 @@ def _write(cluster: PodWriter, key: str, *, wanted: bool) -> bool:
         if isinstance(version, str):
             guarded["resourceVersion"] = version
         cluster.patch_pod(namespace, name, {"metadata": guarded})
-    except (ConflictError, NotFoundError):
-        return False  # changed or gone since it was read: the next run looks again
+    except NotFoundError:
+        return False  # gone since it was read
     except CompactorError as error:
         log.warning(
             "could not %s node-compactor's pod-deletion-cost on %s: %s", "write" if wanted else "remove", key, error

@@ -10,8 +10,21 @@ them leaves a state the next run reads correctly.
 
 Right before each write only one run may make (the cordon, each batch of
 evictions, a rollback) the run checks its deadline and proves, through the
-`guard` (the Lease renewal), that it still holds the Lease; evictions also
-re-read the node and stop when someone else uncordoned it.
+`guard` (the Lease renewal), that it still holds the Lease. Before every
+batch of evictions it also re-reads the node (someone else's uncordon, an
+opt-out: `node-compactor.dev/disabled`, the Cluster Autoscaler's
+`scale-down-disabled`, `karpenter.sh/do-not-disrupt`) and, but for the first
+batch, which the plan has just proven, the whole cluster, and asks the
+planner's own question again (`inflight.in_flight`): do the pods left still
+fit on the other nodes as they are now, with the pods waiting for the
+scheduler placed first, and is no pod this pool could hold unschedulable? A
+pod turned safe-to-evict "false" or do-not-disrupt answers no as well. When
+the answer is no, evictions stop at that batch, with a Warning Event and the
+reason in the outcome.
+
+A 409 Conflict on any write is a re-read, never a crash: the object is read
+again and the write retried (up to CONFLICT_RETRIES times) or skipped, with
+the reason in the outcome's `skipped`; the run always ends with a report.
 
 Must never: DELETE a pod, uncordon a node without our `drain-started-at`,
 write anything in a dry run, or write after losing the Lease or its deadline.
@@ -19,6 +32,7 @@ write anything in a dry run, or write after losing the Lease or its deadline.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -31,10 +45,11 @@ from typing import Any, Protocol
 from compactor import deletioncost, tainting
 from compactor import snapshot as parsing
 from compactor.config import Config
-from compactor.core import planner
+from compactor.core import inflight, planner
+from compactor.core.cluster import ClusterView
 from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE, Pod, Snapshot
 from compactor.core.plan import Decision, Plan
-from compactor.core.timing import format_stamp
+from compactor.core.timing import format_stamp, parse_stamp
 from compactor.errors import ClusterAccessError, CompactorError, RunFailedError
 from compactor.kube import ConflictError, EvictionResult, NotFoundError
 
@@ -50,9 +65,14 @@ WRAP_UP_SECONDS = 10.0
 EVICTIONS_PER_CHECK = EVICTION_CONCURRENCY
 # ... and whenever this much time has passed since the last check (backoffs included).
 CHECK_INTERVAL_SECONDS = 5.0
+# Times a write that met a 409 Conflict is read and tried again before it is skipped for this run.
+CONFLICT_RETRIES = 3
 
 Guard = Callable[[str], None]
 """Called with what the run is about to do; raises a CompactorError when it must not (the Lease is lost)."""
+
+SnapshotReader = Callable[[], Snapshot]
+"""Reads the whole cluster again (nodes, pods, PDBs), for the proof before each later batch of evictions."""
 
 
 class ClusterPort(Protocol):
@@ -97,7 +117,12 @@ class Outcome:
     drain_completed: bool = False
     rolled_back: bool = False
     stale: str | None = None  # why a new drain was not started after re-validation
-    interrupted: str | None = None  # why evictions stopped early (the node was uncordoned by someone else)
+    interrupted: str | None = None  # why evictions stopped early (uncordoned, opted out, no longer fits, ...)
+    held: str | None = None  # why the drain evicted nothing more: it waits (the pods left fit nowhere, ...)
+    given_back: list[str] = field(default_factory=list)  # nodes rolled back (uncordoned) in this run
+    restamped: list[str] = field(default_factory=list)  # nodes whose future drain-started-at became now
+    skipped: list[str] = field(default_factory=list)  # writes skipped after conflicts, each with its reason
+    proofs: int = 0  # times the cluster was read again to prove a later batch of evictions
     evicted: list[str] = field(default_factory=list)
     gone: list[str] = field(default_factory=list)
     waiting: dict[str, str] = field(default_factory=dict)  # pod -> why it is still there (PDB, 5xx, time)
@@ -120,6 +145,11 @@ class Outcome:
             "rolledBack": self.rolled_back,
             "stale": self.stale,
             "interrupted": self.interrupted,
+            "held": self.held,
+            "givenBack": sorted(self.given_back),
+            "restamped": sorted(self.restamped),
+            "skipped": list(self.skipped),
+            "proofs": self.proofs,
             "evicted": sorted(self.evicted),
             "gone": sorted(self.gone),
             "waiting": dict(sorted(self.waiting.items())),
@@ -150,9 +180,13 @@ class Executor:
         dry_run: bool,
         first_backoff: float = FIRST_BACKOFF_SECONDS,
         guard: Guard | None = None,
+        snapshot_reader: SnapshotReader | None = None,
     ) -> None:
+        """`snapshot_reader` reads the cluster for the proof before each later batch of evictions;
+        without one (the simulations' in-memory port) only the node is re-read between batches."""
         self.cluster = cluster
         self.guard = guard
+        self.snapshot_reader = snapshot_reader
         self.config = config
         self.clock = clock
         self.budget = budget
@@ -164,33 +198,71 @@ class Executor:
         self._attempts_since_check = 0
         self._last_check: float | None = None
         self._stopped: str | None = None
+        # The pods the latest proof lets go ("namespace/name"); None: every pod of the decision.
+        self._allowed: frozenset[str] | None = None
 
     def execute(self, plan: Plan, snapshot: Snapshot) -> Outcome:
         if self.dry_run:
             return self.outcome
-        self._write_marks(plan)
-        self.outcome.soft_taints_added, self.outcome.soft_taints_removed = tainting.apply(
-            self.cluster, plan.soft_taints_add, plan.soft_taints_remove, concurrency=MARK_CONCURRENCY
-        )
-        _, self.outcome.reservations_removed = tainting.apply(
-            self.cluster, (), plan.reservations_remove, concurrency=MARK_CONCURRENCY, taint=tainting.RESERVED
-        )
-        self.outcome.deletion_costs_added, self.outcome.deletion_costs_removed = deletioncost.apply(
-            self.cluster, plan.deletion_costs_add, plan.deletion_costs_remove, concurrency=MARK_CONCURRENCY
-        )
+        # Each step on its own: a conflict no step expected skips that step, never the decision.
+        self._step("marks", lambda: self._write_marks(plan))
+        self._step("soft taints", lambda: self._soft_taints(plan))
+        self._step("pod-deletion-costs", lambda: self._deletion_costs(plan))
+        self._step("drain-started-at", lambda: self._restamp(plan))
         decision = plan.decision
         if decision.action == "continue-drain" and decision.node:
-            self._evict(decision.node, decision.evictions)
-            self._check_completion(decision.node)
+            if decision.held is not None:
+                self._wait(decision.node, decision.reason)
+            else:
+                self._step("evictions", lambda: self._continue(decision.node or "", decision.evictions))
         elif decision.action == "rollback" and decision.node:
-            self._rollback(decision.node, decision.reason)
+            self._step("rollback", lambda: self._rollback(decision.node or "", decision.reason))
         elif decision.action == "drain" and decision.node:
-            self._drain(decision, snapshot)
+            self._step("drain", lambda: self._drain(decision, snapshot))
+        for name, reason in plan.more_rollbacks:
+            self._step("rollback", functools.partial(self._rollback, name, reason))
         if self.outcome.errors:
             raise RunFailedError(
                 f"the run could not finish: {len(self.outcome.errors)} error(s)", list(self.outcome.errors)
             )
         return self.outcome
+
+    def _step(self, what: str, step: Callable[[], None]) -> None:
+        try:
+            step()
+        except (ConflictError, NotFoundError) as error:
+            self._skip(f"{what}: {error}; the next run looks again")
+
+    def _skip(self, reason: str) -> None:
+        with self.outcome._lock:
+            self.outcome.skipped.append(reason)
+        log.warning("skipped: %s", reason)
+
+    def _soft_taints(self, plan: Plan) -> None:
+        self.outcome.soft_taints_added, self.outcome.soft_taints_removed = tainting.apply(
+            self.cluster,
+            plan.soft_taints_add,
+            plan.soft_taints_remove,
+            concurrency=MARK_CONCURRENCY,
+            skipped=self.outcome.skipped,
+        )
+        _, self.outcome.reservations_removed = tainting.apply(
+            self.cluster,
+            (),
+            plan.reservations_remove,
+            concurrency=MARK_CONCURRENCY,
+            taint=tainting.RESERVED,
+            skipped=self.outcome.skipped,
+        )
+
+    def _deletion_costs(self, plan: Plan) -> None:
+        self.outcome.deletion_costs_added, self.outcome.deletion_costs_removed = deletioncost.apply(
+            self.cluster,
+            plan.deletion_costs_add,
+            plan.deletion_costs_remove,
+            concurrency=MARK_CONCURRENCY,
+            skipped=self.outcome.skipped,
+        )
 
     # -- marks ----------------------------------------------------------------------------------
 
@@ -202,13 +274,20 @@ class Executor:
 
         def write(change: tuple[str, str | None]) -> None:
             name, value = change
-            try:
-                node = self.cluster.patch_node(name, {"metadata": {"annotations": {UNDERUTILIZED_SINCE: value}}})
-            except NotFoundError:
-                return  # the node went away; nothing to mark
-            except ClusterAccessError as error:
-                self._error(f"mark on {name}: {error.message}")
-                return
+            for attempt in range(CONFLICT_RETRIES + 1):
+                try:
+                    node = self.cluster.patch_node(name, {"metadata": {"annotations": {UNDERUTILIZED_SINCE: value}}})
+                    break
+                except NotFoundError:
+                    return  # the node went away; nothing to mark
+                except ClusterAccessError as error:
+                    self._error(f"mark on {name}: {error.message}")
+                    return
+                except ConflictError:
+                    why = self._mark_conflict(name, value, attempt)
+                    if why is not None:
+                        self._skip(f"mark on {name}: {why}")
+                        return
             with self.outcome._lock:
                 (self.outcome.marks_added if value else self.outcome.marks_removed).append(name)
             if value:
@@ -222,6 +301,65 @@ class Executor:
 
         with ThreadPoolExecutor(max_workers=MARK_CONCURRENCY) as pool:
             list(pool.map(write, changes))
+
+    def _mark_conflict(self, name: str, value: str | None, attempt: int) -> str | None:
+        """After a 409 on a mark: read the node again; None when the mark should be written again,
+        else why it is skipped."""
+        if attempt >= CONFLICT_RETRIES:
+            return f"the node kept changing ({CONFLICT_RETRIES + 1} conflicts); the next run tries again"
+        try:
+            node = self.cluster.node(name)
+        except CompactorError as error:
+            return f"conflict, and the node could not be read again ({error.message})"
+        if node is None:
+            return "the node no longer exists"
+        metadata = node.get("metadata") or {}
+        if (node.get("spec") or {}).get("unschedulable") and DRAIN_STARTED_AT not in (
+            metadata.get("annotations") or {}
+        ):
+            return "someone else cordoned the node meanwhile; a node a person cordoned is never written"
+        return None
+
+    # -- a future drain-started-at ------------------------------------------------------------
+
+    def _restamp(self, plan: Plan) -> None:
+        """A drain-started-at in the future counts as "started now": write now, so its timeout comes."""
+        for name in plan.restamp:
+            for attempt in range(CONFLICT_RETRIES + 1):
+                node = self.cluster.node(name)
+                if node is None:
+                    break
+                metadata = node.get("metadata") or {}
+                stamp = parse_stamp((metadata.get("annotations") or {}).get(DRAIN_STARTED_AT))
+                now = self.clock()
+                if stamp is None or stamp <= now or not (node.get("spec") or {}).get("unschedulable"):
+                    break  # changed since the plan: the next run reads it as it is
+                patch = {
+                    "metadata": {
+                        "resourceVersion": metadata.get("resourceVersion"),
+                        "annotations": {DRAIN_STARTED_AT: format_stamp(now)},
+                    }
+                }
+                try:
+                    self.cluster.patch_node(name, patch)
+                except ConflictError:
+                    if attempt >= CONFLICT_RETRIES:
+                        self._skip(f"{DRAIN_STARTED_AT} on {name}: the node kept changing; the next run tries again")
+                    continue
+                except NotFoundError:
+                    break
+                except ClusterAccessError as error:
+                    self._error(f"{DRAIN_STARTED_AT} on {name}: {error.message}")
+                    break
+                self.outcome.restamped.append(name)
+                log.warning(
+                    "%s on %s was in the future (%s); it now reads %s, so the drain times out",
+                    DRAIN_STARTED_AT,
+                    name,
+                    format_stamp(stamp),
+                    format_stamp(now),
+                )
+                break
 
     # -- a new drain --------------------------------------------------------------------------
 
@@ -246,9 +384,13 @@ class Executor:
         }
         try:
             node = self.cluster.patch_node(name, patch)
-        except (ConflictError, NotFoundError):
+        except (ConflictError, NotFoundError) as error:
+            # The patch was guarded by the resourceVersion the re-validation read: whatever changed
+            # was not validated, so this run does not guess; the next one plans on what it reads.
             self.outcome.stale = f"{name} changed while the drain was being prepared; nothing was done"
             log.info(self.outcome.stale)
+            if isinstance(error, ConflictError):
+                self._skip(f"cordon {name}: {error}; the next run plans again")
             return
         except ClusterAccessError as error:
             self._error(f"cordon {name}: {error.message}")
@@ -303,6 +445,20 @@ class Executor:
         log.info(self.outcome.stale)
         return None
 
+    # -- a drain under way ----------------------------------------------------------------------
+
+    def _continue(self, name: str, evictions: Iterable[str]) -> None:
+        self._evict(name, evictions)
+        self._check_completion(name)
+
+    def _wait(self, name: str, reason: str) -> None:
+        """The plan holds the drain: nothing is evicted; say so on the node, where people look."""
+        self.outcome.held = reason
+        node = self.cluster.node(name) or {"metadata": {"name": name}}
+        message = f"node-compactor evicts nothing now: {reason}"
+        log.warning(message, extra={"fields": {"event": "drain-waiting", "node": name}})
+        self.cluster.event(node, reason="NodeCompactorDrainWaiting", message=message, warning=True, now=self.clock())
+
     # -- evictions ----------------------------------------------------------------------------
 
     def _evict(self, node_name: str, pods: Iterable[str]) -> None:
@@ -318,6 +474,11 @@ class Executor:
                 if stop is not None:
                     with self.outcome._lock:
                         self.outcome.waiting[key] = f"not evicted: {stop}"
+                    return
+                allowed = self._allowed
+                if allowed is not None and key not in allowed:
+                    with self.outcome._lock:
+                        self.outcome.waiting[key] = "not evicted: not to be evicted by the cluster read again"
                     return
                 result = self.cluster.evict(namespace, name)
                 if result.status in ("evicted", "gone"):
@@ -366,7 +527,7 @@ class Executor:
     # -- rollback -------------------------------------------------------------------------------
 
     def _rollback(self, name: str, reason: str) -> None:
-        for _ in range(3):
+        for _ in range(CONFLICT_RETRIES):
             node = self.cluster.node(name)
             if node is None:
                 return  # the autoscaler took it after all
@@ -386,18 +547,19 @@ class Executor:
             try:
                 node = self.cluster.patch_node(name, patch)
             except ConflictError:
-                continue
+                continue  # read it again: still ours, and still to give back?
             except NotFoundError:
                 return
             except ClusterAccessError as error:
                 self._error(f"roll back {name}: {error.message}")
                 return
             self.outcome.rolled_back = True
+            self.outcome.given_back.append(name)
             message = f"node-compactor gave the node back (uncordoned): {reason}"
             log.warning(message, extra={"fields": {"event": "rollback", "node": name}})
             self.cluster.event(node, reason="NodeCompactorRollback", message=message, warning=True, now=now)
             return
-        self._error(f"roll back {name}: the node kept changing; the next run tries again")
+        self._skip(f"roll back {name}: the node kept changing ({CONFLICT_RETRIES} conflicts); the next run tries again")
 
     # -- the guards ---------------------------------------------------------------------------
 
@@ -418,26 +580,31 @@ class Executor:
         """None when the next eviction may go; otherwise why the evictions stopped (for good, in this run).
 
         Every EVICTIONS_PER_CHECK attempts (a batch) or CHECK_INTERVAL_SECONDS, one worker re-checks
-        while the others wait on the lock: the deadline, the node (still cordoned, still ours) and the Lease.
+        while the others wait on the lock (`_drain_may_go_on`): at most one batch is ever in flight
+        beyond the last check.
         """
         with self._check_lock:
             if self._stopped is not None:
                 return self._stopped
             moment = self.budget.monotonic()
+            first = self._last_check is None
             due = (
-                self._last_check is None
+                first
                 or self._attempts_since_check >= EVICTIONS_PER_CHECK
-                or moment - self._last_check >= CHECK_INTERVAL_SECONDS
+                or moment - self._last_check >= CHECK_INTERVAL_SECONDS  # type: ignore[operator]
             )
             self._attempts_since_check += 1
             if not due:
                 return None
             self._attempts_since_check = 1
             self._last_check = moment
-            self._stopped = self._drain_may_go_on(node_name)
+            self._stopped = self._drain_may_go_on(node_name, proven=first)
             return self._stopped
 
-    def _drain_may_go_on(self, name: str) -> str | None:
+    def _drain_may_go_on(self, name: str, *, proven: bool) -> str | None:
+        """Why the next batch must not go (None: it may): the deadline, the node as it is now (still
+        cordoned by us, not opted out), the Lease, and, unless the batch was `proven` by this run's
+        plan a moment ago, the planner's question on the cluster as it is now (`_prove_again`)."""
         if self.budget.remaining() <= 0:
             return "the run's time budget ran out; the next run goes on"
         try:
@@ -452,22 +619,55 @@ class Executor:
             return self._interrupt(node, "someone else uncordoned the node during the drain")
         if DRAIN_STARTED_AT not in annotations:
             return self._interrupt(node, f"someone else removed {DRAIN_STARTED_AT} from the node during the drain")
+        opt_out = inflight.node_opt_out(annotations) if isinstance(annotations, dict) else None
+        if opt_out is not None:
+            return self._interrupt(node, f"the node was opted out during the drain ({opt_out})")
         if self.guard is not None:
             try:
                 self.guard(f"evict pods on {name}")
             except CompactorError as error:
                 self._error(f"evict pods on {name}: {error.message}")
                 return error.message
-        return None
+        if proven or self.snapshot_reader is None:
+            return None
+        return self._prove_again(name, node)
 
-    def _interrupt(self, node: dict[str, Any], why: str) -> str:
+    def _prove_again(self, name: str, node: dict[str, Any]) -> str | None:
+        """Read the cluster and plan the drain under way again (`inflight.in_flight`, the planner's own
+        rule 0): the next batch goes only when the answer is still "continue {name}", and then only
+        with pods that answer lists."""
+        assert self.snapshot_reader is not None
+        try:
+            fresh = self.snapshot_reader()
+        except CompactorError as error:
+            self._error(f"re-read the cluster before evicting more pods on {name}: {error.message}")
+            return f"could not re-read the cluster ({error.message})"
+        self.outcome.proofs += 1
+        running = inflight.in_flight(ClusterView(fresh, self.config), self.clock())
+        decision = running.decision
+        if decision is not None and decision.action == "continue-drain" and decision.node == name:
+            if decision.held is not None:
+                self.outcome.held = decision.reason
+                return self._interrupt(node, decision.held, reason="NodeCompactorDrainWaiting")
+            self._allowed = frozenset(decision.evictions)
+            return None
+        if decision is None and name in running.awaiting_removal:
+            self._allowed = frozenset()  # emptied meanwhile: nothing is left to evict
+            return None
+        if decision is not None and decision.node == name:
+            return self._interrupt(node, decision.reason)
+        if decision is not None:
+            why = f"{decision.node} must be dealt with first ({decision.action}: {decision.reason})"
+        else:
+            why = f"{name} is no longer being drained"
+        return self._interrupt(node, why)
+
+    def _interrupt(self, node: dict[str, Any], why: str, *, reason: str = "NodeCompactorDrainInterrupted") -> str:
         name = (node.get("metadata") or {}).get("name", "")
         self.outcome.interrupted = why
         message = f"node-compactor stopped draining the node: {why}; the pods still on it stay where they are"
         log.warning(message, extra={"fields": {"event": "drain-interrupted", "node": name}})
-        self.cluster.event(
-            node, reason="NodeCompactorDrainInterrupted", message=message, warning=True, now=self.clock()
-        )
+        self.cluster.event(node, reason=reason, message=message, warning=True, now=self.clock())
         return why
 
     def _error(self, message: str) -> None:

@@ -18,6 +18,7 @@ evictions (policy/v1 Eviction; a pod is never DELETEd), Events, and the Lease.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import threading
@@ -75,6 +76,8 @@ MERGE_PATCH = "application/merge-patch+json"
 _RAW_READ: dict[str, Any] = {"_preload_content": False, "_request_timeout": REQUEST_TIMEOUT}
 _RAW_PATCH: dict[str, Any] = {"_content_type": MERGE_PATCH, **_RAW_READ}
 LEASE_NAME = "node-compactor"
+# Times a Lease renewal that met a 409 is read and made again before the run counts the Lease lost.
+LEASE_CONFLICT_RETRIES = 3
 EVENT_NAMESPACE = "default"  # where the kubelet and the node controller put Node events
 COMPONENT = "node-compactor"
 
@@ -651,10 +654,11 @@ class Cluster:
         involved = {"apiVersion": api_version, "kind": kind, "name": name, "uid": meta.get("uid", "")}
         if meta.get("namespace"):
             involved["namespace"] = meta["namespace"]
+        metadata = {"name": f"{name}.{uuid.uuid4().hex[:16]}", "namespace": namespace}
         body = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": f"{name}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
+            "metadata": metadata,
             "involvedObject": involved,
             "reason": reason,
             "message": message[:1024],
@@ -666,10 +670,20 @@ class Cluster:
             "lastTimestamp": stamp,
             "count": 1,
         }
-        try:
-            self.core.create_namespaced_event(namespace, body, _request_timeout=REQUEST_TIMEOUT)
-        except (client.ApiException, urllib3.exceptions.HTTPError) as error:
-            log.warning("could not record event %s on %s %s: %s", reason, kind.lower(), name, _describe(error))
+        for attempt in range(2):
+            try:
+                self.core.create_namespaced_event(namespace, body, _request_timeout=REQUEST_TIMEOUT)
+                return
+            except client.ApiException as error:
+                if error.status == 409 and attempt == 0:
+                    # An Event of that name exists already (names are random, so a retried request):
+                    # once more under a new name.
+                    metadata["name"] = f"{name}.{uuid.uuid4().hex[:16]}"
+                    continue
+                log.warning("could not record event %s on %s %s: %s", reason, kind.lower(), name, _describe(error))
+            except urllib3.exceptions.HTTPError as error:
+                log.warning("could not record event %s on %s %s: %s", reason, kind.lower(), name, _describe(error))
+            return
 
     # -- the Lease ----------------------------------------------------------------------------
     #
@@ -681,7 +695,22 @@ class Cluster:
     def acquire_lease(
         self, namespace: str, holder: str, *, duration_seconds: int, now: datetime, name: str = LEASE_NAME
     ) -> None:
-        """Hold the `node-compactor` Lease (or the one `name`d) for this run, or raise LeaseHeldError."""
+        """Hold the `node-compactor` Lease (or the one `name`d) for this run, or raise LeaseHeldError.
+
+        A 409 on the create or the takeover is read again: held by another run now, LeaseHeldError;
+        still free (the conflict was not a run's), the Lease is taken again."""
+        for _ in range(LEASE_CONFLICT_RETRIES):
+            try:
+                self._acquire_once(namespace, holder, duration_seconds=duration_seconds, now=now, name=name)
+                return
+            except _LeaseRaceError:
+                continue
+        raise LeaseHeldError(
+            f"Lease {namespace}/{name} changed under this run {LEASE_CONFLICT_RETRIES} times in a row while it "
+            "was being taken; this run did nothing"
+        )
+
+    def _acquire_once(self, namespace: str, holder: str, *, duration_seconds: int, now: datetime, name: str) -> None:
         lease = self._read_lease(namespace, name)
         if lease is None:
             body = {
@@ -731,33 +760,45 @@ class Cluster:
 
         Called right before each write that only one run may make (the cordon, each batch of
         evictions): a run that was slower than its Lease must find out before acting, not after.
+        A 409 (the Lease changed between the read and the write) is read again: still this run's,
+        the renewal is made again; another's, LeaseLostError.
         """
         where = f"Lease {namespace}/{name}"
-        lease = self._read_lease(namespace, name)
-        if lease is None:
-            raise LeaseLostError(f"{where} no longer exists; this run stopped acting")
-        spec = _lease_spec_of(lease)
-        current = spec.get("holderIdentity")
-        if current != holder:
-            raise LeaseLostError(
-                f"{where} is now held by {current or 'nobody'}, not this run ({holder}); this run stopped acting"
-            )
-        spec["renewTime"] = micro_time(now)
-        spec["leaseDurationSeconds"] = duration_seconds
-        lease["spec"] = spec
-        try:
-            self._waiting(
-                f"renew {where}",
-                lambda: self.coordination.replace_namespaced_lease(
-                    name, namespace, lease, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
-                ),
-            )
-        except client.ApiException as error:
-            if error.status == 409:
-                raise LeaseLostError(f"{where} changed under this run; this run stopped acting") from error
-            raise access_error(f"renew {where}", error) from error
-        except urllib3.exceptions.HTTPError as error:
-            raise access_error(f"renew {where}", error) from error
+        for _ in range(LEASE_CONFLICT_RETRIES):
+            lease = self._read_lease(namespace, name)
+            if lease is None:
+                raise LeaseLostError(f"{where} no longer exists; this run stopped acting")
+            spec = _lease_spec_of(lease)
+            current = spec.get("holderIdentity")
+            if current != holder:
+                raise LeaseLostError(
+                    f"{where} is now held by {current or 'nobody'}, not this run ({holder}); this run stopped acting"
+                )
+            spec["renewTime"] = micro_time(now)
+            spec["leaseDurationSeconds"] = duration_seconds
+            lease["spec"] = spec
+            try:
+                self._waiting(
+                    f"renew {where}",
+                    functools.partial(
+                        self.coordination.replace_namespaced_lease,
+                        name,
+                        namespace,
+                        lease,
+                        _preload_content=False,
+                        _request_timeout=REQUEST_TIMEOUT,
+                    ),
+                )
+                return
+            except client.ApiException as error:
+                if error.status == 409:
+                    continue  # changed since it was read: whose is it now?
+                raise access_error(f"renew {where}", error) from error
+            except urllib3.exceptions.HTTPError as error:
+                raise access_error(f"renew {where}", error) from error
+        raise LeaseLostError(
+            f"{where} changed under this run {LEASE_CONFLICT_RETRIES} times in a row; this run stopped acting"
+        )
 
     def release_lease(self, namespace: str, holder: str, *, name: str = LEASE_NAME) -> None:
         """Give the Lease back so the next run need not wait for it to expire; failures only cost that wait."""
@@ -949,13 +990,17 @@ def _eviction_refused(code: int, detail: str) -> EvictionResult:
     return EvictionResult("failed", detail)
 
 
+class _LeaseRaceError(LeaseHeldError):
+    """A Lease write met a 409: someone wrote it since it was read (`acquire_lease` reads it again)."""
+
+
 def _write_lease(verb: str, namespace: str, name: str, write: Callable[[], Any]) -> None:
-    """A Lease write; a conflict means another run won the race for it."""
+    """A Lease write; a conflict means someone else (most likely another run) wrote it first."""
     try:
         write()
     except client.ApiException as error:
         if error.status == 409:
-            raise LeaseHeldError(
+            raise _LeaseRaceError(
                 f"another run got Lease {namespace}/{name} at the same moment; this run did nothing"
             ) from error
         raise access_error(f"{verb} Lease {namespace}/{name}", error) from error

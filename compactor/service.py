@@ -8,6 +8,7 @@ the whole run so two runs never act at once.
 
 from __future__ import annotations
 
+import functools
 import gc
 import logging
 import os
@@ -305,6 +306,7 @@ def _run(
                 dry_run=dry_run,
                 first_backoff=first_backoff,
                 guard=guard,
+                snapshot_reader=functools.partial(_read_again, cluster, connection.pool_autoscaling),
             )
             try:
                 outcome = executor.execute(plan, snapshot)
@@ -324,6 +326,17 @@ def _run(
         connection.close()
     document = report.to_dict(plan, outcome=outcome.to_dict(), warnings=warnings, config_source=loaded.source)
     return RunResult(plan, _with_read(document, cluster), outcome)
+
+
+def _read_again(cluster: Any, pool_autoscaling: Mapping[str, Any] | None) -> Snapshot:
+    """The cluster read again, for the proof before a later batch of evictions (`Executor`); the
+    report's `read` stays what the run's own read cost."""
+    first = cluster.last_read
+    try:
+        fresh: Snapshot = integrity.check_unique(cluster.read_snapshot(pool_autoscaling))
+        return fresh
+    finally:
+        cluster.last_read = first
 
 
 def input_warnings(loaded: config_source.Loaded, snapshot: Snapshot) -> list[str]:

@@ -13,9 +13,10 @@ else still lands on a tainted node.
 
 Taints are a list the API replaces as a whole in a merge patch, so each
 write re-reads the node and sends its taints back unchanged but for ours,
-guarded by the node's resourceVersion: a concurrent change wins and the next
-run tries again. A cordoned node is never written (a person's cordon, or a
-drain under way, keeps whatever it carries).
+guarded by the node's resourceVersion: a concurrent change (409) is read
+again and the write made again, up to CONFLICT_RETRIES times, then skipped
+with its reason (`skipped`) for the next run. A cordoned node is never written
+(a person's cordon, or a drain under way, keeps whatever it carries).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ from compactor.errors import CompactorError
 from compactor.kube import ConflictError, NotFoundError
 
 log = logging.getLogger(__name__)
+
+# Times a taint write that met a 409 Conflict is read and made again before it waits for the next run.
+CONFLICT_RETRIES = 3
 
 OURS = {"key": SOFT_TAINT, "value": "true", "effect": PREFER_NO_SCHEDULE}
 RESERVED = {"key": RESERVED_TAINT, "value": "true", "effect": PREFER_NO_SCHEDULE}
@@ -52,11 +56,16 @@ def apply(
     *,
     concurrency: int = 1,
     taint: dict[str, str] = OURS,
+    skipped: list[str] | None = None,
 ) -> tuple[list[str], list[str]]:
     """Put `taint` on `add` and take it off `remove`, `concurrency` nodes at a time (a first run
-    marks many nodes at once); returns the nodes written, per direction."""
+    marks many nodes at once); returns the nodes written, per direction. Writes given up after
+    conflicts are added to `skipped`, each with its reason."""
     return write_each(
-        add, remove, lambda name, wanted: _write(cluster, name, taint, wanted=wanted) == "written", concurrency
+        add,
+        remove,
+        lambda name, wanted: _write(cluster, name, taint, wanted=wanted, skipped=skipped) == "written",
+        concurrency,
     )
 
 
@@ -75,13 +84,13 @@ def write_each(
     return added, removed
 
 
-def reserve(cluster: NodeWriter, names: Iterable[str]) -> tuple[list[str], list[str]]:
+def reserve(cluster: NodeWriter, names: Iterable[str], skipped: list[str] | None = None) -> tuple[list[str], list[str]]:
     """Put the reserved taint on `names`, one by one; returns the nodes written and those that could
     not be made to carry it (the drain that needs it must not start)."""
     written: list[str] = []
     failed: list[str] = []
     for name in names:
-        result = _write(cluster, name, RESERVED, wanted=True)
+        result = _write(cluster, name, RESERVED, wanted=True, skipped=skipped)
         if result == "written":
             written.append(name)
         elif result == "failed":
@@ -89,8 +98,27 @@ def reserve(cluster: NodeWriter, names: Iterable[str]) -> tuple[list[str], list[
     return written, failed
 
 
-def _write(cluster: NodeWriter, name: str, ours: dict[str, str], *, wanted: bool) -> str:
+def _write(
+    cluster: NodeWriter, name: str, ours: dict[str, str], *, wanted: bool, skipped: list[str] | None = None
+) -> str:
     """ "written", "unchanged" (already as wanted) or "failed" (gone, cordoned, changed under us, refused)."""
+    for _ in range(CONFLICT_RETRIES):
+        try:
+            return _write_once(cluster, name, ours, wanted=wanted)
+        except ConflictError:
+            continue  # changed since it was read: read it again
+    reason = (
+        f"{'put' if wanted else 'take off'} the {ours['key']} taint on {name}: the node kept changing "
+        f"({CONFLICT_RETRIES} conflicts); the next run tries again"
+    )
+    log.warning("skipped: %s", reason)
+    if skipped is not None:
+        skipped.append(reason)
+    return "failed"
+
+
+def _write_once(cluster: NodeWriter, name: str, ours: dict[str, str], *, wanted: bool) -> str:
+    """One read and guarded write; ConflictError when the node changed between the two."""
     try:
         node = cluster.node(name)
         if node is None:
@@ -109,8 +137,8 @@ def _write(cluster: NodeWriter, name: str, ours: dict[str, str], *, wanted: bool
         taints = [*kept, ours] if wanted else kept
         patch = {"metadata": {"resourceVersion": node["metadata"]["resourceVersion"]}, "spec": {"taints": taints}}
         cluster.patch_node(name, patch)
-    except (ConflictError, NotFoundError):
-        return "failed"  # changed or gone since it was read: the next run looks again
+    except NotFoundError:
+        return "failed"  # gone since it was read
     except CompactorError as error:
         # The taint only steers the scheduler; failing to write it never fails the run.
         log.warning("could not %s the %s taint on %s: %s", "put" if wanted else "take off", ours["key"], name, error)

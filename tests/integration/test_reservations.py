@@ -62,7 +62,8 @@ def test_the_reserved_taint_is_on_the_kept_node_before_the_first_eviction(api: F
 
 def test_a_reservation_that_cannot_be_written_stops_the_drain_before_the_cordon(api: FakeApiServer) -> None:
     needs_room_kept(api)
-    api.add_fault(Fault(method="PATCH", path_regex=r"/nodes/n2$", status=409))
+    # A node that keeps changing: each write is read again and tried again, then given up.
+    api.add_fault(Fault(method="PATCH", path_regex=r"/nodes/n2$", status=409, times=-1))
     result = run_once(api)
     assert not result.outcome.drain_started
     assert "could not reserve room on n2" in (result.outcome.stale or "")

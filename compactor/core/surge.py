@@ -304,6 +304,14 @@ def _verdict(view: ClusterView, index: _Index, state: NodeState, pod: Pod) -> Su
     labels = pdbs.covering_known.get((pod.namespace, id(pod.labels)))  # `PdbIndex.covering`'s own first lookup
     covering = labels[1] if labels is not None and labels[0] is pod.labels else pdbs.covering(pod)
     held = tuple([pdb for pdb in covering if pdb.disruptions_allowed <= 0]) if covering else NO_PDBS
+    if not held and pod.controller_kind == "ReplicaSet":
+        # The common pod, a replica of a Deployment with several, which an eviction leaves other Ready
+        # pods: found without building any text.
+        replica_set = index.replica_sets.get((pod.namespace, pod.controller_name))
+        if replica_set is not None and replica_set.deployment is not None:
+            deployment = index.deployments.get((pod.namespace, replica_set.deployment))
+            if deployment is not None and deployment.replicas != 1:
+                return None
     owner = f"{pod.controller_kind} {pod.namespace}/{pod.controller_name}"
     if pod.controller_kind != "ReplicaSet":
         if not held and index.pods_of_owner(pod) != 1:

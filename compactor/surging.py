@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 POLL_SECONDS = 2.0
 PATCH_ATTEMPTS = 3
+EVENT_REASON = "NodeCompactorRollingRestart"
 
 
 class DeploymentPort(Protocol):
@@ -193,7 +194,7 @@ def _start(
         log.info(message, extra={"fields": {"event": "rolling-restart", "deployment": deployment_key}})
         cluster.event(
             {"metadata": {**(answer.get("metadata") or {}), "namespace": namespace, "name": name}},
-            reason="NodeCompactorRollingRestart",
+            reason=EVENT_REASON,
             message=message,
             warning=False,
             now=clock(),
@@ -290,13 +291,20 @@ def _node_event(
 ) -> None:
     """One Event on the Node: the pods moved by a rolling restart, and why each other single-replica pod was not."""
     restarted = [
-        f"{pod} (Deployment {deployment})"
+        (pod, deployment)
         for deployment, pods in sorted(by_deployment.items())
         if deployment in done.written
         for pod in pods
     ]
+    cluster.event(node, reason=EVENT_REASON, message=node_message(restarted, verdicts), warning=False, now=now)
+
+
+def node_message(restarted: Sequence[tuple[str, str]], verdicts: Sequence[SurgeVerdict]) -> str:
+    """The Node Event's words: the pods (pod, Deployment) a rolling restart moves, and the reason each other
+    single-replica pod of the node follows the normal rules."""
+    moved = ", ".join(f"{pod} (Deployment {deployment})" for pod, deployment in restarted) or "no pod"
+    message = f"node-compactor moves {moved} by a rolling restart instead of an eviction"
     others = [f"{verdict.pod} ({verdict.reason})" for verdict in verdicts if verdict.action == "evict"]
-    message = f"node-compactor moves {', '.join(restarted) or 'no pod'} by a rolling restart instead of an eviction"
     if others:
         message += f"; left to the normal rules: {'; '.join(others)}"
-    cluster.event(node, reason="NodeCompactorRollingRestart", message=message, warning=False, now=now)
+    return message

@@ -262,10 +262,15 @@ class KubeCluster:
         *args: str,
         config: Mapping[str, Any] | None = None,
         env: Mapping[str, str] | None = None,
+        kubeconfig: Path | None = None,
         timeout: float = 180.0,
     ) -> CompactorRun:
-        """`python -m compactor <command> --kubeconfig <its own> [--config FILE] --json ...`, as users run it."""
-        argv = self.compactor_argv(command, *args, config=config)
+        """`python -m compactor <command> --kubeconfig <its own> [--config FILE] --json ...`, as users run it.
+
+        `kubeconfig`: another identity's (the admin's `self.kubeconfig` for `cleanup`, which people run
+        with their own credentials).
+        """
+        argv = self.compactor_argv(command, *args, config=config, kubeconfig=kubeconfig)
         started = time.monotonic()
         done = subprocess.run(
             argv,

@@ -13,8 +13,13 @@ each measuring, in a fresh child process and one after another:
 - `today`: `Cluster.read_snapshot()` as before issue 27, paged lists without gzip;
 - `paged+gzip`: the same with `Accept-Encoding: gzip` (the default);
 - `watch-list`: streaming lists (`COMPACTOR_LIST_METHOD=watch-list`);
-- `dry run`: `python -m compactor run --dry-run --json`, the default read, end to end;
-- `kubectl`: `kubectl get pods -A -o json` (its default: pages of 500, gzip), output discarded.
+- `dry run today` / `dry run`: `python -m compactor run --dry-run --json` end to end, without
+  gzip (the reader's header emptied in the child, as before issue 27) and as it is now;
+- `kubectl`: `kubectl get pods -A -o json` (its default: pages of 500, gzip), output discarded;
+  only up to KUBECTL_UP_TO nodes, because kubectl holds the whole List (2.6 GiB at 500 nodes);
+- `kubectl's requests`: the same requests made by this script (GET /api/v1/pods, limit 500,
+  continue, gzip, one connection), each answer read and dropped: kubectl's cost to the server
+  at any size (compared with kubectl itself where both run).
 
 Per measurement: requests (the reader's own count; kubectl's from `-v=6`), bytes on the
 wire (the answers' bodies as received, compressed when they were; for kubectl not known to
@@ -53,8 +58,17 @@ from bench import live_scale, synth  # noqa: E402
 OUT_DIR = synth.OUT_DIR / "api-cost"
 CHILD_TIMEOUT_SECONDS = 1800.0
 IDLE_SECONDS = 30.0
-VARIANTS = ("today", "paged+gzip", "watch-list", "dry run", "kubectl")
+VARIANTS = ("today", "paged+gzip", "watch-list", "dry run today", "dry run", "kubectl", "kubectl's requests")
 READS = {"today": ("paged-list", False), "paged+gzip": ("paged-list", True), "watch-list": ("watch-list", True)}
+# kubectl builds the whole List before printing it: 2.6 GiB of RSS at 500 nodes (measured here), so about
+# 26 GiB at 5,000, more than the benchmark machine has. Above this size only its requests are made.
+KUBECTL_UP_TO = 1000
+KUBECTL_PAGE = 500  # kubectl's --chunk-size default
+# The dry run as before issue 27: the same command with the reader's gzip header emptied.
+_DRY_RUN_TODAY = (
+    "import runpy, sys; import compactor.kube as kube; kube.GZIP_HEADERS.clear(); "
+    "sys.argv = ['compactor', *sys.argv[1:]]; runpy.run_module('compactor', run_name='__main__')"
+)
 
 
 @dataclass(frozen=True)
@@ -106,17 +120,48 @@ def child_read(kubeconfig: str, method: str, gzip: bool) -> dict[str, Any]:
     import urllib3
 
     from compactor import service
-    from compactor.kube import Cluster
+    from compactor.kube import LIST_METHODS, Cluster
 
     urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
     cluster = Cluster(service.kubernetes_client(kubeconfig, {}))
-    cluster.list_method = method  # type: ignore[assignment]  (one of kube.LIST_METHODS, from READS)
+    cluster.list_method = next(known for known in LIST_METHODS if known == method)
     cluster.gzip = gzip
     started = time.perf_counter()
     snapshot = cluster.read_snapshot()
     seconds = time.perf_counter() - started
     stats = cluster.last_read.to_dict() if cluster.last_read is not None else {}
     return {"seconds": seconds, "nodes": len(snapshot.nodes), "pods": len(snapshot.pods), "read": stats}
+
+
+def child_kubectl_requests(kubeconfig: str) -> dict[str, Any]:
+    """The requests `kubectl get pods -A -o json` makes (GET /api/v1/pods, limit 500, continue, gzip,
+    `Accept: application/json`, one kept-alive connection), each answer read and dropped."""
+    import urllib3
+
+    config = orjson.loads(Path(kubeconfig).read_bytes())
+    server = config["clusters"][0]["cluster"]["server"]
+    token = config["users"][0]["user"].get("token")
+    urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+    http = urllib3.PoolManager(maxsize=1, cert_reqs="CERT_NONE", retries=False)
+    headers = {"Accept": "application/json", "Accept-Encoding": "gzip", "User-Agent": "kubectl-requests"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    token_continue = ""
+    requests = wire = decoded = 0
+    while True:
+        fields = {"limit": str(KUBECTL_PAGE), **({"continue": token_continue} if token_continue else {})}
+        answer = http.request("GET", f"{server}/api/v1/pods", fields=fields, headers=headers, preload_content=False)
+        data = answer.read()
+        requests += 1
+        wire += answer.tell()
+        decoded += len(data)
+        if answer.status != 200:
+            raise SystemExit(f"HTTP {answer.status}: {data[:300]!r}")
+        page = orjson.loads(data)
+        token_continue = (page.get("metadata") or {}).get("continue") or ""
+        if not token_continue:
+            break
+    return {"read": {"requests": requests, "bytesOnWire": wire, "bytesDecoded": decoded}}
 
 
 # -- one measured child --------------------------------------------------------------------------------------
@@ -162,12 +207,21 @@ def measure_variant(variant: str, server: Server, idle: float, config_path: Path
         command += ["--gzip" if gzip else "--no-gzip"]
         sample, out, _ = _measure(command, server, idle, name=f"child-{method}-{gzip}")
         reported = orjson.loads(out.splitlines()[-1])
-    elif variant == "dry run":
-        command = [sys.executable, "-m", "compactor", "run", "--kubeconfig", str(server.kubeconfig), "--dry-run"]
+    elif variant in ("dry run", "dry run today"):
+        arguments = ["run", "--kubeconfig", str(server.kubeconfig), "--dry-run", "--json"]
+        start = (
+            [sys.executable, "-c", _DRY_RUN_TODAY]
+            if variant == "dry run today"
+            else [sys.executable, "-m", "compactor"]
+        )
         env = {**_env(), "COMPACTOR_CONFIG": config_path.read_text()}
-        sample, out, _ = _measure([*command, "--json"], server, idle, env=env, name="dry-run")
+        sample, out, _ = _measure([*start, *arguments], server, idle, env=env, name="dry-run")
         report = orjson.loads(out)
         reported = {"read": report.get("read", {}), "action": report["decision"]["action"]}
+    elif variant == "kubectl's requests":
+        command = [sys.executable, str(Path(__file__).resolve()), "--child-kubectl-requests", str(server.kubeconfig)]
+        sample, out, _ = _measure(command, server, idle, name="kubectl-requests")
+        reported = orjson.loads(out.splitlines()[-1])
     else:
         kubectl = shutil.which("kubectl")
         if kubectl is None:
@@ -225,9 +279,10 @@ def measure(kind: str, nodes: int, repeat: int, pod_status: bool) -> Measurement
         measure_variant("today", server, 0.0, config_path)  # warm-up, untimed: caches, connections
         idle = _idle_rate(server)
         _say(f"  idle API server CPU: {idle:.3f} s/s")
-        measurement = Measurement(nodes, server, idle, {variant: [] for variant in VARIANTS})
+        variants = [v for v in VARIANTS if v != "kubectl" or nodes <= KUBECTL_UP_TO]
+        measurement = Measurement(nodes, server, idle, {variant: [] for variant in variants})
         for round_number in range(1, repeat + 1):
-            for variant in VARIANTS:
+            for variant in variants:
                 sample = measure_variant(variant, server, idle, config_path)
                 measurement.samples[variant].append(sample)
                 _say(
@@ -258,7 +313,7 @@ def table(measurements: list[Measurement]) -> str:
     ]
     for m in measurements:
         size = f"{m.nodes:,} nodes / {m.samples['today'][0].reported.get('pods', 0):,} pods"
-        for index, variant in enumerate(VARIANTS):
+        for index, variant in enumerate(m.samples):
             samples = m.samples[variant]
             reads = [s.reported.get("read", {}) for s in samples]
             wire = [r["bytesOnWire"] / 1e6 for r in reads if "bytesOnWire" in r]
@@ -278,16 +333,19 @@ def verdicts(m: Measurement) -> list[str]:
 
     today_wire = median_of("today", lambda s: s.reported["read"]["bytesOnWire"])
     default_wire = median_of("paged+gzip", lambda s: s.reported["read"]["bytesOnWire"])
-    kubectl_cpu = median_of("kubectl", lambda s: s.server_cpu)
+    kubectl = "kubectl" if "kubectl" in m.samples else "kubectl's requests"
+    kubectl_cpu = median_of(kubectl, lambda s: s.server_cpu)
+    dry_run, dry_run_today = (median_of(v, lambda s: s.wall_seconds) for v in ("dry run", "dry run today"))
     lines = [
         f"bytes on the wire, default / today: {default_wire / today_wire:.3f} (target <= 0.25)",
-        "server CPU, dry run / kubectl: "
-        f"{median_of('dry run', lambda s: s.server_cpu) / kubectl_cpu:.2f} (target <= 1)",
+        f"server CPU, dry run / {kubectl}: {median_of('dry run', lambda s: s.server_cpu) / kubectl_cpu:.2f} "
+        "(target <= 1)",
+        f"dry run wall: {dry_run:.2f} s, today's {dry_run_today:.2f} s; peak "
+        f"{median_of('dry run', lambda s: s.peak_mib):,.0f} MiB (target <= 512)",
     ]
-    for variant in ("today", "paged+gzip", "watch-list"):
-        lines.append(
-            f"server CPU, {variant} read / kubectl: {median_of(variant, lambda s: s.server_cpu) / kubectl_cpu:.2f}"
-        )
+    for variant in ("today", "paged+gzip", "watch-list", "dry run today"):
+        ratio = median_of(variant, lambda s: s.server_cpu) / kubectl_cpu
+        lines.append(f"server CPU, {variant} / {kubectl}: {ratio:.2f}")
     return lines
 
 
@@ -315,8 +373,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-pod-status", action="store_true", help="real server: leave pods Pending (faster load)")
     parser.add_argument("--child-read", nargs=2, metavar=("KUBECONFIG", "METHOD"), help=argparse.SUPPRESS)
+    parser.add_argument("--child-kubectl-requests", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     parser.add_argument("--gzip", action=argparse.BooleanOptionalAction, default=True, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child_kubectl_requests:
+        sys.stdout.buffer.write(orjson.dumps(child_kubectl_requests(args.child_kubectl_requests)) + b"\n")
+        return 0
     if args.child_read:
         result = child_read(args.child_read[0], args.child_read[1], args.gzip)
         sys.stdout.buffer.write(orjson.dumps(result) + b"\n")

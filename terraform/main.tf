@@ -84,6 +84,7 @@ module "cluster" {
   alert_on_failed_runs                   = try(each.value.alert_on_failed_runs, null)
   notification_channels                  = try(each.value.notification_channels, null)
   surge_single_replicas                  = try(each.value.surge_single_replicas, null)
+  flow_control_enabled                   = try(each.value.flow_control_enabled, null)
   hpa_floor_enabled                      = try(each.value.hpa_floor_enabled, null)
   hpa_floor_schedule                     = try(each.value.hpa_floor_schedule, null)
   hpa_floor_dry_run                      = try(each.value.hpa_floor_dry_run, null)

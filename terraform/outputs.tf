@@ -13,6 +13,7 @@ locals {
       hpa_floor_dry_run_command       = deployment.hpa_floor_dry_run_command
       lease_namespace                 = deployment.lease_namespace
       surge_single_replicas           = deployment.surge_single_replicas
+      flow_control_enabled            = deployment.flow_control_enabled
     }
   }
 
@@ -20,6 +21,7 @@ locals {
   hpa_floor_rbac_path     = "${path.module}/../deploy/rbac-hpa-floor.yaml"
   hpa_floor_rbac_template = fileexists(local.hpa_floor_rbac_path) ? file(local.hpa_floor_rbac_path) : null
   surge_rbac_template     = file("${path.module}/../deploy/rbac-surge.yaml")
+  flow_control_template   = file("${path.module}/../deploy/flowcontrol.yaml")
   rbac_placeholder        = "FUNCTION_SERVICE_ACCOUNT_EMAIL"
   # The manifests' Lease Role and RoleBinding sit in the default Lease namespace;
   # each cluster's own lease_namespace replaces it.
@@ -72,6 +74,14 @@ output "surge_rbac_manifests" {
   value = {
     for key, deployment in local.deployments : key => replace(local.surge_rbac_template, local.rbac_placeholder, deployment.function_service_account_email)
     if try(local.clusters[key].access_mode, null) == "rbac" && deployment.surge_single_replicas
+  }
+}
+
+output "flow_control_manifests" {
+  description = "Per cluster key whose flow_control_enabled is true (in either access_mode): deploy/flowcontrol.yaml with its function's service account filled in, an API Priority and Fairness FlowSchema and PriorityLevelConfiguration for that identity. Apply it with kubectl to that cluster."
+  value = {
+    for key, deployment in local.deployments : key => replace(local.flow_control_template, local.rbac_placeholder, deployment.function_service_account_email)
+    if deployment.flow_control_enabled
   }
 }
 

@@ -4,7 +4,8 @@ The streaming list (WatchList: a watch with sendInitialEvents until the initial-
 bookmark) must read exactly what the paged list reads, gzip or not; node-compactor's own
 identity (deploy/rbac.yaml grants list, not watch) is refused the watch with 403 and reads
 with paged lists instead, saying so. What each way costs the server is measured by
-`bench/api_cost.py` (docs/benchmarks.md), not here.
+`bench/api_cost.py` (docs/benchmarks.md), not here. The optional FlowSchema of
+deploy/flowcontrol.yaml is accepted and classifies node-compactor's requests.
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
+from kubernetes import client
 
 from compactor import service
 from compactor.core.model import Snapshot
 from compactor.kube import PAGED_LIST, WATCH_LIST, Cluster, ListMethod, ReadStats
-from tests.e2e.cluster import KubeCluster, Scenario
+from tests.e2e.cluster import REPOSITORY, KubeCluster, Scenario, wait_for
+from tests.e2e.controlplane import COMPACTOR_USER, RBAC_PLACEHOLDER
 
 pytestmark = pytest.mark.e2e
 
@@ -77,3 +81,38 @@ def test_node_compactors_own_identity_is_refused_the_watch_and_reads_paged_lists
     assert streamed == paged
     assert stats.method == "paged-list"
     assert stats.fallback is not None and "HTTP 403" in stats.fallback and "nodes" in stats.fallback
+
+
+def test_the_optional_flow_schema_puts_node_compactors_requests_in_its_own_priority_level(
+    kube_cluster: KubeCluster,
+) -> None:
+    """deploy/flowcontrol.yaml as Terraform fills it in: kube-apiserver accepts it and classifies node-compactor's
+    requests with it (APF names the schema and level of each answer in X-Kubernetes-PF-* headers)."""
+    text = (REPOSITORY / "deploy" / "flowcontrol.yaml").read_text()
+    found = {doc["kind"]: doc for doc in yaml.safe_load_all(text.replace(RBAC_PLACEHOLDER, COMPACTOR_USER)) if doc}
+    base = "/apis/flowcontrol.apiserver.k8s.io/v1"
+    level = kube_cluster.create(f"{base}/prioritylevelconfigurations", found["PriorityLevelConfiguration"])
+    schema = kube_cluster.create(f"{base}/flowschemas", found["FlowSchema"])
+    try:
+        api = client.CoreV1Api(service.kubernetes_client(str(kube_cluster.compactor_kubeconfig), {}))
+
+        def classified() -> tuple[str, str] | None:
+            answer = api.list_node(limit=1, _preload_content=False)
+            answer.read()
+            headers = answer.headers
+            found_schema = headers.get("X-Kubernetes-PF-FlowSchema-UID")
+            found_level = headers.get("X-Kubernetes-PF-PriorityLevel-UID")
+            # The apiserver's APF configuration controller takes a moment to pick up new objects.
+            return (found_schema, found_level) if found_schema == schema["metadata"]["uid"] else None
+
+        assert wait_for("node-compactor's requests are classified by its FlowSchema", classified) == (
+            schema["metadata"]["uid"],
+            level["metadata"]["uid"],
+        )
+        admin = client.CoreV1Api(service.kubernetes_client(str(kube_cluster.kubeconfig), {}))
+        answer = admin.list_node(limit=1, _preload_content=False)
+        answer.read()
+        assert answer.headers.get("X-Kubernetes-PF-FlowSchema-UID") != schema["metadata"]["uid"], "only its identity"
+    finally:
+        kube_cluster.delete(f"{base}/flowschemas/node-compactor")
+        kube_cluster.delete(f"{base}/prioritylevelconfigurations/node-compactor")

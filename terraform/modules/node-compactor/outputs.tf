@@ -58,6 +58,11 @@ output "surge_single_replicas" {
   value       = local.surges
 }
 
+output "flow_control_enabled" {
+  description = "Whether the root prints deploy/flowcontrol.yaml for this function's identity (flow_control_manifests)."
+  value       = var.flow_control_enabled
+}
+
 output "lease_namespace" {
   description = "Namespace of the functions' Leases: where deploy/rbac.yaml's Lease Role must be in rbac mode."
   value       = var.lease_namespace

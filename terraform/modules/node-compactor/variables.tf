@@ -375,6 +375,13 @@ variable "surge_single_replicas" {
   default     = null
 }
 
+variable "flow_control_enabled" {
+  description = "Print deploy/flowcontrol.yaml (an API Priority and Fairness FlowSchema and PriorityLevelConfiguration for the function's identity) with the function's service account filled in, in the root's flow_control_manifests. Turn it on when the API server throttles the function's reads (HTTP 429 in its log, read.throttled in its report) or to keep its full read of every node and pod out of the global-default priority level the cluster's other clients share; otherwise leave it off."
+  type        = bool
+  default     = false
+  nullable    = false
+}
+
 # --- the HPA floor job (main.hpa_floor) ----------------------------------------
 
 variable "hpa_floor_enabled" {

@@ -92,11 +92,14 @@ class Change:
         return f"{self.namespace}/{self.name}" if self.namespace else self.name
 
 
+def _object(value: object) -> dict[str, Any]:
+    """`value` when it is a JSON object, else an empty one (a field of the wrong shape holds nothing of ours)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _metadata(obj: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
-    meta = obj.get("metadata")
-    meta = meta if isinstance(meta, dict) else {}
-    annotations = meta.get("annotations")
-    return meta, annotations if isinstance(annotations, dict) else {}
+    meta = _object(obj.get("metadata"))
+    return meta, _object(meta.get("annotations"))
 
 
 def _guarded(meta: Mapping[str, Any], annotations: Mapping[str, str | None] | None = None) -> dict[str, Any]:
@@ -110,8 +113,7 @@ def plan_node(node: Mapping[str, Any]) -> Change | None:
     """node-compactor's annotations, taints and cordon on one Node; None when it carries none and no
     person's cordon or opt-out worth reporting."""
     meta, annotations = _metadata(node)
-    spec = node.get("spec") if isinstance(node.get("spec"), dict) else {}
-    assert isinstance(spec, dict)
+    spec = _object(node.get("spec"))
     removed: list[str] = []
     left: list[str] = []
     drop = {key: None for key in NODE_ANNOTATIONS if key in annotations}
@@ -121,14 +123,14 @@ def plan_node(node: Mapping[str, Any]) -> Change | None:
     spec_patch: dict[str, Any] = {}
     taints = spec.get("taints") if isinstance(spec.get("taints"), list) else []
     assert isinstance(taints, list)
-    ours = [t for t in taints if isinstance(t, dict) and t.get("key") in OUR_TAINTS]
-    kept = [t for t in taints if not (isinstance(t, dict) and t.get("key") in OUR_TAINTS)]
-    for taint in ours:
-        if taint.get("effect") == PREFER_NO_SCHEDULE:
-            removed.append(f"taint {taint['key']}:{PREFER_NO_SCHEDULE}")
-        else:  # node-compactor only ever writes PreferNoSchedule: another effect is someone else's
-            kept.append(taint)
-            left.append(f"taint {taint.get('key')}:{taint.get('effect')} (an effect node-compactor never sets)")
+    # node-compactor only ever writes its keys with PreferNoSchedule: another effect is someone else's.
+    kept = [t for t in taints if not (_object(t).get("key") in OUR_TAINTS and t.get("effect") == PREFER_NO_SCHEDULE)]
+    removed += [f"taint {t['key']}:{PREFER_NO_SCHEDULE}" for t in taints if t not in kept]
+    left += [
+        f"taint {t['key']}:{t.get('effect')} (an effect node-compactor never sets)"
+        for t in kept
+        if _object(t).get("key") in OUR_TAINTS
+    ]
     if len(kept) < len(taints):
         spec_patch["taints"] = kept
     if spec.get("unschedulable"):

@@ -35,11 +35,15 @@ KUBECTL_COMMAND = "kubectl get nodes,pods,poddisruptionbudgets -A -o json"
 def check_kinds(snapshot: Snapshot, name: str) -> list[str]:
     """SnapshotError when the snapshot file `name` holds no Node; else the warnings about what it lacks."""
     if not snapshot.nodes:
-        raise SnapshotError(
-            f"{name}: the snapshot holds no Node objects ({len(snapshot.pods)} pod(s)), so there is nothing to plan; "
-            f"save one with `{KUBECTL_COMMAND} > {name}`"
-        )
+        raise SnapshotError(no_nodes_problem(name, len(snapshot.pods), "plan"))
     return [] if snapshot.pdbs else [no_pdbs_warning(name)]
+
+
+def no_nodes_problem(name: str, pods: int, purpose: str) -> str:
+    return (
+        f"{name}: the snapshot holds no Node objects ({pods} pod(s)), so there is nothing to {purpose}; "
+        f"save one with `{KUBECTL_COMMAND} > {name}`"
+    )
 
 
 def no_pdbs_warning(name: str) -> str:

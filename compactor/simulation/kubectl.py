@@ -18,13 +18,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from compactor import config as config_module
-from compactor import jsonfiles
+from compactor import integrity, jsonfiles
 from compactor import snapshot as parsing
 from compactor.config import Config
 from compactor.core import timing
 from compactor.core.model import MIRROR_POD
 from compactor.errors import SnapshotError
-from compactor.integrity import KUBECTL_COMMAND
 from compactor.simulation import objects
 from compactor.simulation.model import (
     AutoscalerSettings,
@@ -62,10 +61,7 @@ def load(path: str, *, config: Config | None, hours: float) -> Setup:
     ]
     pdbs = [item for item in items if isinstance(item, dict) and item.get("kind") == "PodDisruptionBudget"]
     if not nodes:
-        raise SnapshotError(
-            f"{path}: the snapshot holds no Node objects ({len(pods)} pod(s)), so there is nothing to simulate; "
-            f"save one with `{KUBECTL_COMMAND} > {path}`"
-        )
+        raise SnapshotError(integrity.no_nodes_problem(path, len(pods), "simulate"))
     pool_label = config.pool_label if config is not None else config_module.DEFAULT_POOL_LABEL
     pool_of_node = {node["metadata"]["name"]: (node["metadata"].get("labels") or {}).get(pool_label) for node in nodes}
     pools = _pools(nodes, pool_label)

@@ -267,3 +267,13 @@ def test_cleanup_needs_only_the_rules_it_declares_and_the_function_has_none_of_t
     for rules in (permissions.RBAC_RULES, permissions.HPA_FLOOR_RBAC_RULES):
         assert not any(rule.resource == "leases" and "delete" in rule.verbs for rule in rules)
     assert "container.leases.delete" not in permissions.IAM_PERMISSIONS + permissions.HPA_FLOOR_IAM_PERMISSIONS
+
+
+def test_only_node_compactors_own_taint_effect_goes_and_the_others_keep_their_order() -> None:
+    theirs = k8s.taint(SOFT_TAINT, "true", "NoSchedule")
+    node = k8s.node("n", taints=[A_PERSONS_TAINT, SOFT, theirs, {"key": RESERVED_TAINT}])
+    change = cleanup.plan_node(node)
+    assert change is not None and change.patch is not None
+    assert change.patch["spec"]["taints"] == [A_PERSONS_TAINT, theirs, {"key": RESERVED_TAINT}]
+    assert change.removed == (f"taint {SOFT_TAINT}:PreferNoSchedule",)
+    assert any("an effect node-compactor never sets" in text for text in change.left)

@@ -70,7 +70,9 @@ def main() -> int:
     print(f"configcheck.for_snapshot: {cpu_median(lambda: configcheck.for_snapshot(marked, config), args.runs):.4f}")
     for name, cluster in (("as generated", marked), ("no marks", unmarked(marked))):
         first = path.plan_with_path(cluster, config, now=now)
-        alone = cpu_median(lambda: real(cluster, config, first, first.path, now=now), args.runs)  # noqa: B023
+        assert first.path is not None  # plan_with_path always makes one
+        found = first.path
+        alone = cpu_median(lambda: real(cluster, config, first, found, now=now), args.runs)  # noqa: B023
         with_preview = cpu_median(lambda: path.plan_with_path(cluster, config, now=now), args.runs)  # noqa: B023
         preview.from_path = lambda *_, **__: None
         try:

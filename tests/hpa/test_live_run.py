@@ -23,17 +23,8 @@ from compactor.hpa.model import (
 from tests.fakeapi import FakeApiServer, Fault
 from tests.fakeapi import builders as k8s
 from tests.fakeprometheus import FakePrometheus, Reply
-from tests.hpa.conftest import (
-    NOW,
-    RATE,
-    annotations_of,
-    connector_for,
-    env_for,
-    hpa_events,
-    min_replicas,
-    run_hpa,
-    scaled_hpa,
-)
+from tests.hpa.conftest import RATE, annotations_of, env_for, hpa_events, min_replicas, run_hpa, scaled_hpa
+from tests.integration.conftest import NOW, connector_for
 
 QUERY = {PROMETHEUS_QUERY: RATE, REQUESTS_PER_REPLICA: "10"}
 

@@ -39,6 +39,10 @@ read and the plan are profiled in a child (cProfile, top 15 by tottime).
 The report is also written to `bench/out/live/live_scale.md`, the raw
 numbers to `results.json` beside it. A benchmark run by hand, never a timed
 test.
+
+With `--real`, the same sizes are served by a real kube-apiserver (the e2e
+toolchain's binaries, loaded through the API) and what each way of reading
+costs it is measured beside `kubectl get pods -A -o json`: `bench/api_cost.py`.
 """
 
 from __future__ import annotations
@@ -889,11 +893,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="rounds per size; medians are reported")
     parser.add_argument("--profile", action="store_true", help="profile the read and the plan even if targets are met")
     parser.add_argument("--clean", action="store_true", help="delete the cluster files this run generated")
+    parser.add_argument(
+        "--real",
+        action="store_true",
+        help="measure what each way of reading costs a real kube-apiserver instead (bench/api_cost.py --server real)",
+    )
     parser.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
     parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
     parser.add_argument("--config", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
+    if args.real:
+        from bench import api_cost
+
+        sizes = ",".join(str(size) for size in args.sizes)
+        return api_cost.main(["--server", "real", "--sizes", sizes, "--repeat", str(args.repeat)])
     if args.child:
         result = CHILDREN[args.child](args.kubeconfig, args.config)
         sys.stdout.buffer.write(orjson.dumps(result) + b"\n")

@@ -587,11 +587,12 @@ class Executor:
             if self._stopped is not None:
                 return self._stopped
             moment = self.budget.monotonic()
-            first = self._last_check is None
+            last = self._last_check
+            first = last is None
             due = (
-                first
+                last is None
                 or self._attempts_since_check >= EVICTIONS_PER_CHECK
-                or moment - self._last_check >= CHECK_INTERVAL_SECONDS  # type: ignore[operator]
+                or moment - last >= CHECK_INTERVAL_SECONDS
             )
             self._attempts_since_check += 1
             if not due:

@@ -1108,7 +1108,7 @@ class SnapshotBuilder:
             self._one(item, parse_node, self.nodes, f"Node items[{index}]")
         elif kind == "PodDisruptionBudget":
             self._one(item, parse_pdb, self.pdbs, f"PodDisruptionBudget items[{index}]")
-        elif kind in workloads.KINDS:
+        elif isinstance(kind, str) and kind in workloads.KINDS:
             try:
                 getattr(self, workloads.KINDS[kind]).append(workloads.parse(kind, item))
             except SnapshotError as error:

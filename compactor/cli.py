@@ -47,7 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--snapshot",
         required=True,
         metavar="FILE",
-        help="what `kubectl get nodes,pods,poddisruptionbudgets -A -o json` prints",
+        help=(
+            "what `kubectl get nodes,pods,poddisruptionbudgets -A -o json` prints (with "
+            "deployments,replicasets,persistentvolumeclaims too for pools with surgeSingleReplicas)"
+        ),
     )
     plan.add_argument("--config", metavar="FILE", help="configuration JSON (wins over COMPACTOR_CONFIG and Firestore)")
     plan.add_argument(
@@ -150,6 +153,8 @@ def _plan(args: argparse.Namespace) -> int:
         result = planner.plan(cluster, config, now=now)
     else:
         result = path.plan_with_path(cluster, config, now=now, max_steps=args.path_steps)
+    if result.surge_note:  # the planner's own warning: the report lists it too
+        warn([result.surge_note])
     if args.json:
         sys.stdout.buffer.write(report.to_json(result, warnings=warnings, config_source=loaded.source) + b"\n")
     else:

@@ -26,6 +26,10 @@ A 409 Conflict on any write is a re-read, never a crash: the object is read
 again and the write retried (up to CONFLICT_RETRIES times) or skipped, with
 the reason in the outcome's `skipped`; the run always ends with a report.
 
+Pods a pool with surgeSingleReplicas moves by a rolling restart (the
+decision's `restarts`) are not evicted: their Deployments are restarted
+before the evictions and waited for after them (`surging`).
+
 Must never: DELETE a pod, uncordon a node without our `drain-started-at`,
 write anything in a dry run, or write after losing the Lease or its deadline.
 """
@@ -42,14 +46,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from compactor import deletioncost, tainting
+import msgspec
+
+from compactor import deletioncost, surging, tainting
 from compactor import snapshot as parsing
 from compactor.config import Config
 from compactor.core import inflight, planner
 from compactor.core.cluster import ClusterView
 from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE, Pod, Snapshot
-from compactor.core.plan import Decision, Plan
-from compactor.core.timing import format_stamp, parse_stamp
+from compactor.core.plan import Decision, Plan, SurgeVerdict
+from compactor.core.timing import format_stamp, parse_stamp, seconds_between
 from compactor.errors import ClusterAccessError, CompactorError, RunFailedError
 from compactor.kube import ConflictError, EvictionResult, NotFoundError
 
@@ -125,6 +131,9 @@ class Outcome:
     proofs: int = 0  # times the cluster was read again to prove a later batch of evictions
     evicted: list[str] = field(default_factory=list)
     gone: list[str] = field(default_factory=list)
+    # Rolling restarts (pools with surgeSingleReplicas): the Deployments restarted, the pods they moved.
+    restarted: list[str] = field(default_factory=list)
+    moved_by_restart: list[str] = field(default_factory=list)
     waiting: dict[str, str] = field(default_factory=dict)  # pod -> why it is still there (PDB, 5xx, time)
     errors: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -152,6 +161,8 @@ class Outcome:
             "proofs": self.proofs,
             "evicted": sorted(self.evicted),
             "gone": sorted(self.gone),
+            "restarted": sorted(self.restarted),
+            "movedByRestart": sorted(self.moved_by_restart),
             "waiting": dict(sorted(self.waiting.items())),
             "errors": list(self.errors),
         }
@@ -181,10 +192,15 @@ class Executor:
         first_backoff: float = FIRST_BACKOFF_SECONDS,
         guard: Guard | None = None,
         snapshot_reader: SnapshotReader | None = None,
+        deployments: surging.DeploymentPort | None = None,
     ) -> None:
         """`snapshot_reader` reads the cluster for the proof before each later batch of evictions;
-        without one (the simulations' in-memory port) only the node is re-read between batches."""
+        without one (the simulations' in-memory port) only the node is re-read between batches.
+        `deployments` restarts the Deployments of pods a rolling restart moves (surgeSingleReplicas);
+        without it such pods stay where they are."""
         self.cluster = cluster
+        self.deployments = deployments
+        self._single_replicas: tuple[SurgeVerdict, ...] = ()
         self.guard = guard
         self.snapshot_reader = snapshot_reader
         self.config = config
@@ -210,11 +226,12 @@ class Executor:
         self._step("pod-deletion-costs", lambda: self._deletion_costs(plan))
         self._step("drain-started-at", lambda: self._restamp(plan))
         decision = plan.decision
+        self._single_replicas = next((n.single_replicas for n in plan.nodes if n.name == decision.node), ())
         if decision.action == "continue-drain" and decision.node:
             if decision.held is not None:
                 self._wait(decision.node, decision.reason)
             else:
-                self._step("evictions", lambda: self._continue(decision.node or "", decision.evictions))
+                self._step("evictions", lambda: self._continue(decision.node or "", decision.evictions, decision))
         elif decision.action == "rollback" and decision.node:
             self._step("rollback", lambda: self._rollback(decision.node or "", decision.reason))
         elif decision.action == "drain" and decision.node:
@@ -399,7 +416,9 @@ class Executor:
         message = f"node-compactor cordoned the node and is draining it: {decision.reason}"
         log.info(message, extra={"fields": {"event": "drain-started", "node": name, "pool": decision.pool}})
         self.cluster.event(node, reason="NodeCompactorDrainStarted", message=message, warning=False, now=now)
+        restarting = self._start_restarts(node, fresh_decision)
         self._evict(name, fresh_decision.evictions)
+        self._finish_restarts(restarting, node, fresh_decision)
         self._check_completion(name)
 
     def _reserve(self, name: str, nodes: tuple[str, ...]) -> bool:
@@ -430,11 +449,11 @@ class Executor:
         except CompactorError as error:
             self.outcome.stale = f"could not re-read {name}: {error.message}"
             return None
-        updated = Snapshot(
+        updated = msgspec.structs.replace(  # the rest (pool autoscaling, Deployments) as read
+            snapshot,
             nodes=tuple(fresh_node if n.name == name else n for n in snapshot.nodes),
             pods=tuple(_replace_pods_of(snapshot.pods, name, fresh_pods)),
             pdbs=fresh_pdbs,
-            pool_autoscaling=snapshot.pool_autoscaling,
         )
         replanned = planner.plan(updated, self.config, now=self.clock())
         if replanned.decision.action == "drain" and replanned.decision.node == name:
@@ -447,9 +466,64 @@ class Executor:
 
     # -- a drain under way ----------------------------------------------------------------------
 
-    def _continue(self, name: str, evictions: Iterable[str]) -> None:
+    def _continue(self, name: str, evictions: Iterable[str], decision: Decision | None = None) -> None:
+        restarting = None
+        if decision is not None and decision.restarts:
+            node = self.cluster.node(name)
+            restarting = self._start_restarts(node, decision) if node is not None else None
         self._evict(name, evictions)
+        if decision is not None and restarting is not None:
+            self._finish_restarts(restarting, self.cluster.node(name) or {}, decision)
         self._check_completion(name)
+
+    # -- rolling restarts (pools with surgeSingleReplicas) ----------------------------------------
+
+    def _start_restarts(self, node: dict[str, Any], decision: Decision) -> surging.Restarts | None:
+        """Restart the Deployments of the pods the decision moves by a rolling restart, before the
+        evictions, once the node is seen still cordoned by this drain and the Lease still ours."""
+        if not decision.restarts or decision.node is None:
+            if decision.action == "drain" and self._single_replicas:  # say why none is moved that way
+                message = surging.node_message((), self._single_replicas)
+                self.cluster.event(node, reason=surging.EVENT_REASON, message=message, warning=False, now=self.clock())
+            return None
+        if self.deployments is None:
+            with self.outcome._lock:
+                for pod, _ in decision.restarts:
+                    self.outcome.waiting[pod] = "rolling restarts cannot be made from here"
+            return None
+        with self._check_lock:
+            self._stopped = self._stopped or self._drain_may_go_on(decision.node, proven=True)
+            if self._stopped is not None:
+                return None
+        return surging.start(
+            self.deployments,
+            node,
+            decision.restarts,
+            clock=self.clock,
+            may_act=self._may_act,
+            verdicts=self._single_replicas,
+        )
+
+    def _finish_restarts(self, started: surging.Restarts | None, node: dict[str, Any], decision: Decision) -> None:
+        """Wait for the restarted Deployments within the run's budget and the drain's timeout."""
+        if started is None or self.deployments is None:
+            return
+        pool = self.config.enabled_pool(decision.pool)
+        drain_started = parse_stamp(((node.get("metadata") or {}).get("annotations") or {}).get(DRAIN_STARTED_AT))
+
+        def time_left() -> float:
+            left = self.budget.remaining()
+            if pool is not None and drain_started is not None:
+                left = min(left, pool.drain_timeout_seconds - seconds_between(drain_started, self.clock()))
+            return left
+
+        surging.wait(self.deployments, started, time_left=time_left, sleep=self.budget.sleep)
+        with self.outcome._lock:
+            self.outcome.restarted.extend(started.written)
+            self.outcome.moved_by_restart.extend(started.moved)
+            self.outcome.waiting.update(started.waiting)
+        for error in started.errors:
+            self._error(error)
 
     def _wait(self, name: str, reason: str) -> None:
         """The plan holds the drain: nothing is evicted; say so on the node, where people look."""

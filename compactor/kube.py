@@ -13,7 +13,8 @@ list expired while paging (410 Gone) starts again, and a read the server
 throttles (429, API Priority and Fairness) waits the `Retry-After` it names
 while the run's budget allows.
 Writes are exactly those of `compactor.permissions`: node patches, pod
-evictions (policy/v1 Eviction; a pod is never DELETEd), Events, and the Lease.
+evictions (policy/v1 Eviction; a pod is never DELETEd), Events, and the Lease;
+for pools with surgeSingleReplicas, also a Deployment's restartedAt.
 """
 
 from __future__ import annotations
@@ -225,6 +226,7 @@ class Cluster:
         self.policy = client.PolicyV1Api(api_client)
         self.coordination = client.CoordinationV1Api(api_client)
         _wait_out_429_here(api_client)
+        self.apps = client.AppsV1Api(api_client)
         self.page_size = page_size
         # Seconds left of the run's budget for reading (None: unbounded); see `read_timeout`.
         self.read_budget: Callable[[], float] | None = None
@@ -238,8 +240,11 @@ class Cluster:
 
     # -- reading ------------------------------------------------------------------------------
 
-    def read_snapshot(self, pool_autoscaling: Mapping[str, PoolAutoscaling] | None = None) -> Snapshot:
-        """Nodes, pods of all namespaces and PDBs, decoded page by page.
+    def read_snapshot(
+        self, pool_autoscaling: Mapping[str, PoolAutoscaling] | None = None, *, workloads: bool = False
+    ) -> Snapshot:
+        """Nodes, pods of all namespaces and PDBs, decoded page by page; with `workloads` (a pool sets
+        surgeSingleReplicas), Deployments, ReplicaSets and PersistentVolumeClaims too.
 
         A `continue` token can expire while a long list is paged (410 Gone, reason Expired:
         etcd compacted the revision the list started from). The list cannot resume where it
@@ -256,7 +261,7 @@ class Cluster:
         restarts = 0
         while restarts <= LIST_RESTARTS:
             try:
-                return self._read_snapshot_once(pool_autoscaling, stats)
+                return self._read_snapshot_once(pool_autoscaling, stats, workloads)
             except ListExpiredError as error:
                 expired = error
                 restarts += 1
@@ -270,7 +275,9 @@ class Cluster:
             f"(the API server compacts its history faster than {self.page_size}-item pages can be read)"
         )
 
-    def _read_snapshot_once(self, pool_autoscaling: Mapping[str, PoolAutoscaling] | None, stats: ReadStats) -> Snapshot:
+    def _read_snapshot_once(
+        self, pool_autoscaling: Mapping[str, PoolAutoscaling] | None, stats: ReadStats, workloads: bool = False
+    ) -> Snapshot:
         builder = SnapshotBuilder()
         with paused_gc():
             self._read_list(builder, stats, "Node", "list nodes", self.core.list_node)
@@ -290,7 +297,34 @@ class Cluster:
                 "list PodDisruptionBudgets",
                 self.policy.list_pod_disruption_budget_for_all_namespaces,
             )
+            if workloads:
+                self._read_workloads(builder, stats)
         return builder.build(pool_autoscaling)
+
+    def _read_workloads(self, builder: SnapshotBuilder, stats: ReadStats) -> None:
+        """Deployments, ReplicaSets and PersistentVolumeClaims (`compactor.workloads`), in paged lists:
+        only pools with surgeSingleReplicas need them, so no other run pays for them."""
+        for kind, what, list_call in (
+            ("Deployment", "list Deployments", self.apps.list_deployment_for_all_namespaces),
+            ("ReplicaSet", "list ReplicaSets", self.apps.list_replica_set_for_all_namespaces),
+            (
+                "PersistentVolumeClaim",
+                "list PersistentVolumeClaims",
+                self.core.list_persistent_volume_claim_for_all_namespaces,
+            ),
+        ):
+            try:
+                for page in self._raw_pages(what, list_call, list_kind=f"{kind}List", stats=stats):
+                    builder.add_workload_page(kind, page, what=what)
+            except ClusterAccessError as error:
+                cause = error.__cause__
+                if isinstance(cause, client.ApiException) and cause.status == 403:
+                    raise ClusterAccessError(
+                        f"{error.message}; a pool sets surgeSingleReplicas, which needs the permissions of "
+                        "SURGE_IAM_PERMISSIONS or deploy/rbac-surge.yaml (Terraform grants them with "
+                        "surge_single_replicas, docs/deploy.md)"
+                    ) from error
+                raise
 
     def _read_list(
         self,
@@ -433,6 +467,15 @@ class Cluster:
         """The raw Pod, or None when it no longer exists."""
         return self._read_object(
             "Pod", name, f"pod {namespace}/{name}", lambda: self.core.read_namespaced_pod(name, namespace, **_RAW_READ)
+        )
+
+    def deployment(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The raw apps/v1 Deployment, or None when it no longer exists."""
+        return self._read_object(
+            "Deployment",
+            name,
+            f"Deployment {namespace}/{name}",
+            lambda: self.apps.read_namespaced_deployment(name, namespace, **_RAW_READ),
         )
 
     def _read_object(self, kind: str, name: str, what: str, read: Callable[[], Any]) -> dict[str, Any] | None:
@@ -578,6 +621,16 @@ class Cluster:
             f"pod {namespace}/{name}",
             {"name": name, "namespace": namespace},
             lambda: self.core.patch_namespaced_pod(name, namespace, patch, **_RAW_PATCH),
+        )
+
+    def patch_deployment(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch of a Deployment (`compactor.surging` writes only its pod template's
+        restartedAt), resourceVersion in it a precondition as for `patch_node`."""
+        return self._patch(
+            "Deployment",
+            f"Deployment {namespace}/{name}",
+            {"name": name, "namespace": namespace},
+            lambda: self.apps.patch_namespaced_deployment(name, namespace, patch, **_RAW_PATCH),
         )
 
     def _patch(self, kind: str, what: str, metadata: dict[str, str], send: Callable[[], Any]) -> dict[str, Any]:

@@ -32,6 +32,18 @@ class DecisionModel(_Model):
     placements: dict[str, str] = Field(default_factory=dict)
     # continue-drain only: why nothing is evicted now (the drain waits, then rolls back at its timeout).
     held: str | None = None
+    # Pods moved by a rolling restart of their Deployment instead of an eviction: pod -> Deployment
+    # ("namespace/name" both; pools with surgeSingleReplicas).
+    restarts: dict[str, str] = Field(default_factory=dict)
+
+
+class SingleReplicaModel(_Model):
+    """A single-replica pod of a node in a pool with surgeSingleReplicas, and what a drain does with it."""
+
+    pod: str
+    owner: str
+    action: str  # "restart", "wait" (this drain's restart is rolling out) or "evict" (the normal rules)
+    reason: str
 
 
 class MarksModel(_Model):
@@ -52,6 +64,10 @@ class NodeModel(_Model):
     cordoned: bool
     pods: int
     pods_to_move: int = Field(serialization_alias="podsToMove")
+    # Only for nodes in a pool with surgeSingleReplicas that hold single-replica pods.
+    single_replica_pods: list[SingleReplicaModel] | None = Field(
+        None, serialization_alias="singleReplicaPods", exclude_if=lambda value: value is None
+    )
 
 
 class PoolModel(_Model):
@@ -145,6 +161,7 @@ def to_model(
             evictions=list(decision.evictions),
             placements=dict(decision.placements),
             held=decision.held,
+            restarts=dict(decision.restarts),
         ),
         marks=MarksModel(add=list(plan.marks_add), remove=list(plan.marks_remove)),
         nodes=[
@@ -161,6 +178,12 @@ def to_model(
                 cordoned=node.cordoned,
                 pods=node.pods,
                 pods_to_move=node.pods_to_move,
+                single_replica_pods=[
+                    SingleReplicaModel(pod=one.pod, owner=one.owner, action=one.action, reason=one.reason)
+                    for one in node.single_replicas
+                ]
+                if node.single_replicas
+                else None,
             )
             for node in plan.nodes
         ],
@@ -189,7 +212,7 @@ def to_model(
         restamp=list(plan.restamp),
         outcome=outcome,
         preview=_preview_model(plan.preview),
-        warnings=list(warnings),
+        warnings=[*warnings, *([plan.surge_note] if plan.surge_note else [])],
         config_source=config_source,
     )
 
@@ -341,6 +364,7 @@ def to_table(plan: Plan) -> str:
         lines += _wrap(f"drain-started-at in the future, rewritten to now: {_names(plan.restamp)}.")
     if plan.awaiting_removal:
         lines += _wrap(f"Awaiting removal by the Cluster Autoscaler: {_names(plan.awaiting_removal)}.")
+    lines += _single_replica_lines(plan)
     if plan.path is not None:
         lines += _path_lines(plan.path)
     if plan.steered_nodes or plan.deletion_costs_remove:
@@ -350,6 +374,25 @@ def to_table(plan: Plan) -> str:
             f"taken back from {len(plan.deletion_costs_remove)})."
         )
     return "\n".join(lines) + "\n"
+
+
+def _single_replica_lines(plan: Plan) -> list[str]:
+    """The decision's pods moved by a rolling restart, and why the node's other single-replica pods are not."""
+    lines: list[str] = []
+    if plan.surge_note:
+        lines += _wrap(f"Rolling restarts: {plan.surge_note}.")
+    decision = plan.decision
+    node = next((node for node in plan.nodes if node.name == decision.node), None)
+    if node is None or not node.single_replicas:
+        return lines
+    moved = [f"{one.pod} ({one.owner})" for one in node.single_replicas if one.action != "evict"]
+    others = [one for one in node.single_replicas if one.action == "evict"]
+    lines += _wrap(f"Moved by a rolling restart instead of an eviction: {', '.join(moved) or 'none'}.")
+    for one in others[:NAMES_SHOWN]:
+        lines += _wrap(f"{one.pod} follows the normal rules: {one.reason}.", first="  ", indent="    ")
+    if len(others) > NAMES_SHOWN:
+        lines += _wrap(f"and {len(others) - NAMES_SHOWN} more single-replica pod(s) (--json lists all).", first="  ")
+    return lines
 
 
 def _path_lines(path: ConsolidationPath) -> list[str]:
@@ -380,6 +423,11 @@ def outcome_lines(outcome: dict[str, Any]) -> str:
         lines.append("Drain started: the node is cordoned.")
     if outcome.get("evicted") or outcome.get("waiting"):
         lines.append(f"Evicted {len(outcome['evicted'])} pod(s); {len(outcome['waiting'])} still waiting.")
+    if outcome.get("restarted") or outcome.get("movedByRestart"):
+        lines.append(
+            f"Rolling restarts: {len(outcome.get('restarted') or ())} Deployment(s) restarted; "
+            f"{len(outcome.get('movedByRestart') or ())} pod(s) moved without an eviction."
+        )
     if outcome.get("held"):
         lines.append(f"The drain waits: {outcome['held']}.")
     if outcome.get("interrupted"):

@@ -287,7 +287,10 @@ def _run(
             guard = renew
 
         try:
-            snapshot = integrity.check_unique(cluster.read_snapshot(connection.pool_autoscaling))
+            # Deployments, ReplicaSets and claims are read only for pools with surgeSingleReplicas.
+            snapshot = integrity.check_unique(
+                cluster.read_snapshot(connection.pool_autoscaling, workloads=config.surges)
+            )
             warnings = input_warnings(loaded, snapshot)
             # The snapshot is read-only from here on: keep the collector from rescanning it while planning.
             gc.freeze()
@@ -307,6 +310,7 @@ def _run(
                 first_backoff=first_backoff,
                 guard=guard,
                 snapshot_reader=functools.partial(_read_again, cluster, connection.pool_autoscaling),
+                deployments=cluster if config.surges else None,
             )
             try:
                 outcome = executor.execute(plan, snapshot)

@@ -11,7 +11,7 @@ from collections import Counter
 from datetime import datetime
 
 from compactor.config import PoolConfig
-from compactor.core import inflight, pools, unschedulable, windows
+from compactor.core import inflight, pools, surge, unschedulable, windows
 from compactor.core.blockers import Blocker, node_pods_blockers
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.marks import opted_out
@@ -87,7 +87,10 @@ def node_blockers(
             )
     if found and first_only:
         return found[:1]
-    found.extend(node_pods_blockers(state.pods, view.pdbs, config))
+    # In a pool with surgeSingleReplicas, a pod a rolling restart moves is blocked by none of the pod rules
+    # (judged on underutilized nodes only: no other node is drained, and each judgement reads every pod).
+    pods = surge.pods_under_rules(view, state) if underutilized else state.pods
+    found.extend(node_pods_blockers(pods, view.pdbs, config))
     if found and first_only:
         return found[:1]
     found.extend(_pool_size_blockers(state, view, pool))

@@ -29,6 +29,20 @@ class Decision:
     # For continue-drain: why no pod is evicted now (the pods left fit nowhere as the cluster is, or
     # pods this pool could hold cannot be scheduled); the drain waits, then rolls back (`inflight`).
     held: str | None = None
+    # For drain and continue-drain in a pool with surgeSingleReplicas: the pods moved by a rolling restart
+    # of their Deployment instead of an eviction, as ("namespace/pod", "namespace/deployment") (`surge`).
+    restarts: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SurgeVerdict:
+    """What a drain does with one single-replica pod in a pool with surgeSingleReplicas (`core.surge`)."""
+
+    pod: str  # "namespace/name"
+    owner: str  # "Deployment shop/web", "StatefulSet shop/db", ...
+    deployment: str | None  # "namespace/name" of the Deployment restarted, for "restart" and "wait"
+    action: Literal["restart", "wait", "evict"]  # evict: the normal rules (eviction, or blocked)
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +59,8 @@ class NodeReport:
     cordoned: bool
     pods: int  # non-terminal pods on the node
     pods_to_move: int
+    # In a pool with surgeSingleReplicas: its single-replica pods and whether a rolling restart moves each.
+    single_replicas: tuple[SurgeVerdict, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from collections import Counter
 from datetime import datetime
 
 from compactor.config import Config
-from compactor.core import candidates, fit, inflight, marks, pools, proof, ranking, steering
+from compactor.core import candidates, fit, inflight, marks, pools, proof, ranking, steering, surge
 from compactor.core.blockers import Blocker
 from compactor.core.cluster import ClusterView, NodeState, PdbIndex
 from compactor.core.model import PREFER_NO_SCHEDULE, RESERVED_TAINT, SOFT_TAINT, Pod, Snapshot
@@ -170,6 +170,8 @@ def plan(
         decision = chosen
     else:
         decision = Decision("none", None, None, _summary(states, blockers))
+    # Pods a rolling restart moves leave the evictions (pools with surgeSingleReplicas).
+    decision = surge.split(decision, view)
     # Steered from where the cluster goes after this decision; the consolidation path's plans are
     # never carried out, and write no pod.
     evicting = decision.node if decision.action in ("drain", "continue-drain") else None
@@ -190,6 +192,11 @@ def plan(
             cordoned=state.node.unschedulable,
             pods=len(state.pods),
             pods_to_move=len(state.movable_pods),
+            single_replicas=(
+                surge.verdicts(view, state)
+                if explain and (underutilized[state.name] or state.name == decision.node)
+                else surge.NO_VERDICTS
+            ),
         )
         for state in states
     )
@@ -211,6 +218,7 @@ def plan(
         steered_nodes=steered.nodes,
         deletion_costs_add=steered.add,
         deletion_costs_remove=steered.remove,
+        surge_note=surge.missing_note(view),
     )
 
 
@@ -325,7 +333,7 @@ def _choose(
             )
             continue
         simulations += 1
-        proof = _prove(view, state, targets, avoided)
+        proof = _prove(view, surge.proof_state(view, state), targets, avoided)
         if isinstance(proof, str):
             blockers[state.name].append(Blocker("no-fit", proof))
             unproven.append(state)
@@ -347,7 +355,7 @@ def _choose_reserving(
     two targets, which the scheduler takes last while they carry the reserved taint."""
     for state in unproven:
         for reserved in _reservations(state, targets, avoided):
-            proof = _prove(view, state, targets, avoided, reserved=reserved)
+            proof = _prove(view, surge.proof_state(view, state), targets, avoided, reserved=reserved)
             if isinstance(proof, str):
                 continue
             blockers[state.name] = [blocker for blocker in blockers[state.name] if blocker.kind != "no-fit"]

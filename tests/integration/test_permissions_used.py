@@ -30,7 +30,7 @@ from tests.fakeapi import builders as k8s
 from tests.fakeapi.calls import ApiCall, api_calls
 from tests.fakeprometheus import running
 from tests.hpa.conftest import min_replicas, run_hpa, scaled_hpa
-from tests.integration.conftest import TOKEN, cordoned, env_with, later, light_cluster, run_once
+from tests.integration.conftest import POOL_CONFIG, TOKEN, cordoned, env_with, later, light_cluster, run_once
 
 LEASE_NAMESPACES = ["kube-system", "node-compactor-ops"]
 
@@ -44,6 +44,7 @@ IAM_KINDS = {
     ("autoscaling", "horizontalpodautoscalers"): "horizontalPodAutoscalers",
     ("apps", "replicasets"): "replicaSets",
     ("apps", "deployments"): "deployments",
+    ("", "persistentvolumeclaims"): "persistentVolumeClaims",
 }
 # GKE authorizes a patch with the `update` permission; an eviction has a permission of its own.
 IAM_VERBS = {"patch": "update"}
@@ -57,6 +58,19 @@ def compactor_tour(api: FakeApiServer, lease_namespace: str) -> None:
     light_cluster(api)
     env = env_with(COMPACTOR_LEASE_NAMESPACE=lease_namespace)
     assert run_once(api, env=env).report["decision"]["action"] == "drain"
+    assert cordoned(api, "n1")
+    run_once(api, env=env, at=later(60))
+
+
+def surge_tour(api: FakeApiServer, lease_namespace: str) -> None:
+    """The compactor's tour with a pool that sets surgeSingleReplicas: n1 also holds a Deployment's only pod."""
+    light_cluster(api)
+    for obj in k8s.deployment("api", nodes=["n1"]):
+        api.add(obj)
+    config = {"nodePools": {"default-pool": {**POOL_CONFIG, "surgeSingleReplicas": True}}}
+    env = env_with(config, COMPACTOR_LEASE_NAMESPACE=lease_namespace)
+    result = run_once(api, env=env)
+    assert result.report["decision"]["restarts"], "the tour restarts a Deployment"
     assert cordoned(api, "n1")
     run_once(api, env=env, at=later(60))
 
@@ -83,6 +97,12 @@ class Job:
 
 JOBS = [
     Job("compactor", permissions.RBAC_RULES, permissions.IAM_PERMISSIONS, compactor_tour),
+    Job(
+        "compactor-surge",
+        permissions.RBAC_RULES + permissions.SURGE_RBAC_RULES,
+        permissions.IAM_PERMISSIONS + permissions.SURGE_IAM_PERMISSIONS,
+        surge_tour,
+    ),
     Job("hpa-floor", permissions.HPA_FLOOR_RBAC_RULES, permissions.HPA_FLOOR_IAM_PERMISSIONS, hpa_floor_tour),
 ]
 BY_NAME = {job.name: job for job in JOBS}

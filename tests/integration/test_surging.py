@@ -13,6 +13,7 @@ from kubernetes import client
 
 from compactor import surging
 from compactor.core.model import DRAIN_STARTED_AT, RESTARTED_AT
+from compactor.errors import ClusterAccessError
 from compactor.kube import Cluster
 from tests.fakeapi import FakeApiServer, Fault
 from tests.fakeapi import builders as k8s
@@ -321,3 +322,11 @@ def test_a_drain_without_a_pod_to_restart_says_on_the_node_why_each_single_repli
     (message,) = [e["message"] for e in api.objects("Event") if e["reason"] == "NodeCompactorRollingRestart"]
     assert message.startswith("node-compactor moves no pod by a rolling restart instead of an eviction")
     assert f"left to the normal rules: {pod} (a StatefulSet starts a pod's replacement only once" in message
+
+
+def test_a_cluster_that_refuses_the_deployment_list_fails_the_run_naming_the_permissions(api: FakeApiServer) -> None:
+    held_single_replica(api)
+    api.add_fault(Fault(method="GET", path_regex="/apis/apps/v1/deployments$", status=403, times=-1))
+    with pytest.raises(ClusterAccessError, match=r"surgeSingleReplicas, which needs .*deploy/rbac-surge\.yaml"):
+        run_once(api, env=env_with({"nodePools": {"default-pool": SURGING_POOL}}))
+    assert api.writes_of("Node") == [] and api.writes_of("Deployment") == []

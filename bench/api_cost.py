@@ -91,6 +91,7 @@ class Sample:
     etcd_cpu: float | None
     server_written: int  # wchar of the API server process
     reported: dict[str, Any]
+    client_cpu: float = 0.0  # user + system CPU of the child itself
 
 
 @dataclass
@@ -206,7 +207,9 @@ def _measure(
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         raise RuntimeError(f"`{' '.join(command)}` exited {code}:\n{err.decode(errors='replace')[-3000:]}")
-    return Sample(wall, usage.ru_maxrss / 1024, server_cpu, etcd_cpu, written, {"outputBytes": size}), out, err
+    client_cpu = usage.ru_utime + usage.ru_stime
+    sample = Sample(wall, usage.ru_maxrss / 1024, server_cpu, etcd_cpu, written, {"outputBytes": size}, client_cpu)
+    return sample, out, err
 
 
 def measure_variant(variant: str, server: Server, idle: float, config_path: Path) -> Sample:
@@ -243,7 +246,13 @@ def measure_variant(variant: str, server: Server, idle: float, config_path: Path
             "version": _kubectl_version(kubectl),
         }
     return Sample(
-        sample.wall_seconds, sample.peak_mib, sample.server_cpu, sample.etcd_cpu, sample.server_written, reported
+        sample.wall_seconds,
+        sample.peak_mib,
+        sample.server_cpu,
+        sample.etcd_cpu,
+        sample.server_written,
+        reported,
+        sample.client_cpu,
     )
 
 
@@ -323,9 +332,9 @@ def _spread(values: list[float], digits: int = 2) -> str:
 
 def table(measurements: list[Measurement]) -> str:
     lines = [
-        "| size | read | requests | bytes on the wire MB | server wrote MB | wall s | peak MiB "
+        "| size | read | requests | bytes on the wire MB | server wrote MB | wall s | peak MiB | client CPU s "
         "| API server CPU s | etcd CPU s |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for m in measurements:
         size = f"{m.nodes:,} nodes / {m.samples['today'][0].reported.get('pods', 0):,} pods"
@@ -338,6 +347,7 @@ def table(measurements: list[Measurement]) -> str:
                 f"| {size if index == 0 else ''} | {variant} | {_median([r.get('requests', 0) for r in reads]):,.0f} "
                 f"| {_spread(wire, 1) if wire else 'n/a'} | {_spread([s.server_written / 1e6 for s in samples], 1)} "
                 f"| {_spread([s.wall_seconds for s in samples])} | {_spread([s.peak_mib for s in samples], 0)} "
+                f"| {_spread([s.client_cpu for s in samples])} "
                 f"| {_spread([s.server_cpu for s in samples])} | {_spread(etcd) if etcd else '-'} |"
             )
     return "\n".join(lines)
@@ -426,6 +436,7 @@ def _as_json(measurements: list[Measurement]) -> bytes:
                             "server_cpu": s.server_cpu,
                             "etcd_cpu": s.etcd_cpu,
                             "server_written": s.server_written,
+                            "client_cpu": s.client_cpu,
                             "reported": s.reported,
                         }
                         for s in samples

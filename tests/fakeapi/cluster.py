@@ -31,6 +31,7 @@ import orjson
 from tests.fakeapi import deployments, events, leases, patches, scheduling, selectors, statuses
 from tests.fakeapi.resources import (
     BY_KIND,
+    CORE_EVENTS,
     EVENTS,
     KINDS_ALLOWING_UNCONDITIONAL_UPDATE,
     KINDS_CREATED_ON_UPDATE,
@@ -287,12 +288,17 @@ class Cluster:
                         (
                             "metadata.resourceVersion",
                             "FieldValueInvalid",
-                            "Invalid value: 0x0: must be specified for an update",
+                            "Invalid value: 0: must be specified for an update",
                         )
                     ],
+                    by_resource=True,
                 )
         elif given_version != stored_version:
             raise statuses.conflict(resource, name)
+        given_uid = metadata.get("uid")
+        if given_uid and given_uid != existing["metadata"].get("uid"):
+            # etcd3's storage checks a uid in a PUT as a precondition (a PATCH's is a validation error).
+            raise statuses.uid_mismatch_on_update(resource, namespace, name, given_uid, existing["metadata"]["uid"])
         self._write_over(resource, key, existing, stored)
         return self._typed_bytes(resource, key), False
 
@@ -318,6 +324,14 @@ class Cluster:
         given_version = metadata.get("resourceVersion")
         if given_version and given_version != existing["metadata"]["resourceVersion"]:
             raise statuses.conflict(resource, name)
+        patched_uid = metadata.get("uid")
+        if patched_uid is not None and patched_uid != existing["metadata"].get("uid"):
+            # ValidateObjectMetaUpdate. (kube-apiserver lists this cause twice for some kinds, Pod,
+            # Node and Lease among them, once for others such as PodDisruptionBudget; the fake once.)
+            shown = f'"{patched_uid}"' if isinstance(patched_uid, str) else orjson.dumps(patched_uid).decode()
+            raise statuses.invalid(
+                resource, name, [("metadata.uid", "FieldValueInvalid", f"Invalid value: {shown}: field is immutable")]
+            )
         stored = _strip_type_meta(patched)
         if resource is EVENTS:
             stored = events.to_core(stored)
@@ -373,9 +387,10 @@ class Cluster:
             return 201, orjson.dumps(statuses.success_body(201))
         budgets = self._budgets_covering(pod)
         if len(budgets) > 1:
-            # EvictionREST.Create returns this Status as its result, not as an error: the create
-            # handler answers 201 and keeps the Status's own code (500).
-            return 201, orjson.dumps(
+            # EvictionREST.Create returns this Status as its result, not as an error; the request
+            # finisher turns a result Status that is not Success into an error, so the answer is
+            # HTTP 500 with this body (k8s.io/apiserver/pkg/endpoints/handlers/finisher/finisher.go).
+            return 500, orjson.dumps(
                 statuses.failure_body(
                     500,
                     "",
@@ -731,26 +746,29 @@ class Cluster:
         if resource.kind == "Event":
             errors = events.validation_errors(stored, strict=resource is EVENTS)
             if errors:
-                raise statuses.invalid(resource, name, errors)
+                # Both APIs store core Events: the error names the core kind (`Event "x"`), either way.
+                raise statuses.invalid(CORE_EVENTS, name, errors)
 
     def _check_preconditions(self, resource: Resource, existing: JsonObject, options: JsonObject) -> None:
         preconditions = options.get("preconditions") or {}
         metadata = existing["metadata"]
         name = metadata["name"]
+        # Worded as k8s.io/apiserver's rest.BeforeDelete words them.
         uid = preconditions.get("uid")
         if uid and uid != metadata.get("uid"):
-            raise statuses.conflict(
+            raise statuses.precondition_failed(
                 resource,
                 name,
-                f"Precondition failed: UID in precondition: {uid}, UID in object meta: {metadata.get('uid')}",
+                f"the UID in the precondition ({uid}) does not match the UID in record ({metadata.get('uid')}). "
+                "The object might have been deleted and then recreated",
             )
         version = preconditions.get("resourceVersion")
         if version and version != metadata.get("resourceVersion"):
-            raise statuses.conflict(
+            raise statuses.precondition_failed(
                 resource,
                 name,
-                f"Precondition failed: ResourceVersion in precondition: {version}, "
-                f"ResourceVersion in object meta: {metadata.get('resourceVersion')}",
+                f"the ResourceVersion in the precondition ({version}) does not match the ResourceVersion in record "
+                f"({metadata.get('resourceVersion')}). The object might have been modified",
             )
 
 

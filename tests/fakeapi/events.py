@@ -26,9 +26,49 @@ _RENAMED = {
 }
 _SAME = ("metadata", "eventTime", "series", "related", "action", "reason", "type", "reportingInstance")
 
-_QUALIFIED_NAME = re.compile(
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+# k8s.io/apimachinery/pkg/api/validate/content: IsQualifiedName (= IsLabelKey) and IsDNS1123Subdomain.
+_NAME_FORMAT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_NAME = re.compile(f"^{_NAME_FORMAT}$")
+_NAME_MESSAGE = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+    f"character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '{_NAME_FORMAT}')"
 )
+_SUBDOMAIN_FORMAT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+_SUBDOMAIN = re.compile("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_SUBDOMAIN_MESSAGE = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+    f"start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    f"'{_SUBDOMAIN_FORMAT}')"
+)
+
+
+def qualified_name_problems(value: str) -> list[str]:
+    """Go's `content.IsQualifiedName`: each problem with `value` as a qualified name, in its words."""
+    parts = value.split("/")
+    problems: list[str] = []
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            problems.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > 253:
+                problems.append("prefix part must be no more than 253 characters")
+            if not _SUBDOMAIN.match(prefix):
+                problems.append(f"prefix part {_SUBDOMAIN_MESSAGE}")
+    else:
+        return [
+            f"a valid label key {_NAME_MESSAGE} with an optional DNS subdomain prefix and '/' "
+            "(e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        problems.append("name part must be non-empty")
+    elif len(name) > 63:
+        problems.append("name part must be no more than 63 characters")
+    if not _NAME.match(name):
+        problems.append(f"name part {_NAME_MESSAGE}")
+    return problems
 
 
 def to_core(event: JsonObject) -> JsonObject:
@@ -70,13 +110,13 @@ def validation_errors(core: JsonObject, *, strict: bool) -> list[tuple[str, str,
     else:
         if not involved_namespace and namespace not in ("default", "kube-system"):
             errors.append(mismatch)
+        # legacyValidateEvent names the field as the API the event came through spells it.
+        controller_field = "reportingController" if strict else "reportingComponent"
         controller = core.get("reportingComponent") or ""
         if not controller:
-            required("reportingController")
-        elif not _QUALIFIED_NAME.match(controller):
-            errors.append(
-                ("reportingController", "FieldValueInvalid", f'Invalid value: "{controller}": must be a qualified name')
-            )
+            required(controller_field)
+        for problem in qualified_name_problems(controller):
+            errors.append((controller_field, "FieldValueInvalid", f'Invalid value: "{controller}": {problem}'))
         if not core.get("reportingInstance"):
             required("reportingInstance")
         if not core.get("action"):

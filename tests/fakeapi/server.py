@@ -502,8 +502,12 @@ class FakeApiServer:
 
     def _handle(self, method: str, path: str, query: dict[str, str], headers: Any, body: bytes) -> _Response:
         try:
-            if self._token is not None and not _bearer_matches(headers.get("Authorization"), self._token):
-                raise statuses.unauthorized()
+            if self._token is not None:
+                authorization = headers.get("Authorization")
+                if not authorization or not authorization.startswith("Bearer "):
+                    _refuse_anonymous(method, path, query)
+                elif not _bearer_matches(authorization, self._token):
+                    raise statuses.unauthorized()
             return self._route(method, path, query, headers, body)
         except ApiError as error:
             return _Response.error(error)
@@ -733,6 +737,27 @@ def _parse_resource_path(path: str) -> _Target | None:
     if resource.namespaced and name is not None and namespace is None:
         return None
     return _Target(resource, namespace, name, subresource)
+
+
+# What RBAC's default roles let `system:anonymous` read (system:public-info-viewer).
+PUBLIC_PATHS = frozenset({"/version", "/version/", "/healthz", "/livez", "/readyz"})
+
+
+def _refuse_anonymous(method: str, path: str, query: dict[str, str]) -> None:
+    """A request without a bearer token: kube-apiserver authenticates it as `system:anonymous`, and
+    RBAC refuses it (403) everything but the public paths; only a wrong token is a 401."""
+    if path in PUBLIC_PATHS:
+        return
+    target = _parse_resource_path(path)
+    if target is None:
+        raise statuses.anonymous_forbidden_path(method, path)
+    if method == "GET":
+        verb = "get" if target.name else ("watch" if _parse_bool(query.get("watch")) else "list")
+    else:
+        verb = {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method, "")
+        if method == "DELETE":
+            verb = "delete" if target.name else "deletecollection"
+    raise statuses.anonymous_forbidden(target.resource, verb, target.namespace, target.name, target.subresource)
 
 
 def _parse_bool(value: str | None) -> bool:

@@ -298,7 +298,8 @@ def test_a_missing_token_is_refused_by_the_api_server(api: FakeApiServer) -> Non
     configuration.api_key = {}
     api_client = client.ApiClient(configuration)
     connection = service.ClusterConnection(api_client, None, api_client.close)
-    with pytest.raises(ClusterAccessError, match="401"):
+    # Without a token kube-apiserver sees the anonymous user, whom RBAC refuses (403, not 401).
+    with pytest.raises(ClusterAccessError, match=r'403 Forbidden: .* User "system:anonymous"'):
         service.run(env_with(), connector=lambda: connection)
 
 

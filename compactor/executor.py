@@ -193,13 +193,16 @@ class Executor:
         guard: Guard | None = None,
         snapshot_reader: SnapshotReader | None = None,
         deployments: surging.DeploymentPort | None = None,
+        restart_wait: bool = True,
     ) -> None:
         """`snapshot_reader` reads the cluster for the proof before each later batch of evictions;
         without one (the simulations' in-memory port) only the node is re-read between batches.
         `deployments` restarts the Deployments of pods a rolling restart moves (surgeSingleReplicas);
-        without it such pods stay where they are."""
+        without it such pods stay where they are. `restart_wait` False checks the rollouts once instead of
+        waiting for them: where no time passes inside a run (the simulator), the next run sees them done."""
         self.cluster = cluster
         self.deployments = deployments
+        self.restart_wait = restart_wait
         self._single_replicas: tuple[SurgeVerdict, ...] = ()
         self.guard = guard
         self.snapshot_reader = snapshot_reader
@@ -517,7 +520,9 @@ class Executor:
                 left = min(left, pool.drain_timeout_seconds - seconds_between(drain_started, self.clock()))
             return left
 
-        surging.wait(self.deployments, started, time_left=time_left, sleep=self.budget.sleep)
+        surging.wait(
+            self.deployments, started, time_left=time_left if self.restart_wait else _no_time, sleep=self.budget.sleep
+        )
         with self.outcome._lock:
             self.outcome.restarted.extend(started.written)
             self.outcome.moved_by_restart.extend(started.moved)
@@ -749,6 +754,10 @@ class Executor:
         with self.outcome._lock:
             self.outcome.errors.append(message)
         log.error(message)
+
+
+def _no_time() -> float:
+    return 0.0
 
 
 def _replace_pods_of(pods: Iterable[Pod], node_name: str, fresh: list[Pod]) -> Iterable[Pod]:

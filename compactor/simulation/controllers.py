@@ -7,7 +7,9 @@ down removes pods in the controller's own order (unscheduled, not ready,
 lower pod-deletion-cost, doubled up on a node, then log2 buckets of the time
 since Ready and a random UID); a StatefulSet keeps
 its ordinals and PersistentVolumeClaims and scales down from the highest.
-A Job pod that is disrupted starts its work over.
+A Job pod that is disrupted starts its work over. A Deployment's
+ReplicaSets take their replicas from the Deployment controller (`rollouts`),
+which follows the curve until a restart rolls a new ReplicaSet out.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from datetime import datetime, timedelta
 
 from compactor import snapshot as parsing
 from compactor.core.model import ZERO, Resources
-from compactor.simulation import objects
+from compactor.simulation import objects, rollouts
 from compactor.simulation.model import CronJobSpec, DaemonSetSpec, Setup, WorkloadSpec
 from compactor.simulation.world import OwnerKey, World
 
@@ -52,6 +54,7 @@ class Controllers:
         self._by_key = {spec.key: spec for spec in self.workloads}
         self._daemon_requests: dict[str | None, Resources] = {}
         self._last_slot: dict[str, int] = {}
+        self.rollouts = rollouts.Rollouts(world, setup.workloads)  # the Deployment controller
 
     def reconcile(self, desired_at: datetime, at: datetime) -> None:
         """Replica counts as the curves give them at `desired_at`; new pods are created at `at`."""
@@ -61,17 +64,19 @@ class Controllers:
                 job.succeeded += 1
         for cron in self.cronjobs:
             self._start_jobs(cron, desired_at, at)
+        self.rollouts.reconcile(desired_at, at)
         # Each controller reacts to its own pods' deletion: replacements come in the order pods went.
         disrupted, self.world.disrupted = self.world.disrupted, []
         for owner in disrupted:
-            spec = self._by_key.get(owner)
+            spec = self._by_key.get(owner) or self.rollouts.spec_of(owner)
             if spec is not None and not spec.ordinal:
                 self._replica_set(spec, desired_at, at, at_most=1)
         for spec in self.workloads:
             if spec.ordinal:
                 self._stateful_set(spec, desired_at, at)
             else:
-                self._replica_set(spec, desired_at, at)
+                for revision in self.rollouts.revisions(spec):  # a Deployment's ReplicaSets, oldest first
+                    self._replica_set(revision, desired_at, at)
         for job_key, job in list(self.jobs.items()):
             self._run_job(job, at)
             if job.succeeded >= job.cron.parallelism:
@@ -82,7 +87,9 @@ class Controllers:
     # -- ReplicaSets ------------------------------------------------------------------------------
 
     def _replica_set(self, spec: WorkloadSpec, desired_at: datetime, at: datetime, at_most: int | None = None) -> None:
-        desired = spec.replicas.at(desired_at)
+        desired = self.rollouts.replicas(spec.key)
+        if desired is None:
+            desired = spec.replicas.at(desired_at)
         self.world.set_scale(spec.key, desired)
         keys = self.world.owned(spec.key)
         if len(keys) < desired:

@@ -7,8 +7,9 @@ saved but what it broke doing so.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 
 CLUSTER_AUTOSCALER = "cluster-autoscaler"
 
@@ -25,6 +26,11 @@ class Recorder:
     nodes_removed: int = 0
     pending_pod_seconds: float = 0.0
     lost_job_seconds: float = 0.0  # batch work thrown away when a running Job pod was disrupted
+    # Workloads left without a Ready pod (`availability`): seconds and spans by the actor that caused them,
+    # and the spans still open (workload -> since when, by whom).
+    no_ready_seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    no_ready_spans: Counter[str] = field(default_factory=Counter)
+    no_ready_since: dict[tuple[str, str, str], tuple[datetime, str]] = field(default_factory=dict)
 
     def disruptions(self) -> int:
         return sum(self.evicted.values()) + sum(self.deleted.values())

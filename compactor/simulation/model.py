@@ -88,6 +88,10 @@ class WorkloadSpec:
     startup_seconds: int = 30
     ordinal: bool = False  # StatefulSet: pods <name>-0, -1, ...; scale down from the highest
     claims: tuple[str, ...] = ()  # StatefulSet volumeClaimTemplates: one PersistentVolumeClaim per pod
+    # A Deployment's ReplicaSet: the Deployment's name and spec.strategy (None: the API's default,
+    # RollingUpdate with 25% each), which `rollouts` follows when a restart rolls it out.
+    deployment: str | None = None
+    strategy: JsonObject | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:

@@ -23,7 +23,7 @@ from compactor import config as config_module
 from compactor import quantity
 from compactor.config import Config
 from compactor.errors import BadInputError
-from compactor.simulation import machines, objects
+from compactor.simulation import machines, objects, rollouts
 from compactor.simulation.model import (
     AutoscalerSettings,
     CronJobSpec,
@@ -132,6 +132,29 @@ class Workload(_Strict):
     tolerations: list[dict[str, str]] = Field(default_factory=list)
 
 
+class RolloutStrategy(_Strict):
+    """A Deployment's spec.strategy: how a rollout (a restart) replaces its pods."""
+
+    type: Literal["RollingUpdate", "Recreate"] = "RollingUpdate"
+    max_surge: int | str | None = Field(None, alias="maxSurge")  # absent: the API's default, 25%
+    max_unavailable: int | str | None = Field(None, alias="maxUnavailable")
+
+    @model_validator(mode="after")
+    def _values(self) -> RolloutStrategy:
+        for name, value in (("maxSurge", self.max_surge), ("maxUnavailable", self.max_unavailable)):
+            if isinstance(value, int) and value < 0:
+                raise ValueError(f"{name} {value} is negative")
+            if isinstance(value, str) and not (value.endswith("%") and value[:-1].isdigit()):
+                raise ValueError(f"{name} {value!r} is neither a number nor a percentage like '25%'")
+        if self.type == "Recreate" and (self.max_surge is not None or self.max_unavailable is not None):
+            raise ValueError("maxSurge and maxUnavailable belong to RollingUpdate, not Recreate")
+        return self
+
+
+class DeploymentWorkload(Workload):
+    strategy: RolloutStrategy | None = None  # absent: RollingUpdate with the API's defaults
+
+
 class StatefulSet(Workload):
     volume_claims: list[Name] = Field(default_factory=lambda: ["data"], alias="volumeClaims")
 
@@ -194,7 +217,7 @@ class ScenarioFile(_Strict):
     profiles: dict[str, list[tuple[Hour, Annotated[float, Field(ge=0)]]]] = Field(default_factory=dict)
     pools: list[Pool] = Field(min_length=1)
     daemon_sets: list[DaemonSet] = Field(default_factory=list, alias="daemonSets")
-    deployments: list[Workload] = Field(default_factory=list)
+    deployments: list[DeploymentWorkload] = Field(default_factory=list)
     stateful_sets: list[StatefulSet] = Field(default_factory=list, alias="statefulSets")
     cron_jobs: list[CronJob] = Field(default_factory=list, alias="cronJobs")
     autoscaler: Autoscaler = Field(default_factory=lambda: Autoscaler.model_validate({}))
@@ -334,6 +357,12 @@ def _setup(scenario: ScenarioFile, *, source: str, config: Config | None) -> Set
                 startup_seconds=item.startup_seconds,
                 ordinal=stateful,
                 claims=tuple(item.volume_claims) if isinstance(item, StatefulSet) else (),
+                deployment=None if stateful else item.name,
+                strategy=rollouts.strategy_object(
+                    item.strategy.type, item.strategy.max_surge, item.strategy.max_unavailable
+                )
+                if isinstance(item, DeploymentWorkload) and item.strategy is not None
+                else None,
             )
         )
         if item.pdb is not None:

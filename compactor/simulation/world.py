@@ -20,16 +20,17 @@ from __future__ import annotations
 import copy
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from msgspec import structs
 
 from compactor import snapshot as parsing
-from compactor.core.model import Node, Pdb, Pod, PoolAutoscaling, Snapshot
+from compactor.core.model import Deployment, Node, Pdb, Pod, PoolAutoscaling, ReplicaSet, Snapshot
 from compactor.core.selectors import selector_matches
 from compactor.kube import ConflictError, EvictionResult, NotFoundError
+from compactor.simulation import availability
 from compactor.simulation.metrics import Recorder
 from compactor.simulation.model import JsonObject, PoolSpec
 
@@ -100,6 +101,11 @@ class World:
         self._pdb_records: dict[str, Pdb] = {}
         self._pdb_members: dict[str, dict[str, None]] = {}
         self.events: list[tuple[datetime, str, str, str]] = []
+        # A Deployment's ReplicaSets -> the Deployment (`rollouts.link_owner`): one workload for PDBs and
+        # `availability`; and the Deployments and ReplicaSets a snapshot carries (set when a strategy reads them).
+        self._workload: dict[OwnerKey, OwnerKey] = {}
+        self._parts: dict[OwnerKey, list[OwnerKey]] = {}
+        self.workload_records: Callable[[datetime], tuple[tuple[Deployment, ...], tuple[ReplicaSet, ...]]] | None = None
 
     # -- bookkeeping --------------------------------------------------------------------------
 
@@ -314,6 +320,7 @@ class World:
         return jobs
 
     def _remove_pod(self, key: str, *, actor: str, at: datetime, disrupted: bool) -> None:
+        availability.removed(self, key, actor=actor, disrupted=disrupted, at=at)
         record = self._pod_records.pop(key)
         del self.pods[key]
         if record.node_name is not None:
@@ -360,13 +367,28 @@ class World:
     def set_scale(self, owner: OwnerKey, replicas: int) -> None:
         self.scales[owner] = replicas
 
+    def link_owner(self, owner: OwnerKey, workload: OwnerKey) -> None:
+        """`owner` (a ReplicaSet) is part of `workload` (its Deployment), whose scale its PDBs expect."""
+        self._workload[owner] = workload
+        parts = self._parts.setdefault(workload, [])
+        if owner not in parts:
+            parts.append(owner)
+
+    def workload_of(self, owner: OwnerKey) -> OwnerKey:
+        return self._workload.get(owner, owner)
+
+    def workload_pods(self, workload: OwnerKey) -> list[str]:
+        """The pods of a workload: of each ReplicaSet of a Deployment, or of the owner itself."""
+        return [key for part in self._parts.get(workload, [workload]) for key in self._by_owner.get(part, ())]
+
     def _budget(self, pdb_key: str, at: datetime) -> tuple[int, int, int] | None:
         """(currentHealthy, desiredHealthy, expectedPods), or None for a budget with no spec to compute."""
         members = self._pdb_members[pdb_key]
         healthy = sum(1 for key in members if self.is_ready(key, at))
         owners: dict[OwnerKey | None, int] = defaultdict(int)
         for key in members:
-            owners[self._owner.get(key)] += 1
+            owner = self._owner.get(key)
+            owners[self._workload.get(owner, owner) if owner is not None else None] += 1
         expected = sum(count if owner is None else self.scales.get(owner, count) for owner, count in owners.items())
         spec = self.pdbs[pdb_key].get("spec") or {}
         if spec.get("minAvailable") is not None:
@@ -417,11 +439,14 @@ class World:
             structs.replace(record, disruptions_allowed=self.disruptions_allowed(key, at))
             for key, record in self._pdb_records.items()
         )
+        deployments, replica_sets = self.workload_records(at) if self.workload_records is not None else ((), ())
         return Snapshot(
             nodes=tuple(self._node_records.values()),
             pods=tuple(self._pod_records.values()),
             pdbs=pdbs,
             pool_autoscaling=self.pool_autoscaling,
+            deployments=deployments,
+            replica_sets=replica_sets,
         )
 
     def event(self, at: datetime, node: str, reason: str, message: str) -> None:

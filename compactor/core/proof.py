@@ -51,6 +51,9 @@ def prove(
     Preferences: the scheduler's resource scores alone, and, when some targets carry a PreferNoSchedule taint, the
     scheduler's TaintToleration score putting pods on the other nodes first. With `reserved`, only
     that preference, those nodes among the avoided: the reservation is what makes the pods fit.
+    Last, when pods held to a few nodes by a hard constraint (zone spread, pod affinity, a volume's
+    zone) move beside pods free to go anywhere, the free ones are placed first where they hurt most
+    (`_free_pods_first`): the scheduler scores more than the proof models.
     Returns the first placement, or why a pod fits nowhere.
     """
     movable = state.movable_pods if moving is None else moving
@@ -98,7 +101,77 @@ def prove(
                     if fit.fits_in_every_order(view, state, targets, everything):
                         return first  # every other run would place every pod too
     assert first is not None
+    stolen = _free_pods_first(view, state, targets, policies, first_in, movable)
+    if stolen is not None:
+        return stolen
     return first
+
+
+# At most this many groups of constrained pods (by the targets they may use) get a run of their own
+# in `_free_pods_first`: the most constrained groups first.
+MAX_CONSTRAINED_GROUPS = 8
+STOLEN_SUFFIX = (
+    ", when the pods without placement constraints land first on the nodes the constrained ones need "
+    "(kube-scheduler scores more than the proof models: topology spread, image locality)"
+)
+
+
+def constrained(pod: Pod) -> bool:
+    """Whether a hard constraint beyond resources and node labels narrows where `pod` may go: a
+    DoNotSchedule topology spread, required pod affinity or anti-affinity, or a volume's zone."""
+    return bool(pod.spread_constraints or pod.pod_affinity or pod.pod_anti_affinity or pod.pvc_names)
+
+
+def _free_pods_first(
+    view: ClusterView,
+    state: NodeState,
+    targets: list[NodeState],
+    policies: list[frozenset[str]],
+    first_in: list[Pod],
+    movable: Sequence[Pod],
+) -> str | None:
+    """Why a constrained pod may find no node when the free pods beside it land where the proof does
+    not expect, or None.
+
+    The proof places each pod where the scheduler's resource scores put it. kube-scheduler adds
+    other scores (the system-default topology spread above all, which sends a ReplicaSet's new pod to
+    the zone that just lost one, and image locality), so a pod free to go anywhere can land on
+    another node than the proof's, and take the room a pod held to a few nodes (a zone by its spread
+    constraint or its volume, the nodes without its anti-affine peers) was counted on. A free pod
+    goes wherever it fits: so for each group of constrained pods that may use the same targets, the
+    free pods are placed first, roomiest first, on those targets (the others taken last), and then
+    the constrained pods, in eviction order. Any placement of the free pods then leaves the
+    constrained ones room, as far as putting the most room in their way is the worst (data-platform-
+    etl at 20:50: kube-dns took the only zone-a room a zone-spread query-api pod needed).
+    """
+    tied = [pod for pod in movable if constrained(pod)]
+    free = [pod for pod in movable if not constrained(pod)]
+    if not tied or not (free or first_in):
+        return None
+    probe = fit.Simulation(view, state, targets)
+    groups: dict[frozenset[str], None] = {}
+    for pod in tied:
+        usable = frozenset(target.name for target in probe.targets if probe.why_not(pod, target) is None)
+        if usable:
+            groups.setdefault(usable, None)
+    if not groups:
+        return None
+    everyone = frozenset(target.name for target in probe.targets)
+    free_order = [*first_in, *fit.eviction_order(free)]
+    tied_order = fit.eviction_order(tied)
+    for usable in sorted(groups, key=len)[:MAX_CONSTRAINED_GROUPS]:
+        for policy in policies:
+            # The free pods first, roomiest first among the targets the group may use, whatever the
+            # PreferNoSchedule preferences (soft taints, reservations: scores the ones the proof does
+            # not model can outweigh); then the constrained pods, as the scheduler scores them.
+            simulation = fit.Simulation(view, state, targets, everyone - usable)
+            result = simulation.run(free_order)
+            if result.fits:
+                simulation.avoided = policy
+                result = simulation.run(tied_order)
+            if not result.fits:
+                return _no_fit(result, STOLEN_SUFFIX, policy)
+    return None
 
 
 def _tie_breaks(state: NodeState) -> Iterator[fit.TieBreak]:

@@ -220,7 +220,14 @@ def pair(kube_cluster: KubeCluster) -> Iterator[Pair]:
         found = Pair(cluster, fake, real, Target("fake", fake.url, TOKEN))
         cluster.add_node(NODE, pool="claims-pool")
         found.mirror(f"/api/v1/nodes/{NODE}")
-        for name, app in (("web-1", "web"), ("web-2", "web"), ("solo-1", "solo"), ("double-1", "double")):
+        for name, app in (
+            ("web-1", "web"),
+            ("web-2", "web"),
+            ("solo-1", "solo"),
+            ("double-1", "double"),
+            ("grace-1", "grace"),
+            ("grace-2", "grace"),
+        ):
             running_pod(found, name, app)
         settled_pdb(found, pdb("web", "web", 1))  # one of two may go
         settled_pdb(found, pdb("solo", "solo", 1))  # at zero
@@ -611,6 +618,82 @@ def probe_cordon_taint(target: Target, pair: Pair) -> Any:
     return [cordoned, uncordoned]
 
 
+def probe_graceful_termination(target: Target, pair: Pair) -> Any:
+    deleted = target.call("DELETE", f"{PODS}/grace-1")
+    evicted = target.call("POST", f"{PODS}/grace-2/eviction", eviction("grace-2"))
+    metadata = deleted.body.get("metadata") or {}
+    return [
+        (deleted.status, deleted.body.get("kind"), "deletionTimestamp" in metadata),
+        metadata.get("deletionGracePeriodSeconds"),
+        status_of(evicted),
+    ]
+
+
+def probe_events_through_both_apis(target: Target, pair: Pair) -> Any:
+    tag = target.name[:4]
+    at = "2026-11-21T12:00:00.000000Z"
+    new = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": f"both-{tag}", "namespace": NS},
+        "eventTime": at,
+        "regarding": {"kind": "Pod", "name": "web-1", "namespace": NS},
+        "reason": "Probe",
+        "note": "through events.k8s.io",
+        "type": "Warning",
+        "action": "Probe",
+        "reportingController": "node-compactor",
+        "reportingInstance": "probe-1",
+    }
+    old = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"old-{tag}", "namespace": NS},
+        "involvedObject": {"kind": "Pod", "name": "web-1", "namespace": NS},
+        "reason": "Probe",
+        "message": "through core/v1",
+        "type": "Normal",
+        "source": {"component": "node-compactor"},
+        "firstTimestamp": "2026-11-21T12:00:00Z",
+        "lastTimestamp": "2026-11-21T12:00:00Z",
+        "count": 1,
+    }
+    created = [target.call("POST", NEW_EVENTS, new).status, target.call("POST", EVENTS, old).status]
+    views = [
+        {k: v for k, v in target.call("GET", path).body.items() if k != "metadata"}
+        for path in (
+            f"{EVENTS}/both-{tag}",
+            f"{NEW_EVENTS}/old-{tag}",
+            f"{EVENTS}/old-{tag}",
+            f"{NEW_EVENTS}/both-{tag}",
+        )
+    ]
+    return [created, *(_unnamed(view, tag) for view in views)]
+
+
+def probe_deployment_generation(target: Target, pair: Pair) -> Any:
+    tag = target.name[:4]
+    labels = {"app": f"gen-{tag}"}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": f"gen-{tag}", "namespace": NS},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]},
+            },
+        },
+    }
+    created = target.call("POST", DEPLOYMENTS, deployment).body["metadata"].get("generation")
+    path = f"{DEPLOYMENTS}/gen-{tag}"
+    scaled = target.call("PATCH", path, {"spec": {"replicas": 0, "paused": True}}, content_type=MERGE)
+    labelled = target.call("PATCH", path, {"metadata": {"labels": {"x": "y"}}}, content_type=MERGE)
+    return [created, scaled.body["metadata"].get("generation"), labelled.body["metadata"].get("generation")]
+
+
 PROBES: dict[str, Probe] = {
     "errors are Status objects (not found)": probe_not_found,
     "authentication": probe_unauthorized,
@@ -629,6 +712,9 @@ PROBES: dict[str, Probe] = {
     "events: validation": probe_event_validation,
     "HPA status subresource": probe_workload_status_subresources,
     "cordon and the unschedulable taint": probe_cordon_taint,
+    "graceful termination": probe_graceful_termination,
+    "events: one store, both APIs": probe_events_through_both_apis,
+    "deployments: generation": probe_deployment_generation,
 }
 
 

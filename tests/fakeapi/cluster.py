@@ -97,6 +97,8 @@ class Cluster:
         stored = _strip_type_meta(deep_copy(obj))
         if resource is EVENTS:
             stored = events.to_core(stored)
+        elif resource is CORE_EVENTS:
+            stored = events.with_zero_values(stored)
         metadata = stored.setdefault("metadata", {})
         name = metadata.get("name")
         if not isinstance(name, str) or not name:
@@ -124,6 +126,8 @@ class Cluster:
             obj.pop("kind", None)
             obj.pop("apiVersion", None)
             stored = events.to_core(obj) if resource is EVENTS else obj
+            if resource is CORE_EVENTS:
+                events.with_zero_values(stored)
             metadata = stored.setdefault("metadata", {})
             if resource.namespaced:
                 metadata["namespace"] = metadata.get("namespace") or "default"
@@ -335,6 +339,8 @@ class Cluster:
         stored = _strip_type_meta(patched)
         if resource is EVENTS:
             stored = events.to_core(stored)
+        elif resource is CORE_EVENTS:
+            stored = events.with_zero_values(stored)
         self._write_over(resource, key, existing, stored)
         return self._typed_bytes(resource, key), patch
 
@@ -457,11 +463,14 @@ class Cluster:
             grace if grace is not None else int(pod.get("spec", {}).get("terminationGracePeriodSeconds", 30))
         )
         bound = bool(pod.get("spec", {}).get("nodeName"))
+        if grace_seconds > 0 and bound:
+            # kube-apiserver answers a bound pod's graceful deletion with the pod marked as terminating,
+            # however soon its kubelet then removes it (here at once, with no termination delay).
+            metadata["deletionTimestamp"] = now_rfc3339(grace_seconds)
+            metadata["deletionGracePeriodSeconds"] = grace_seconds
         if self.termination_delay <= 0 or grace_seconds == 0 or not bound:
             self._remove_pod(key, metadata.get("uid", ""), replace=set(REPLACING_CONTROLLERS), evicted=evicted)
             return pod
-        metadata["deletionTimestamp"] = now_rfc3339(grace_seconds)
-        metadata["deletionGracePeriodSeconds"] = grace_seconds
         self.store.put("Pod", key, pod)
         uid = metadata.get("uid", "")
         self.timers.call_later(
@@ -665,6 +674,8 @@ class Cluster:
         stored = _strip_type_meta(body)
         if resource is EVENTS:
             stored = events.to_core(stored)
+        elif resource is CORE_EVENTS:
+            stored = events.with_zero_values(stored)
         metadata = stored.get("metadata")
         if metadata is None:
             metadata = stored["metadata"] = {}

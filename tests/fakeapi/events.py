@@ -71,13 +71,34 @@ def qualified_name_problems(value: str) -> list[str]:
     return problems
 
 
+# Fields kube-apiserver always writes out for a stored Event, at their zero values when unset (Go structs
+# and times are never left out; these strings have no omitempty in core/v1). Checked against 1.36.
+_CORE_ZERO_VALUES: JsonObject = {
+    "source": {},
+    "firstTimestamp": None,
+    "lastTimestamp": None,
+    "eventTime": None,
+    "reportingComponent": "",
+    "reportingInstance": "",
+}
+_V1_OMITTED_WHEN_EMPTY = ("reportingController", "reportingInstance")
+
+
+def with_zero_values(core: JsonObject) -> JsonObject:
+    """A core/v1 Event as kube-apiserver stores and shows it: unset fields at their zero values."""
+    for key, zero in _CORE_ZERO_VALUES.items():
+        if key not in core:
+            core[key] = {} if isinstance(zero, dict) else zero
+    return core
+
+
 def to_core(event: JsonObject) -> JsonObject:
     core: JsonObject = {key: event[key] for key in _SAME if key in event}
     for new, old in _RENAMED.items():
         if new in event:
             core[old] = event[new]
     core.setdefault("involvedObject", {})
-    return core
+    return with_zero_values(core)
 
 
 def to_events_v1(core: JsonObject) -> JsonObject:
@@ -85,6 +106,9 @@ def to_events_v1(core: JsonObject) -> JsonObject:
     for new, old in _RENAMED.items():
         if old in core:
             event[new] = core[old]
+    for key in _V1_OMITTED_WHEN_EMPTY:
+        if event.get(key) == "":
+            del event[key]
     return event
 
 

@@ -31,6 +31,7 @@ COLORS = {
     "estafette": "#ff7f0e",
     "node-compactor": "#1f77b4",
     "node-compactor+threshold": "#17becf",
+    "node-compactor+surge": "#393b79",
 }
 
 

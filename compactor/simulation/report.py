@@ -9,7 +9,8 @@ plateau, pods evicted or deleted (by anyone) and per node removed, pod-minutes
 spent pending, PodDisruptionBudget violations, and displaced pods whose
 replacement found no node (each also by the actor that caused it), the
 share of what the lower bound allows that a strategy recovered against the
-Cluster Autoscaler alone, and for node-compactor what its runs decided: the
+Cluster Autoscaler alone, the seconds workloads spent without a Ready pod
+after a removal (`availability`, by the actor that caused it), and for node-compactor what its runs decided: the
 minutes spent acting, and when no drain was started, the gate that held it
 back (the planner's `held_by`), minute by minute of the measured period.
 """
@@ -168,6 +169,13 @@ def _strategy(
         "noPlaceByActor": dict(sorted(recorder.no_place.items())),
         "unplaceablePods": len(recorder.unplaceable),
         "lostJobMinutes": round(recorder.lost_job_seconds / 60),
+        # Workloads left without a Ready pod (`availability`): for a single-replica service, the
+        # replica-seconds from its eviction until the replacement is Ready; none for a surging restart.
+        "noReadyPodSeconds": round(sum(recorder.no_ready_seconds.values())),
+        "noReadyPodSecondsByActor": {
+            actor: round(seconds) for actor, seconds in sorted(recorder.no_ready_seconds.items())
+        },
+        "noReadyPodSpans": sum(recorder.no_ready_spans.values()),
         "runs": result.summary,
         "decisionMinutes": decisions,
         "heldBackBy": {kind: minutes for kind, minutes in decisions.items() if kind not in ACTIONS}
@@ -268,6 +276,7 @@ def to_table(results: Results) -> str:
         "PENDING POD-MIN",
         "PDB VIOLATIONS",
         "NO PLACE",
+        "NO READY POD-S",
     ]
     rows = [header]
     native_name = data["bestNative"]["name"] if data["bestNative"] else None
@@ -292,6 +301,7 @@ def to_table(results: Results) -> str:
                 "-" if bound else str(item["pendingPodMinutes"]),
                 "-" if bound else str(item["pdbViolations"]),
                 "-" if bound else str(item["noPlace"]),
+                "-" if bound else str(item["noReadyPodSeconds"]),
             ]
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
@@ -313,7 +323,8 @@ def to_table(results: Results) -> str:
     lines.append(
         "RECOVERED: (CA alone - strategy) / (CA alone - lower bound), in node-hours. "
         "EVICTIONS: pods evicted or deleted by any actor; PER NODE: per node removed; NO PLACE: displaced pods "
-        "whose replacement found no node."
+        "whose replacement found no node. NO READY POD-S: seconds workloads spent with no Ready pod after a pod "
+        "was removed (for a single-replica service: from its eviction until the replacement is Ready)."
     )
     for item in data["strategies"]:
         lines.extend(_held_lines(item))

@@ -14,7 +14,10 @@ optimize-utilization profile from the end of the warm-up on;
 `gke-consolidation-threshold` the Cluster Autoscaler with a custom
 ComputeClass on each pool node-compactor consolidates (`consolidationThreshold`
 at the pool's cpu limit, `consolidationDelayMinutes` at its default), and
-`node-compactor+threshold` node-compactor on such a cluster.
+`node-compactor+threshold` node-compactor on such a cluster, and
+`node-compactor+surge` node-compactor with `surgeSingleReplicas` on in every
+enabled pool (single-replica Deployments moved by a rolling restart,
+`rollouts`), beside `node-compactor` with the configuration as given.
 
 The lower bound is measured on the Cluster Autoscaler's run (the workload is
 the same in every run): per pool, the fewest nodes of the pool's machine
@@ -33,7 +36,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from compactor import snapshot as parsing
+from compactor.config import Config
 from compactor.core.model import Resources
+from compactor.simulation import availability, rollouts
 from compactor.simulation.autoscaler import BOOTSTRAP_AGE, Autoscaler
 from compactor.simulation.controllers import Controllers
 from compactor.simulation.metrics import Recorder, Series
@@ -48,6 +53,7 @@ STRATEGIES = (
     "gke-consolidation-threshold",
     "estafette",
     "node-compactor",
+    "node-compactor+surge",
     "node-compactor+threshold",
 )
 # What GKE offers without node-compactor: the strategies a user can pick by configuration alone.
@@ -162,11 +168,24 @@ def _strategy(name: str, setup: Setup, cluster: Cluster) -> Strategy:
     if name == "estafette":
         return Estafette(cluster.world, setup.config, setup.seed)
     if name == "node-compactor":
-        return NodeCompactor(cluster.world, setup.config, cluster.settle, setup.run_budget_seconds)
+        return _node_compactor(setup.config, setup, cluster, name)
+    if name == "node-compactor+surge":
+        return _node_compactor(rollouts.surging(setup.config), setup, cluster, name)
     if name == "node-compactor+threshold":
         cluster.autoscaler.settings = compute_class(cluster.autoscaler.settings, consolidation_thresholds(setup))
-        return NodeCompactor(cluster.world, setup.config, cluster.settle, setup.run_budget_seconds, name=name)
+        return _node_compactor(setup.config, setup, cluster, name)
     raise ValueError(f"unknown strategy {name}")
+
+
+def _node_compactor(config: Config, setup: Setup, cluster: Cluster, name: str) -> NodeCompactor:
+    """node-compactor with `config`; when a pool surges, its snapshots carry the Deployments and it restarts them."""
+    surges = config.surges
+    if surges:
+        cluster.world.workload_records = cluster.controllers.rollouts.records
+    rollouts_port = cluster.controllers.rollouts if surges else None
+    return NodeCompactor(
+        cluster.world, config, cluster.settle, setup.run_budget_seconds, name=name, rollouts=rollouts_port
+    )
 
 
 def consolidation_thresholds(setup: Setup) -> dict[str, float]:
@@ -191,6 +210,7 @@ def _measure(setup: Setup, cluster: Cluster, name: str, results: Results, progre
     for index in range(steps):
         now = setup.start + timedelta(seconds=index * setup.step_seconds)
         cluster.step(strategy, now)
+        availability.close(world, now)
         pending = len(world.pending())
         world.recorder.pending_pod_seconds += pending * setup.step_seconds
         series.minutes.append(index * setup.step_seconds / 60)
@@ -209,6 +229,7 @@ def _measure(setup: Setup, cluster: Cluster, name: str, results: Results, progre
             results.lower_bound.append(sum(by_pool.values()))
         if progress is not None and index % 20 == 0:
             progress(name, index / max(1, steps))
+    availability.finish(world, setup.start + timedelta(seconds=steps * setup.step_seconds))
     if progress is not None:
         progress(name, 1.0)
     series.lower_bound = results.lower_bound

@@ -15,7 +15,8 @@
   DaemonSet owns. No fit check, no PodDisruptionBudget. It reads the
   matching fields of node-compactor's configuration (the format it shares).
 - `NodeCompactor`: the real planner and the live executor every 5 minutes,
-  through `port.SimulatedCluster`.
+  through `port.SimulatedCluster`, restarting Deployments through
+  `rollouts.SimulatedDeployments` in pools with surgeSingleReplicas.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.timing import format_stamp
 from compactor.errors import RunFailedError
 from compactor.simulation.port import SimulatedCluster
+from compactor.simulation.rollouts import Rollouts, SimulatedDeployments
 from compactor.simulation.world import World
 
 ESTAFETTE_STATE = "estafette.io/node-compactor-state"
@@ -157,6 +159,8 @@ class NodeCompactor:
     settle: Callable[[datetime, datetime], None]  # (step time, moment): the cluster goes on during a run
     budget_seconds: float
     name: str = "node-compactor"
+    # The Deployments the executor restarts in pools with surgeSingleReplicas; None: no restart is made.
+    rollouts: Rollouts | None = None
     next_run: datetime | None = None
     counts: dict[str, int] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
@@ -184,6 +188,8 @@ class NodeCompactor:
             clock=lambda: now,
             budget=live.Budget(deadline=self.budget_seconds, monotonic=port.monotonic, sleep=port.sleep),
             dry_run=self.config.dry_run,
+            deployments=SimulatedDeployments(port, self.rollouts) if self.rollouts is not None else None,
+            restart_wait=False,  # no time passes inside a run: the next run finds the rollout done
         )
         self._count("runs")
         try:
@@ -199,6 +205,8 @@ class NodeCompactor:
         self._count("drainsCompleted", outcome.drain_completed)
         self._count("rollbacks", outcome.rolled_back)
         self._count("staleDecisions", outcome.stale is not None)
+        if outcome.restarted:
+            self.counts["rollingRestarts"] = self.counts.get("rollingRestarts", 0) + len(outcome.restarted)
 
     def _count(self, what: str, happened: bool = True) -> None:
         if happened:

@@ -65,6 +65,7 @@ def cli_names() -> list[str]:
         "gke-consolidation-threshold",
         "estafette",
         "node-compactor",
+        "node-compactor+surge",
         "node-compactor+threshold",
         "lower-bound",
     ]

@@ -170,10 +170,11 @@ def test_on_every_example_no_strategy_goes_below_the_lower_bound_and_node_compac
     results = runner.run(short)
     for result in results.strategies:
         assert all(b <= n for b, n in zip(results.lower_bound, result.series.nodes, strict=True)), result.name
-    recorder = strategy(results, "node-compactor").recorder
-    assert recorder.pdb_violations["node-compactor"] == 0
-    assert recorder.no_place["node-compactor"] == 0
-    assert not strategy(results, "node-compactor").failures
+    for name in ("node-compactor", "node-compactor+surge"):
+        recorder = strategy(results, name).recorder
+        assert recorder.pdb_violations[name] == 0
+        assert recorder.no_place[name] == 0
+        assert not strategy(results, name).failures
 
 
 def test_pods_held_back_by_a_pdb_still_find_a_place_when_they_reach_the_scheduler_last() -> None:

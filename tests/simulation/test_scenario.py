@@ -19,6 +19,7 @@ EXAMPLES = (
     "examples/scenarios/steady-fragmented.json",
     "examples/scenarios/small-services-anti-affinity.json",
     "examples/scenarios/data-platform-etl.json",
+    "examples/scenarios/single-replica-services.json",
 )
 IDS = [
     "diurnal-web",
@@ -27,6 +28,7 @@ IDS = [
     "steady-fragmented",
     "small-services-anti-affinity",
     "data-platform-etl",
+    "single-replica-services",
 ]
 
 

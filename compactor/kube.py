@@ -657,10 +657,11 @@ class Cluster:
     def evict(self, namespace: str, name: str) -> EvictionResult:
         """Ask the Eviction API to evict one pod; PDBs are enforced by the API server (429).
 
-        A 2xx answer is read too: kube-apiserver answers some refusals (a pod under
-        several PDBs) with HTTP 201 and a `Status` whose `status` is `Failure`
-        (`EvictionREST.Create` returns that Status as its result; the create handler
-        keeps its `code`); such a pod was not evicted.
+        A 2xx answer is read too: a `Status` whose `status` is `Failure` means the pod
+        was not evicted, whatever the status line says. (For a pod under several PDBs,
+        `EvictionREST.Create` returns such a Status as its result; kube-apiserver 1.36
+        turns it into HTTP 500, tests/e2e/test_fake_claims.py, and either way the pod
+        stays.)
         """
         body = client.V1Eviction(
             metadata=client.V1ObjectMeta(name=name, namespace=namespace),

@@ -26,8 +26,11 @@ wire (the answers' bodies as received, compressed when they were; for kubectl no
 the client, so every row also gives what the API server process wrote: `wchar` of
 /proc/PID/io, TLS included), wall time and peak RSS of the child (`wait4`), and the CPU
 seconds the API server process (and etcd) used meanwhile, from /proc/PID/stat, less what
-it uses idle over the same time (measured before the rounds). Medians over the rounds,
-min-max beside them. Writes `bench/out/api-cost/api_cost.md` and `results.json`.
+it uses idle over the same time (measured before the rounds). Before each measurement the
+real kube-apiserver is made to collect its garbage (GET /debug/pprof/heap?gc=1 as the admin,
+not measured), so that the Go collector's work for one measurement's garbage is not counted
+in the next; the rounds rotate the order of the measurements for the same reason. Medians
+over the rounds, min-max beside them. Writes `bench/out/api-cost/api_cost.md` and `results.json`.
 A benchmark run by hand, never a timed test.
 """
 
@@ -42,7 +45,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +61,7 @@ from bench import live_scale, synth  # noqa: E402
 OUT_DIR = synth.OUT_DIR / "api-cost"
 CHILD_TIMEOUT_SECONDS = 1800.0
 IDLE_SECONDS = 30.0
+SETTLE_SECONDS = 2.0
 SMALL_OUTPUT = 64 * 1024 * 1024  # a child's stdout read back (reports, the children's JSON lines)
 VARIANTS = ("today", "paged+gzip", "watch-list", "dry run today", "dry run", "kubectl", "kubectl's requests")
 READS = {"today": ("paged-list", False), "paged+gzip": ("paged-list", True), "watch-list": ("watch-list", True)}
@@ -81,6 +85,8 @@ class Server:
     etcd_pid: int | None
     kubeconfig: Path
     loaded: dict[str, Any]
+    # Forces a garbage collection in the server (kube-apiserver's /debug/pprof/heap?gc=1); None for the fake.
+    collect: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -267,6 +273,14 @@ def _kubectl_version(kubectl: str) -> str:
     return "unknown"
 
 
+def _settle(server: Server) -> None:
+    """Collect the server's garbage before a measurement: what the one before left must not be
+    collected (and its CPU counted) during this one. The collection and a moment after it are not measured."""
+    if server.collect is not None:
+        server.collect()
+        time.sleep(SETTLE_SECONDS)
+
+
 def _idle_rate(server: Server) -> float:
     before, started = _cpu(server.pid), time.perf_counter()
     time.sleep(IDLE_SECONDS)
@@ -284,7 +298,31 @@ def real_server(nodes: int, pod_status: bool) -> Iterator[Server]:
         _say(f"  kube-apiserver pid {plane.apiserver_pid}; loading {nodes:,} nodes ...")
         loaded = real_apiserver.load_in_child(plane.url, nodes, pod_status=pod_status)
         _say(f"  loaded {loaded}")
-        yield Server("real", plane.apiserver_pid, plane.etcd_pid, plane.reader_kubeconfig, loaded)
+        collect = _collector(plane.url)
+        yield Server("real", plane.apiserver_pid, plane.etcd_pid, plane.reader_kubeconfig, loaded, collect)
+
+
+@contextlib.contextmanager
+def attached_server(nodes: int, attach: str) -> Iterator[Server]:
+    """A kube-apiserver this script started and loaded before (`URL,APISERVER_PID,ETCD_PID`), measured again
+    as it is: a 150,000-pod load takes half an hour. Left running; stop it by its pids."""
+    url, apiserver_pid, etcd_pid = attach.split(",")
+    kubeconfig = OUT_DIR / f"apiserver-{nodes}" / "reader.kubeconfig"
+    yield Server("real", int(apiserver_pid), int(etcd_pid), kubeconfig, {"attached": url}, _collector(url))
+
+
+def _collector(url: str) -> Callable[[], None]:
+    from bench import real_apiserver
+
+    http = real_apiserver._http(1)
+
+    def collect() -> None:
+        headers = real_apiserver._auth(real_apiserver.ADMIN_TOKEN)
+        answer = http.request("GET", f"{url}/debug/pprof/heap?gc=1", headers=headers, timeout=600.0)
+        if answer.status != 200:
+            raise RuntimeError(f"cannot force a collection in kube-apiserver: HTTP {answer.status}")
+
+    return collect
 
 
 @contextlib.contextmanager
@@ -296,18 +334,25 @@ def fake_server(nodes: int) -> Iterator[Server]:
         yield Server("fake", served.pid, None, kubeconfig, {"seconds": served.ready_seconds})
 
 
-def measure(kind: str, nodes: int, repeat: int, pod_status: bool) -> Measurement:
+def measure(kind: str, nodes: int, repeat: int, pod_status: bool, attach: str | None = None) -> Measurement:
     config_path = OUT_DIR / "config.json"
     config_path.write_bytes(orjson.dumps(synth.config()))
-    opened = real_server(nodes, pod_status) if kind == "real" else fake_server(nodes)
+    if attach:
+        opened = attached_server(nodes, attach)
+    else:
+        opened = real_server(nodes, pod_status) if kind == "real" else fake_server(nodes)
     with opened as server:
         measure_variant("today", server, 0.0, config_path)  # warm-up, untimed: caches, connections
+        _settle(server)
         idle = _idle_rate(server)
         _say(f"  idle API server CPU: {idle:.3f} s/s")
         variants = [v for v in VARIANTS if v != "kubectl" or nodes <= KUBECTL_UP_TO]
         measurement = Measurement(nodes, server, idle, {variant: [] for variant in variants})
         for round_number in range(1, repeat + 1):
-            for variant in variants:
+            # Each round starts one later in the list, so no variant always follows the same one.
+            shift = (round_number - 1) % len(variants)
+            for variant in variants[shift:] + variants[:shift]:
+                _settle(server)
                 sample = measure_variant(variant, server, idle, config_path)
                 measurement.samples[variant].append(sample)
                 _say(
@@ -398,6 +443,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=live_scale._sizes, default=[500, 5000])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-pod-status", action="store_true", help="real server: leave pods Pending (faster load)")
+    parser.add_argument("--attach", metavar="URL,APISERVER_PID,ETCD_PID", help="measure a server loaded before")
     parser.add_argument("--child-read", nargs=2, metavar=("KUBECONFIG", "METHOD"), help=argparse.SUPPRESS)
     parser.add_argument("--child-kubectl-requests", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     parser.add_argument("--gzip", action=argparse.BooleanOptionalAction, default=True, help=argparse.SUPPRESS)
@@ -413,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
     measurements = []
     for nodes in args.sizes:
         _say(f"{nodes:,} nodes on the {args.server} API server ...")
-        measurements.append(measure(args.server, nodes, args.repeat, not args.no_pod_status))
+        measurements.append(measure(args.server, nodes, args.repeat, not args.no_pod_status, args.attach))
         (OUT_DIR / "results.json").write_bytes(_as_json(measurements))
     text = render(measurements, args.server)
     (OUT_DIR / "api_cost.md").write_text(text)

@@ -87,6 +87,8 @@ class Server:
     loaded: dict[str, Any]
     # Forces a garbage collection in the server (kube-apiserver's /debug/pprof/heap?gc=1); None for the fake.
     collect: Callable[[], None] | None = None
+    # The Go runtime's counters from /metrics (allocated bytes, live heap, collections); None for the fake.
+    metrics: Callable[[], dict[str, float]] | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,7 @@ class Measurement:
     server: Server
     idle_cpu_per_second: float
     samples: dict[str, list[Sample]] = field(default_factory=dict)
+    collection: dict[str, float] = field(default_factory=dict)  # `_collection_cost`
 
 
 def _cpu(pid: int) -> float:
@@ -281,6 +284,16 @@ def _settle(server: Server) -> None:
         time.sleep(SETTLE_SECONDS)
 
 
+def _collection_cost(server: Server) -> dict[str, float]:
+    """What one forced collection of the server's whole heap costs it, and the live heap it leaves."""
+    if server.collect is None or server.metrics is None:
+        return {}
+    before = _cpu(server.pid)
+    server.collect()
+    cpu = _cpu(server.pid) - before
+    return {"cpu": cpu, "heap": server.metrics()["heap"]}
+
+
 def _idle_rate(server: Server) -> float:
     before, started = _cpu(server.pid), time.perf_counter()
     time.sleep(IDLE_SECONDS)
@@ -298,8 +311,15 @@ def real_server(nodes: int, pod_status: bool) -> Iterator[Server]:
         _say(f"  kube-apiserver pid {plane.apiserver_pid}; loading {nodes:,} nodes ...")
         loaded = real_apiserver.load_in_child(plane.url, nodes, pod_status=pod_status)
         _say(f"  loaded {loaded}")
-        collect = _collector(plane.url)
-        yield Server("real", plane.apiserver_pid, plane.etcd_pid, plane.reader_kubeconfig, loaded, collect)
+        yield Server(
+            "real",
+            plane.apiserver_pid,
+            plane.etcd_pid,
+            plane.reader_kubeconfig,
+            loaded,
+            _collector(plane.url),
+            _go_metrics(plane.url),
+        )
 
 
 @contextlib.contextmanager
@@ -308,7 +328,34 @@ def attached_server(nodes: int, attach: str) -> Iterator[Server]:
     as it is: a 150,000-pod load takes half an hour. Left running; stop it by its pids."""
     url, apiserver_pid, etcd_pid = attach.split(",")
     kubeconfig = OUT_DIR / f"apiserver-{nodes}" / "reader.kubeconfig"
-    yield Server("real", int(apiserver_pid), int(etcd_pid), kubeconfig, {"attached": url}, _collector(url))
+    yield Server(
+        "real", int(apiserver_pid), int(etcd_pid), kubeconfig, {"attached": url}, _collector(url), _go_metrics(url)
+    )
+
+
+GO_METRICS = {
+    "go_memstats_alloc_bytes_total": "allocated",
+    "go_memstats_heap_alloc_bytes": "heap",
+    "go_gc_duration_seconds_count": "collections",
+}
+
+
+def _go_metrics(url: str) -> Callable[[], dict[str, float]]:
+    from bench import real_apiserver
+
+    http = real_apiserver._http(1)
+
+    def read() -> dict[str, float]:
+        headers = real_apiserver._auth(real_apiserver.ADMIN_TOKEN)
+        text = http.request("GET", f"{url}/metrics", headers=headers, timeout=60.0).data.decode()
+        found = {}
+        for line in text.splitlines():
+            name, _, value = line.partition(" ")
+            if name in GO_METRICS:
+                found[GO_METRICS[name]] = float(value)
+        return found
+
+    return read
 
 
 def _collector(url: str) -> Callable[[], None]:
@@ -346,14 +393,24 @@ def measure(kind: str, nodes: int, repeat: int, pod_status: bool, attach: str | 
         _settle(server)
         idle = _idle_rate(server)
         _say(f"  idle API server CPU: {idle:.3f} s/s")
+        collection = _collection_cost(server)
+        if collection:
+            _say(
+                f"  a full collection: {collection['cpu']:.2f} s of CPU, live heap {collection['heap'] / 2**30:.2f} GiB"
+            )
         variants = [v for v in VARIANTS if v != "kubectl" or nodes <= KUBECTL_UP_TO]
-        measurement = Measurement(nodes, server, idle, {variant: [] for variant in variants})
+        measurement = Measurement(nodes, server, idle, {variant: [] for variant in variants}, collection)
         for round_number in range(1, repeat + 1):
             # Each round starts one later in the list, so no variant always follows the same one.
             shift = (round_number - 1) % len(variants)
             for variant in variants[shift:] + variants[:shift]:
                 _settle(server)
+                before = server.metrics() if server.metrics else {}
                 sample = measure_variant(variant, server, idle, config_path)
+                if server.metrics:
+                    after = server.metrics()
+                    sample.reported["allocatedBytes"] = after["allocated"] - before["allocated"]
+                    sample.reported["collections"] = after["collections"] - before["collections"]
                 measurement.samples[variant].append(sample)
                 _say(
                     f"  round {round_number} {variant}: {sample.wall_seconds:.2f} s, {sample.peak_mib:,.0f} MiB, "
@@ -378,8 +435,8 @@ def _spread(values: list[float], digits: int = 2) -> str:
 def table(measurements: list[Measurement]) -> str:
     lines = [
         "| size | read | requests | bytes on the wire MB | server wrote MB | wall s | peak MiB | client CPU s "
-        "| API server CPU s | etcd CPU s |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| API server CPU s | server allocated GB | + its collection, est. s | etcd CPU s |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for m in measurements:
         size = f"{m.nodes:,} nodes / {m.samples['today'][0].reported.get('pods', 0):,} pods"
@@ -388,35 +445,52 @@ def table(measurements: list[Measurement]) -> str:
             reads = [s.reported.get("read", {}) for s in samples]
             wire = [r["bytesOnWire"] / 1e6 for r in reads if "bytesOnWire" in r]
             etcd = [s.etcd_cpu for s in samples if s.etcd_cpu is not None]
+            allocated = [s.reported["allocatedBytes"] / 1e9 for s in samples if "allocatedBytes" in s.reported]
+            gc = [_collection_share(m, s) for s in samples if "allocatedBytes" in s.reported]
             lines.append(
                 f"| {size if index == 0 else ''} | {variant} | {_median([r.get('requests', 0) for r in reads]):,.0f} "
                 f"| {_spread(wire, 1) if wire else 'n/a'} | {_spread([s.server_written / 1e6 for s in samples], 1)} "
                 f"| {_spread([s.wall_seconds for s in samples])} | {_spread([s.peak_mib for s in samples], 0)} "
-                f"| {_spread([s.client_cpu for s in samples])} "
-                f"| {_spread([s.server_cpu for s in samples])} | {_spread(etcd) if etcd else '-'} |"
+                f"| {_spread([s.client_cpu for s in samples])} | {_spread([s.server_cpu for s in samples])} "
+                f"| {_spread(allocated, 2) if allocated else '-'} | {_spread(gc) if gc else '-'} "
+                f"| {_spread(etcd) if etcd else '-'} |"
             )
     return "\n".join(lines)
+
+
+def _collection_share(m: Measurement, sample: Sample) -> float:
+    """The collector's work a measurement's garbage costs the server, estimated: with GOGC=100 Go collects
+    once the heap has grown by the live heap, so each byte allocated costs a full collection / live heap."""
+    if not m.collection:
+        return 0.0
+    return float(sample.reported["allocatedBytes"] / m.collection["heap"] * m.collection["cpu"])
 
 
 def verdicts(m: Measurement) -> list[str]:
     def median_of(variant: str, pick: Any) -> float:
         return _median([pick(s) for s in m.samples[variant]])
 
+    def with_collection(sample: Sample) -> float:
+        return sample.server_cpu + (_collection_share(m, sample) if "allocatedBytes" in sample.reported else 0.0)
+
     today_wire = median_of("today", lambda s: s.reported["read"]["bytesOnWire"])
     default_wire = median_of("paged+gzip", lambda s: s.reported["read"]["bytesOnWire"])
     kubectl = "kubectl" if "kubectl" in m.samples else "kubectl's requests"
     kubectl_cpu = median_of(kubectl, lambda s: s.server_cpu)
+    kubectl_total = median_of(kubectl, with_collection)
     dry_run, dry_run_today = (median_of(v, lambda s: s.wall_seconds) for v in ("dry run", "dry run today"))
     lines = [
         f"bytes on the wire, default / today: {default_wire / today_wire:.3f} (target <= 0.25)",
-        f"server CPU, dry run / {kubectl}: {median_of('dry run', lambda s: s.server_cpu) / kubectl_cpu:.2f} "
+        f"server CPU, dry run / {kubectl}: {median_of('dry run', lambda s: s.server_cpu) / kubectl_cpu:.2f}, "
+        f"with the collection of their garbage {median_of('dry run', with_collection) / kubectl_total:.2f} "
         "(target <= 1)",
         f"dry run wall: {dry_run:.2f} s, today's {dry_run_today:.2f} s; peak "
         f"{median_of('dry run', lambda s: s.peak_mib):,.0f} MiB (target <= 512)",
     ]
     for variant in ("today", "paged+gzip", "watch-list", "dry run today"):
         ratio = median_of(variant, lambda s: s.server_cpu) / kubectl_cpu
-        lines.append(f"server CPU, {variant} / {kubectl}: {ratio:.2f}")
+        total = median_of(variant, with_collection) / kubectl_total
+        lines.append(f"server CPU, {variant} / {kubectl}: {ratio:.2f}, with the collection {total:.2f}")
     return lines
 
 
@@ -429,6 +503,7 @@ def render(measurements: list[Measurement], kind: str) -> str:
     for m in measurements:
         text += [f"At {m.nodes:,} nodes (idle API server CPU {m.idle_cpu_per_second:.3f} s/s, subtracted):", ""]
         text += [f"- {line}" for line in verdicts(m)]
+        text += [f"- a full collection of the server's heap: {m.collection}" if m.collection else "- no collection"]
         text += [f"- loaded: {m.server.loaded}", ""]
     return "\n".join(text) + "\n"
 
@@ -474,6 +549,7 @@ def _as_json(measurements: list[Measurement]) -> bytes:
                 "nodes": m.nodes,
                 "server": {"kind": m.server.kind, "loaded": m.server.loaded},
                 "idle_cpu_per_second": m.idle_cpu_per_second,
+                "collection": m.collection,
                 "samples": {
                     variant: [
                         {

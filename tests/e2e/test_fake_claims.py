@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.cluster import KubeCluster, wait_for
-from tests.fakeapi import FakeApiServer
+from tests.fakeapi import FakeApiServer, builders
 
 pytestmark = pytest.mark.e2e
 
@@ -790,3 +790,38 @@ def test_a_streaming_list_ends_with_the_initial_events_bookmark_on_both(pair: Pa
             for e in events
         ]
     assert found["fake"] == found["kube-apiserver"]
+
+
+def test_a_pod_no_node_can_hold_is_left_pending_with_the_schedulers_condition_on_both(pair: Pair) -> None:
+    """The fake's scheduler words an unschedulable replacement as kube-scheduler does (less the preemption part)."""
+    selector = {"no-such": "node"}
+    pair.cluster.create(PODS, pod("unfit-real", node=None, nodeSelector=selector))
+
+    def real_condition() -> dict[str, Any] | None:
+        conditions = (pair.cluster.get(f"{PODS}/unfit-real").get("status") or {}).get("conditions") or []
+        return next((c for c in conditions if c.get("type") == "PodScheduled"), None)
+
+    real = wait_for("kube-scheduler gives up on the pod", real_condition)
+    # The fake schedules only replacements: a ReplicaSet's pod, evicted, comes back with this selector.
+    fake_pod = builders.pod("unfit-fake", namespace=NS, node=NODE, node_selector=selector, cpu="10m")
+    pair.fake.add(fake_pod)
+    pair.fake.recreate_evicted(0.0)
+    try:
+        pair.fake_target.call("POST", f"{PODS}/unfit-fake/eviction", eviction("unfit-fake"))
+        pair.fake.wait_idle()
+    finally:
+        pair.fake.recreate_evicted(None)
+    replacements = [
+        p
+        for p in pair.fake.objects("Pod", NS)
+        if (p.get("spec") or {}).get("nodeSelector") == selector and p["metadata"]["name"] != "unfit-fake"
+    ]
+    assert len(replacements) == 1, [p["metadata"]["name"] for p in pair.fake.objects("Pod", NS)]
+    [replacement] = replacements
+    [fake] = [c for c in replacement["status"]["conditions"] if c["type"] == "PodScheduled"]
+
+    def shape(condition: dict[str, Any]) -> tuple[Any, ...]:
+        first = re.sub(r"\d+", "<n>", re.split(r"\.(?: |$)", condition["message"])[0])
+        return condition["status"], condition["reason"], first
+
+    assert shape(fake) == shape(real), f"kube-scheduler: {real['message']}\nfake: {fake['message']}"

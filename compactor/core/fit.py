@@ -29,6 +29,7 @@ with a PersistentVolumeClaim stays in its zone.
 from __future__ import annotations
 
 import heapq
+import math
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -245,12 +246,16 @@ class Simulation:
         *,
         ties: TieBreak = "roomiest",
         source_is_domain: bool = True,
+        spread_score: bool = False,
     ) -> None:
         """`source_is_domain`: whether the source node, cordoned and emptying, still counts as a
         topology spread domain, as kube-scheduler counts it (`_spread_counts_before`). The Cluster
-        Autoscaler's own simulation removes the node from its snapshot, and so does not."""
+        Autoscaler's own simulation removes the node from its snapshot, and so does not.
+        `spread_score`: score kube-scheduler's system-default topology spread too (`_spread_pick`)."""
         self.view = view
         self.ties = ties
+        self.spread_score = spread_score
+        self._owner_counts: dict[tuple[str, str, str], Counter[str]] = {}
         self.source_is_domain = source_is_domain
         self.source = source
         self.targets = [target for target in targets if target.name != source.name]
@@ -280,6 +285,13 @@ class Simulation:
                     return FitResult(False, placements, self._explain(pod, nowhere))
             # One pass: the reasons gathered on the way explain a pod that fits nowhere.
             refusals: Counter[str] = Counter()
+            if self.spread_score and _default_spread_owner(pod) is not None:
+                picked = self._spread_pick(pod, heap, targets, refusals)
+                if picked is None:
+                    return FitResult(False, placements, self._explain(pod, refusals))
+                self.place(pod, picked)
+                placements[pod.key] = picked.name
+                continue
             looked: list[_Entry] = []
             best: _Entry | None = None
             best_score = -1
@@ -323,6 +335,82 @@ class Simulation:
                 continue
             return FitResult(False, placements, self._explain(pod, refusals))  # every target refused it
         return FitResult(True, placements)
+
+    def _spread_pick(
+        self, pod: Pod, heap: list[_Entry], targets: Sequence[NodeState], refusals: Counter[str]
+    ) -> NodeState | None:
+        """The target kube-scheduler picks for `pod` when it scores the system-default topology spread
+        beside the resources (`_spread_scores`), among the `MAX_TIE_SCAN` least allocated targets that
+        hold it (the others only when none of those the scheduler does not avoid holds it); None when
+        no target holds it. The heap gets back every target looked at, the picked one re-ranked."""
+        looked: list[_Entry] = []
+        feasible: list[tuple[_Entry, NodeState]] = []
+        while heap:
+            entry = heap[0]
+            if feasible and (entry[0] > feasible[0][0][0] or len(feasible) >= MAX_TIE_SCAN):
+                break  # an avoided target while others hold it, or enough looked at
+            heapq.heappop(heap)
+            looked.append(entry)
+            target = targets[entry[3]]
+            if target.name == self.source.name:
+                continue
+            why = self.why_not(pod, target)
+            if why is not None:
+                refusals[why] += 1
+                continue
+            feasible.append((entry, target))
+        best: tuple[_Entry, NodeState] | None = None
+        if feasible:
+            spread = self._spread_scores(pod, [target for _, target in feasible])
+            best_score = -1
+            for (entry, target), extra in zip(feasible, spread, strict=True):
+                score = self._score(pod, target) + DEFAULT_SPREAD_WEIGHT * extra
+                if score > best_score:  # ties: the roomiest, the first in heap order
+                    best, best_score = (entry, target), score
+        for entry in looked:
+            if best is None or entry is not best[0]:
+                heapq.heappush(heap, entry)
+        if best is None:
+            return None
+        entry, target = best
+        heapq.heappush(heap, (*self._rank(target), target.name, entry[3]))
+        return target
+
+    def _spread_scores(self, pod: Pod, feasible: list[NodeState]) -> list[int]:
+        """PodTopologySpread's normalized score (0-100) of each feasible target under the system
+        defaults: `kubernetes.io/hostname` maxSkew 3 and `topology.kubernetes.io/zone` maxSkew 5 over
+        the pods of the pod's owner (podtopologyspread/scoring.go: count x log(domains + 2) + maxSkew -
+        1 per constraint, rounded, then 100 x (max + min - score) / max). The owner stands for the
+        Services and ReplicaSets that select the pod."""
+        owner = _default_spread_owner(pod)
+        assert owner is not None
+        counts = self._owner_counts.get(owner)
+        if counts is None:
+            counts = Counter()
+            for other in self.view.pods_by_namespace.get(pod.namespace, ()):
+                if other.node_name and other.node_name != self.source.name and _default_spread_owner(other) == owner:
+                    counts[other.node_name] += 1
+            for name, usage in self.usage.items():
+                counts[name] += sum(1 for placed in usage.placed if _default_spread_owner(placed) == owner)
+            self._owner_counts[owner] = counts
+        zones = {target.node.zone for target in feasible if target.node.zone is not None}
+        by_zone: Counter[str] = Counter()
+        for name, count in counts.items():
+            holder = self.view.nodes.get(name)
+            if holder is not None and holder.node.zone in zones:
+                by_zone[holder.node.zone or ""] += count
+        host_weight = math.log(len(feasible) + 2)
+        zone_weight = math.log(len(zones) + 2)
+        raw = []
+        for target in feasible:
+            score = counts[target.name] * host_weight + 2
+            if target.node.zone is not None:
+                score += by_zone[target.node.zone] * zone_weight + 4
+            raw.append(round(score))
+        highest, lowest = max(raw), min(raw)
+        if highest == 0:
+            return [100] * len(raw)
+        return [100 * (highest + lowest - score) // highest for score in raw]
 
     def _refused_by_node_selector(self, pod: Pod) -> Counter[str] | None:
         """When no target carries the labels of `pod`'s nodeSelector, what the scan of every target
@@ -461,6 +549,9 @@ class Simulation:
         for name, amount in pod.requests.extended:
             usage.extended[name] = usage.extended.get(name, 0) + amount
         usage.placed.append(pod)
+        owner = _default_spread_owner(pod) if self._owner_counts else None
+        if owner is not None and owner in self._owner_counts:
+            self._owner_counts[owner][target.name] += 1
         for (namespace, constraint), counts in self._spread_counts.items():
             if namespace == pod.namespace and selector_matches(constraint.selector, pod.labels):
                 self._count_move(counts, constraint, pod, target)
@@ -673,6 +764,22 @@ class Simulation:
         # Every other target was looked at and refused it: say how many, and what each one lacked.
         detail = ", ".join(f"{count} with {refusal(reason)}" for reason, count in reasons.most_common())
         return f"pod {pod.key} ({asked}) fits on no other node ({sum(reasons.values())} checked: {detail})"
+
+
+# PodTopologySpread's weight in kube-scheduler's default profile (default_plugins.go), against 1 for
+# each resource score.
+DEFAULT_SPREAD_WEIGHT = 2
+# Owners whose pods get the system-default spread constraints: a Service, ReplicationController,
+# ReplicaSet or StatefulSet selects them (podtopologyspread/plugin.go); Job pods have none.
+_DEFAULT_SPREAD_OWNERS = frozenset({"ReplicaSet", "StatefulSet", "ReplicationController"})
+
+
+def _default_spread_owner(pod: Pod) -> tuple[str, str, str] | None:
+    """The owner the system-default spread counts `pod`'s siblings by, or None when it gets none: a
+    pod with constraints of its own gets no defaults."""
+    if pod.spread_constraints or pod.controller_kind not in _DEFAULT_SPREAD_OWNERS or pod.controller_name is None:
+        return None
+    return pod.namespace, pod.controller_kind, pod.controller_name
 
 
 def _term_matches(term: PodAffinityTerm, pod: Pod) -> bool:

@@ -22,6 +22,7 @@ from compactor.core.model import Pod
 # Random tie-breaks a proven drain is checked with, beside ties to the fullest target (`prove`).
 TIE_DRAWS = 4
 TIES_SUFFIX = " (when the scheduler breaks ties between equal scores another way)"
+SPREAD_SUFFIX = " (when the scheduler's default topology spread score sends each pod away from its siblings)"
 
 
 def prove(
@@ -47,7 +48,8 @@ def prove(
     pods, recreated once the old pod is gone), and that one with the higher
     priorities first in each batch (the scheduling queue's order when they wait together). Ties
     between equal scores go to the roomiest target; the orders of arrival are then tried again with
-    ties going to the fullest and at random (`_tie_breaks`).
+    ties going to the fullest and at random (`_tie_breaks`), and with the scheduler's
+    system-default topology spread scored too (`fit.Simulation`'s `spread_score`).
     Preferences: the scheduler's resource scores alone, and, when some targets carry a PreferNoSchedule taint, the
     scheduler's TaintToleration score putting pods on the other nodes first. With `reserved`, only
     that preference, those nodes among the avoided: the reservation is what makes the pods fit.
@@ -84,16 +86,21 @@ def prove(
     # tie often, and a pick other than the roomiest can leave a later pod without a place: once
     # every order passes with ties to the roomiest, the orders the replacements arrive in are tried
     # again with the other picks (made only then: `_tie_breaks` is a generator).
+    # Last, those orders once more with kube-scheduler's system-default topology spread scored beside
+    # the resources: it sends a ReplicaSet's new pod to the node and zone with the fewest of its
+    # siblings, and where the fit is tight that can break the hole a later pod needed.
     roomiest: fit.TieBreak = "roomiest"
     passes = itertools.chain(
-        [(roomiest, orders, "")], ((ties, arriving_orders, TIES_SUFFIX) for ties in _tie_breaks(state))
+        [(roomiest, False, orders, "")],
+        ((ties, False, arriving_orders, TIES_SUFFIX) for ties in _tie_breaks(state)),
+        [(roomiest, True, arriving_orders, SPREAD_SUFFIX)],
     )
     everything = [*first_in, *movable]
-    for ties, tried, note in passes:
+    for ties, spread, tried, note in passes:
         for policy in policies:
             for order, suffix in tried:
                 placed = [*first_in, *order] if first_in else order
-                result = fit.Simulation(view, state, targets, policy, ties=ties).run(placed)
+                result = fit.Simulation(view, state, targets, policy, ties=ties, spread_score=spread).run(placed)
                 if not result.fits:
                     return _no_fit(result, f"{suffix}{note}", policy)
                 if first is None:

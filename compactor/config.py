@@ -86,6 +86,10 @@ class PoolConfig(BaseModel):
     # count) by a surging rolling restart instead of an eviction, so it is never without a Ready pod
     # (core.surge). Off by default: it reads Deployments, ReplicaSets and PVCs, and patches Deployments.
     surge_single_replicas: bool = Field(False, alias="surgeSingleReplicas")
+    # The consolidationThreshold of the GKE ComputeClass the pool's nodes follow, as a fraction (75 -> 0.75).
+    # The Cluster Autoscaler removes the nodes below it itself, so node-compactor's cpu limit must be above
+    # it to add anything (README, "Beside a ComputeClass threshold"); a limit at or below it is refused.
+    compute_class_threshold: float | None = Field(None, alias="computeClassConsolidationThreshold", gt=0, le=1)
 
     @model_validator(mode="before")
     @classmethod
@@ -99,6 +103,17 @@ class PoolConfig(BaseModel):
     def _enabled_needs_cpu_limit(self) -> PoolConfig:
         if self.enabled and self.cpu_limit is None:
             raise ValueError("scaleDownCPURequestRatioLimit is required when the pool is enabled")
+        return self
+
+    @model_validator(mode="after")
+    def _limit_above_compute_class(self) -> PoolConfig:
+        threshold, limit = self.compute_class_threshold, self.cpu_limit
+        if self.enabled and threshold is not None and limit is not None and limit <= threshold:
+            raise ValueError(
+                f"scaleDownCPURequestRatioLimit ({limit}) must be above computeClassConsolidationThreshold "
+                f"({threshold}): the Cluster Autoscaler removes the nodes below the threshold itself, so "
+                "node-compactor only acts on nodes between the two (0.9 beside a threshold of 0.75, for example)"
+            )
         return self
 
     @model_validator(mode="after")

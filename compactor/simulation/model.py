@@ -161,6 +161,31 @@ def compute_class(settings: AutoscalerSettings, thresholds: Mapping[str, float])
     )
 
 
+# node-compactor's cpu limit beside a ComputeClass threshold, above it (README, "Beside a ComputeClass
+# threshold"): the threshold plus this, at most 1.
+COEXISTING_LIMIT_ABOVE = 0.15
+
+
+def coexisting(config: Config, thresholds: Mapping[str, float]) -> Config:
+    """node-compactor's configuration as the README tells an operator to set it on pools that follow a
+    ComputeClass: `computeClassConsolidationThreshold` at the class's threshold, and a cpu (and memory)
+    limit at or below it raised to `COEXISTING_LIMIT_ABOVE` above it."""
+    pools = {}
+    for name, pool in config.node_pools.items():
+        threshold = thresholds.get(name)
+        if threshold is None:
+            pools[name] = pool
+            continue
+        raised = min(1.0, round(threshold + COEXISTING_LIMIT_ABOVE, 4))
+        changes: dict[str, Any] = {"compute_class_threshold": threshold}
+        if pool.cpu_limit is not None and pool.cpu_limit <= threshold:
+            changes["cpu_limit"] = raised
+        if pool.memory_limit is not None and pool.memory_limit <= threshold:
+            changes["memory_limit"] = raised
+        pools[name] = pool.model_copy(update=changes)
+    return config.model_copy(update={"node_pools": pools})
+
+
 def optimize_utilization(settings: AutoscalerSettings) -> AutoscalerSettings:
     """The balanced profile's settings as the optimize-utilization profile changes them."""
     return dataclasses.replace(

@@ -14,7 +14,9 @@ optimize-utilization profile from the end of the warm-up on;
 `gke-consolidation-threshold` the Cluster Autoscaler with a custom
 ComputeClass on each pool node-compactor consolidates (`consolidationThreshold`
 at the pool's cpu limit, `consolidationDelayMinutes` at its default), and
-`node-compactor+threshold` node-compactor on such a cluster, and
+`node-compactor+threshold` node-compactor on such a cluster, configured as
+the README tells an operator to (`model.coexisting`: the class's threshold
+declared, its cpu limit above it), and
 `node-compactor+surge` node-compactor with `surgeSingleReplicas` on in every
 enabled pool (single-replica Deployments moved by a rolling restart,
 `rollouts`), beside `node-compactor` with the configuration as given.
@@ -42,7 +44,7 @@ from compactor.simulation import availability, rollouts
 from compactor.simulation.autoscaler import BOOTSTRAP_AGE, Autoscaler
 from compactor.simulation.controllers import Controllers
 from compactor.simulation.metrics import Recorder, Series
-from compactor.simulation.model import Setup, compute_class, optimize_utilization
+from compactor.simulation.model import Setup, coexisting, compute_class, optimize_utilization
 from compactor.simulation.scheduler import Scheduler
 from compactor.simulation.strategies import ClusterAutoscalerAlone, Estafette, NodeCompactor, Strategy
 from compactor.simulation.world import World
@@ -172,8 +174,9 @@ def _strategy(name: str, setup: Setup, cluster: Cluster) -> Strategy:
     if name == "node-compactor+surge":
         return _node_compactor(rollouts.surging(setup.config), setup, cluster, name)
     if name == "node-compactor+threshold":
-        cluster.autoscaler.settings = compute_class(cluster.autoscaler.settings, consolidation_thresholds(setup))
-        return _node_compactor(setup.config, setup, cluster, name)
+        thresholds = consolidation_thresholds(setup)
+        cluster.autoscaler.settings = compute_class(cluster.autoscaler.settings, thresholds)
+        return _node_compactor(coexisting(setup.config, thresholds), setup, cluster, name)
     raise ValueError(f"unknown strategy {name}")
 
 
@@ -191,11 +194,14 @@ def _node_compactor(config: Config, setup: Setup, cluster: Cluster, name: str) -
 def consolidation_thresholds(setup: Setup) -> dict[str, float]:
     """The ComputeClass a user would write instead of node-compactor: on each pool node-compactor
     consolidates, `consolidationThreshold` at the pool's `scaleDownCPURequestRatioLimit` (GKE reads it
-    for cpu and memory both)."""
+    for cpu and memory both), or at the pool's `computeClassConsolidationThreshold` when the
+    configuration declares one."""
     thresholds = {}
     for pool in setup.pools:
         settings = setup.config.enabled_pool(pool.name)
-        if settings is not None and settings.cpu_limit is not None:
+        if settings is not None and settings.compute_class_threshold is not None:
+            thresholds[pool.name] = settings.compute_class_threshold
+        elif settings is not None and settings.cpu_limit is not None:
             thresholds[pool.name] = settings.cpu_limit
     return thresholds
 

@@ -294,9 +294,28 @@ class Executor:
 
         def write(change: tuple[str, str | None]) -> None:
             name, value = change
-            for attempt in range(CONFLICT_RETRIES + 1):
+            for _ in range(CONFLICT_RETRIES + 1):
+                # Read first and write guarded by what was read: a person may cordon the node between
+                # the run's read of the cluster and this write, and such a node gets no write at all.
                 try:
-                    node = self.cluster.patch_node(name, {"metadata": {"annotations": {UNDERUTILIZED_SINCE: value}}})
+                    found = self.cluster.node(name)
+                except CompactorError as error:
+                    self._error(f"mark on {name}: {error.message}")
+                    return
+                why = _mark_not_to_write(found, value)
+                if why is not None:
+                    if why:
+                        self._skip(f"mark on {name}: {why}")
+                    return
+                assert found is not None
+                patch = {
+                    "metadata": {
+                        "resourceVersion": (found.get("metadata") or {}).get("resourceVersion"),
+                        "annotations": {UNDERUTILIZED_SINCE: value},
+                    }
+                }
+                try:
+                    node = self.cluster.patch_node(name, patch)
                     break
                 except NotFoundError:
                     return  # the node went away; nothing to mark
@@ -304,10 +323,11 @@ class Executor:
                     self._error(f"mark on {name}: {error.message}")
                     return
                 except ConflictError:
-                    why = self._mark_conflict(name, value, attempt)
-                    if why is not None:
-                        self._skip(f"mark on {name}: {why}")
-                        return
+                    continue  # changed since it was read: read it again
+            else:
+                conflicts = CONFLICT_RETRIES + 1
+                self._skip(f"mark on {name}: the node kept changing ({conflicts} conflicts); the next run tries again")
+                return
             with self.outcome._lock:
                 (self.outcome.marks_added if value else self.outcome.marks_removed).append(name)
             if value:
@@ -321,24 +341,6 @@ class Executor:
 
         with ThreadPoolExecutor(max_workers=MARK_CONCURRENCY) as pool:
             list(pool.map(write, changes))
-
-    def _mark_conflict(self, name: str, value: str | None, attempt: int) -> str | None:
-        """After a 409 on a mark: read the node again; None when the mark should be written again,
-        else why it is skipped."""
-        if attempt >= CONFLICT_RETRIES:
-            return f"the node kept changing ({CONFLICT_RETRIES + 1} conflicts); the next run tries again"
-        try:
-            node = self.cluster.node(name)
-        except CompactorError as error:
-            return f"conflict, and the node could not be read again ({error.message})"
-        if node is None:
-            return "the node no longer exists"
-        metadata = node.get("metadata") or {}
-        if (node.get("spec") or {}).get("unschedulable") and DRAIN_STARTED_AT not in (
-            metadata.get("annotations") or {}
-        ):
-            return "someone else cordoned the node meanwhile; a node a person cordoned is never written"
-        return None
 
     # -- a future drain-started-at ------------------------------------------------------------
 
@@ -765,3 +767,20 @@ def _replace_pods_of(pods: Iterable[Pod], node_name: str, fresh: list[Pod]) -> I
         if pod.node_name != node_name:
             yield pod
     yield from fresh
+
+
+def _mark_not_to_write(node: dict[str, Any] | None, value: str | None) -> str | None:
+    """None when the mark change (`value`; None removes the mark) is still to be written on `node` as
+    just read; otherwise why not: "" when there is nothing left to do (gone, or the mark already as
+    wanted), else the reason the write is skipped."""
+    if node is None:
+        return ""  # the node went away; nothing to mark
+    metadata = node.get("metadata") or {}
+    annotations = metadata.get("annotations") or {}
+    if (node.get("spec") or {}).get("unschedulable") and DRAIN_STARTED_AT not in annotations:
+        return "someone else cordoned the node meanwhile; a node a person cordoned is never written"
+    if value is None:
+        return "" if UNDERUTILIZED_SINCE not in annotations else None
+    if parse_stamp(annotations.get(UNDERUTILIZED_SINCE)) is not None:
+        return ""  # marked meanwhile (another run): a readable mark keeps its time; an unreadable one is replaced
+    return None

@@ -408,3 +408,28 @@ def test_a_node_a_person_cordoned_gets_no_write_at_all(api: FakeApiServer) -> No
     assert [write for write in api.writes if write.name in ("n5", "n6")] == []
     assert UNDERUTILIZED_SINCE not in node_annotations(api, "n5")
     assert node_annotations(api, "n6")[UNDERUTILIZED_SINCE] == MARKED
+
+
+@pytest.mark.parametrize(
+    ("setup", "node"),
+    [
+        pytest.param("mark", "n5", id="mark-to-add"),
+        pytest.param("unmark", "n6", id="mark-to-remove"),
+    ],
+)
+def test_a_node_a_person_cordons_right_after_the_read_gets_no_mark_write(
+    api: FakeApiServer, setup: str, node: str
+) -> None:
+    light_cluster(api)
+    if setup == "mark":
+        api.add(k8s.node("n5"))  # light and unmarked: this run plans its mark
+    else:
+        api.add(k8s.node("n6", annotations={UNDERUTILIZED_SINCE: MARKED}))
+        api.add(k8s.pod("busy-n6", node="n6", cpu="3900m"))  # busy: this run plans to remove its mark
+    # `kubectl cordon` lands between the run's read of the nodes and its mark writes.
+    api.on_request("GET", r"^/api/v1/nodes$", cordon(api, node))
+    api.reset_counters()
+    result = run_once(api, time=FakeTime())
+    assert [write for write in api.writes if write.name == node] == []
+    assert any(reason.startswith(f"mark on {node}:") for reason in result.outcome.skipped), result.outcome.skipped
+    assert node not in result.outcome.marks_added + result.outcome.marks_removed

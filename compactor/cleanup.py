@@ -38,6 +38,7 @@ import argparse
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -422,7 +423,11 @@ def command(args: argparse.Namespace) -> int:
     connector = service.connector_from({}, kubeconfig=args.kubeconfig, gke_cluster=args.gke)
     connection = connector()
     try:
-        result = run(Cluster(connection.api_client), lease_namespace=namespace, dry_run=args.dry_run)
+        cluster = Cluster(connection.api_client)
+        # A 429 (API Priority and Fairness) is waited out, but never past the time cleanup holds the Leases.
+        deadline = time.monotonic() + LEASE_SECONDS
+        cluster.read_budget = lambda: deadline - time.monotonic()
+        result = run(cluster, lease_namespace=namespace, dry_run=args.dry_run)
     finally:
         connection.close()
     if args.json:

@@ -455,8 +455,10 @@ class Cluster:
             self.sleep(delay)
 
     def _waiting(self, what: str, call: Callable[[], Any]) -> Any:
-        """A GET or PUT outside the cluster read (a Lease's): a 429 is waited out as by `_send` while the
-        budget lasts, as urllib3 used to before this client took that over (`_Retries`)."""
+        """A request outside the cluster read (a Lease's, a patch, an Event): a 429 is waited out as by
+        `_send` while the budget lasts, as urllib3 used to before this client took that over (`_Retries`).
+        API Priority and Fairness answers 429 before the request is carried out, so sending a write
+        again is safe."""
         return self._send(what, lambda _timeout: call(), None, bounded=False)
 
     def node(self, name: str) -> dict[str, Any] | None:
@@ -635,7 +637,8 @@ class Cluster:
 
     def _patch(self, kind: str, what: str, metadata: dict[str, str], send: Callable[[], Any]) -> dict[str, Any]:
         try:
-            response = send()
+            # A 429 (API Priority and Fairness) is sent before the patch is applied: wait it out and send again.
+            response = self._waiting(f"patch {what}", send)
         except client.ApiException as error:
             if error.status == 409:
                 raise ConflictError(f"{what} changed since it was read") from error
@@ -726,7 +729,10 @@ class Cluster:
         }
         for attempt in range(2):
             try:
-                self.core.create_namespaced_event(namespace, body, _request_timeout=REQUEST_TIMEOUT)
+                self._waiting(
+                    f"record event {reason}",
+                    lambda: self.core.create_namespaced_event(namespace, body, _request_timeout=REQUEST_TIMEOUT),
+                )
                 return
             except client.ApiException as error:
                 if error.status == 409 and attempt == 0:
@@ -777,8 +783,11 @@ class Cluster:
                 "create",
                 namespace,
                 name,
-                lambda: self.coordination.create_namespaced_lease(
-                    namespace, body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+                lambda: self._waiting(
+                    f"create Lease {namespace}/{name}",
+                    lambda: self.coordination.create_namespaced_lease(
+                        namespace, body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+                    ),
                 ),
             )
             return
@@ -884,8 +893,11 @@ class Cluster:
         it changed since, NotFoundError when it is gone. Only `cleanup` deletes a Lease."""
         body = client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version=resource_version))
         try:
-            self.coordination.delete_namespaced_lease(
-                name, namespace, body=body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            self._waiting(
+                f"delete Lease {namespace}/{name}",
+                lambda: self.coordination.delete_namespaced_lease(
+                    name, namespace, body=body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+                ),
             )
         except client.ApiException as error:
             if error.status == 409:

@@ -171,6 +171,8 @@ def _run(
     connection = connector()
     try:
         cluster = HpaCluster(connection.api_client)
+        # A 429 on the Lease is waited out only while the run's budget lasts.
+        cluster.kube.read_budget = lambda: started + budget_seconds - monotonic()
         if not dry_run:
             cluster.kube.acquire_lease(
                 namespace,

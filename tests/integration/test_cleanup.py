@@ -21,7 +21,7 @@ from compactor.core.model import (
     UNDERUTILIZED_SINCE,
 )
 from compactor.hpa.model import BASE_MIN_REPLICAS, ENABLED, MIN_REPLICAS_REASON
-from tests.fakeapi import FakeApiServer
+from tests.fakeapi import FakeApiServer, Fault
 from tests.fakeapi import builders as k8s
 
 STAMP = "2026-11-21T11:00:00Z"
@@ -218,6 +218,29 @@ def test_a_conflict_reads_the_node_again_and_keeps_what_changed_meanwhile(
     assert UNDERUTILIZED_SINCE not in annotations_of(api, "Node", "marked")
     assert node_spec(api, "marked")["unschedulable"] is True  # the person's cordon, made meanwhile, stays
     assert any("someone else cordoned it" in text for text in left_of(report, "Node", "marked"))
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        pytest.param(Fault(method="PATCH", path_regex=r"/nodes/draining$", status=429), id="node"),
+        pytest.param(Fault(method="PATCH", path_regex=r"/pods/steered$", status=429), id="pod"),
+        pytest.param(Fault(method="PATCH", path_regex=r"/horizontalpodautoscalers/raised$", status=429), id="hpa"),
+        pytest.param(Fault(method="DELETE", path_regex=r"/leases/node-compactor$", status=429), id="lease"),
+    ],
+)
+def test_a_429_once_on_a_write_is_waited_out_and_cleanup_completes(
+    api: FakeApiServer, kubeconfig: str, capsys: pytest.CaptureFixture[str], fault: Fault
+) -> None:
+    api.add_fault(fault)  # API Priority and Fairness refused the request before carrying it out
+    code, report, err = cleanup_json(capsys, "--kubeconfig", kubeconfig)
+    assert code == 0, err
+    assert [r.status for r in api.requests if r.status == 429] == [429]
+    assert report["failed"] == []
+    assert not node_spec(api, "draining").get("unschedulable")
+    assert not {DELETION_COST, STEERED_COST} & annotations_of(api, "Pod", "steered", "default").keys()
+    assert hpa_min(api, "raised") == 2
+    assert api.objects("Lease") == []
 
 
 def test_the_pure_plan_never_touches_a_node_without_traces() -> None:

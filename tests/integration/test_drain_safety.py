@@ -433,3 +433,41 @@ def test_a_node_a_person_cordons_right_after_the_read_gets_no_mark_write(
     assert [write for write in api.writes if write.name == node] == []
     assert any(reason.startswith(f"mark on {node}:") for reason in result.outcome.skipped), result.outcome.skipped
     assert node not in result.outcome.marks_added + result.outcome.marks_removed
+
+
+# -- a 429 from API Priority and Fairness on a write is waited out, as on a read ---------------
+
+
+@pytest.mark.parametrize(
+    ("setup", "fault"),
+    [
+        pytest.param("mark", Fault(method="PATCH", path_regex=r"/api/v1/nodes/n4$", status=429), id="mark"),
+        pytest.param("drain", Fault(method="PATCH", path_regex=r"/api/v1/nodes/n1$", status=429), id="cordon"),
+        pytest.param("rollback", Fault(method="PATCH", path_regex=r"/api/v1/nodes/n1$", status=429), id="rollback"),
+        pytest.param(
+            "drain", Fault(method="PATCH", path_regex=r"/namespaces/default/pods/", status=429), id="deletion-cost"
+        ),
+        pytest.param("drain", Fault(method="POST", path_regex=r"/leases$", status=429), id="lease-creation"),
+    ],
+)
+def test_a_429_once_on_a_write_is_waited_out_and_the_run_completes(
+    api: FakeApiServer, setup: str, fault: Fault
+) -> None:
+    light_cluster(api)
+    if setup == "mark":
+        a_draining_n1(api)
+    if setup == "rollback":
+        api.add(k8s.node("n1", unschedulable=True, annotations={DRAIN_STARTED_AT: "2026-11-21T11:00:00Z"}))
+        api.add(k8s.pdb("web", match_labels={"app": "web"}, disruptions_allowed=0))
+    api.add_fault(fault)
+    time = FakeTime()
+    result = run_once(api, time=time)
+    assert result.outcome.errors == [] and result.outcome.skipped == []
+    assert [r.status for r in api.requests if r.status == 429] == [429], "the fault was not met"
+    assert time.now >= 1000.0 + fault.retry_after, "the write was sent again before its Retry-After"
+    if setup == "mark":
+        assert UNDERUTILIZED_SINCE in node_annotations(api, "n4")
+    elif setup == "rollback":
+        assert result.outcome.rolled_back and not cordoned(api, "n1")
+    else:
+        assert result.outcome.drain_started

@@ -89,6 +89,7 @@ class Server:
     collect: Callable[[], None] | None = None
     # The Go runtime's counters from /metrics (allocated bytes, live heap, collections); None for the fake.
     metrics: Callable[[], dict[str, float]] | None = None
+    url: str | None = None  # the real server's, for `churning`
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ class Measurement:
     idle_cpu_per_second: float
     samples: dict[str, list[Sample]] = field(default_factory=dict)
     collection: dict[str, float] = field(default_factory=dict)  # `_collection_cost`
+    churn: float = 0.0  # seconds between two pod changes while measuring (0: none; `churning`)
 
 
 def _cpu(pid: int) -> float:
@@ -319,6 +321,7 @@ def real_server(nodes: int, pod_status: bool) -> Iterator[Server]:
             loaded,
             _collector(plane.url),
             _go_metrics(plane.url),
+            plane.url,
         )
 
 
@@ -329,7 +332,7 @@ def attached_server(nodes: int, attach: str) -> Iterator[Server]:
     url, apiserver_pid, etcd_pid = attach.split(",")
     kubeconfig = OUT_DIR / f"apiserver-{nodes}" / "reader.kubeconfig"
     yield Server(
-        "real", int(apiserver_pid), int(etcd_pid), kubeconfig, {"attached": url}, _collector(url), _go_metrics(url)
+        "real", int(apiserver_pid), int(etcd_pid), kubeconfig, {"attached": url}, _collector(url), _go_metrics(url), url
     )
 
 
@@ -360,6 +363,43 @@ def _go_metrics(url: str) -> Callable[[], dict[str, float]]:
     return read
 
 
+@contextlib.contextmanager
+def churning(url: str, every: float) -> Iterator[None]:
+    """One pod's annotation patched every `every` seconds, as the admin, while measuring.
+
+    A real cluster's pods change all the time; kube-apiserver (1.34+, ListFromCacheSnapshot) keeps
+    a snapshot of its watch cache at each change and serves a list's continue pages from the one
+    at the list's resourceVersion. In a loaded cluster whose pods never change, the apiserver's
+    etcd compaction (every 5 minutes) removes the last pod snapshot, and every continue page is
+    read from etcd instead, as before 1.34 (`apiserver_storage_list_total` counts them).
+    """
+    from bench import real_apiserver
+
+    http = real_apiserver._http(1)
+    headers = real_apiserver._auth(real_apiserver.ADMIN_TOKEN)
+    page = orjson.loads(http.request("GET", f"{url}/api/v1/pods?limit=50", headers=headers).data)
+    pods = [(item["metadata"]["namespace"], item["metadata"]["name"]) for item in page["items"]]
+    stop = threading.Event()
+
+    def churn() -> None:
+        count = 0
+        while not stop.wait(every):
+            namespace, name = pods[count % len(pods)]
+            body = {"metadata": {"annotations": {"bench.node-compactor.dev/churn": str(count)}}}
+            path = f"{url}/api/v1/namespaces/{namespace}/pods/{name}"
+            patch = {**headers, "Content-Type": "application/merge-patch+json"}
+            http.request("PATCH", path, body=orjson.dumps(body), headers=patch, timeout=30.0)
+            count += 1
+
+    thread = threading.Thread(target=churn, name="churn", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+
+
 def _collector(url: str) -> Callable[[], None]:
     from bench import real_apiserver
 
@@ -383,7 +423,9 @@ def fake_server(nodes: int) -> Iterator[Server]:
         yield Server("fake", served.pid, None, kubeconfig, {"seconds": served.ready_seconds})
 
 
-def measure(kind: str, nodes: int, repeat: int, pod_status: bool, attach: str | None = None) -> Measurement:
+def measure(
+    kind: str, nodes: int, repeat: int, pod_status: bool, attach: str | None = None, churn: float = 0.0
+) -> Measurement:
     config_path = OUT_DIR / "config.json"
     config_path.write_bytes(orjson.dumps(synth.config()))
     if attach:
@@ -402,26 +444,36 @@ def measure(kind: str, nodes: int, repeat: int, pod_status: bool, attach: str | 
             )
         variants = [v for v in VARIANTS if v != "kubectl" or nodes <= KUBECTL_UP_TO]
         measurement = Measurement(nodes, server, idle, {variant: [] for variant in variants}, collection)
-        for round_number in range(1, repeat + 1):
-            # Each round starts one later in the list, so no variant always follows the same one.
-            shift = (round_number - 1) % len(variants)
-            for variant in variants[shift:] + variants[:shift]:
-                _settle(server)
-                before = server.metrics() if server.metrics else {}
-                sample = measure_variant(variant, server, idle, config_path)
-                if server.metrics:
-                    after = server.metrics()
-                    sample.reported["allocatedBytes"] = after["allocated"] - before["allocated"]
-                    sample.reported["collections"] = after["collections"] - before["collections"]
-                    sample.reported["gcCpuSeconds"] = after["gc_cpu"] - before["gc_cpu"]
-                measurement.samples[variant].append(sample)
-                _say(
-                    f"  round {round_number} {variant}: {sample.wall_seconds:.2f} s, {sample.peak_mib:,.0f} MiB, "
-                    f"server CPU {sample.server_cpu:.2f} s (collector {sample.reported.get('gcCpuSeconds', 0):.2f}), "
-                    f"allocated {sample.reported.get('allocatedBytes', 0) / 1e9:.2f} GB, "
-                    f"wrote {sample.server_written / 1e6:,.1f} MB, client CPU {sample.client_cpu:.2f} s"
-                )
+        changing = churning(server.url, churn) if server.url and churn > 0 else contextlib.nullcontext()
+        measurement.churn = churn if server.url else 0.0
+        with changing:
+            _rounds(measurement, server, variants, repeat, idle, config_path)
     return measurement
+
+
+def _rounds(
+    measurement: Measurement, server: Server, variants: list[str], repeat: int, idle: float, config_path: Path
+) -> None:
+    """`repeat` rounds of every variant, the server's garbage collected before each."""
+    for round_number in range(1, repeat + 1):
+        # Each round starts one later in the list, so no variant always follows the same one.
+        shift = (round_number - 1) % len(variants)
+        for variant in variants[shift:] + variants[:shift]:
+            _settle(server)
+            before = server.metrics() if server.metrics else {}
+            sample = measure_variant(variant, server, idle, config_path)
+            if server.metrics:
+                after = server.metrics()
+                sample.reported["allocatedBytes"] = after["allocated"] - before["allocated"]
+                sample.reported["collections"] = after["collections"] - before["collections"]
+                sample.reported["gcCpuSeconds"] = after["gc_cpu"] - before["gc_cpu"]
+            measurement.samples[variant].append(sample)
+            _say(
+                f"  round {round_number} {variant}: {sample.wall_seconds:.2f} s, {sample.peak_mib:,.0f} MiB, "
+                f"server CPU {sample.server_cpu:.2f} s (collector {sample.reported.get('gcCpuSeconds', 0):.2f}), "
+                f"allocated {sample.reported.get('allocatedBytes', 0) / 1e9:.2f} GB, "
+                f"wrote {sample.server_written / 1e6:,.1f} MB, client CPU {sample.client_cpu:.2f} s"
+            )
 
 
 # -- the report ----------------------------------------------------------------------------------------------
@@ -518,6 +570,7 @@ def render(measurements: list[Measurement], kind: str) -> str:
     text += [table(measurements), ""]
     for m in measurements:
         text += [f"At {m.nodes:,} nodes (idle API server CPU {m.idle_cpu_per_second:.3f} s/s, subtracted):", ""]
+        text += [f"- one pod changed every {m.churn:g} s while measuring" if m.churn else "- no pod changed meanwhile"]
         text += [f"- {line}" for line in verdicts(m)]
         text += [f"- a full collection of the server's heap: {m.collection}" if m.collection else "- no collection"]
         text += [f"- loaded: {m.server.loaded}", ""]
@@ -534,6 +587,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=live_scale._sizes, default=[500, 5000])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-pod-status", action="store_true", help="real server: leave pods Pending (faster load)")
+    parser.add_argument(
+        "--churn", type=float, default=1.0, help="real server: change one pod every this many seconds (0: never)"
+    )
     parser.add_argument("--render", type=Path, metavar="RESULTS", help="render a results.json written before")
     parser.add_argument("--attach", metavar="URL,APISERVER_PID,ETCD_PID", help="measure a server loaded before")
     parser.add_argument("--child-read", nargs=2, metavar=("KUBECONFIG", "METHOD"), help=argparse.SUPPRESS)
@@ -554,7 +610,7 @@ def main(argv: list[str] | None = None) -> int:
     measurements = []
     for nodes in args.sizes:
         _say(f"{nodes:,} nodes on the {args.server} API server ...")
-        measurements.append(measure(args.server, nodes, args.repeat, not args.no_pod_status, args.attach))
+        measurements.append(measure(args.server, nodes, args.repeat, not args.no_pod_status, args.attach, args.churn))
         (OUT_DIR / "results.json").write_bytes(_as_json(measurements))
     text = render(measurements, args.server)
     (OUT_DIR / "api_cost.md").write_text(text)
@@ -570,6 +626,7 @@ def _as_json(measurements: list[Measurement]) -> bytes:
                 "server": {"kind": m.server.kind, "loaded": m.server.loaded},
                 "idle_cpu_per_second": m.idle_cpu_per_second,
                 "collection": m.collection,
+                "churn": m.churn,
                 "samples": {
                     variant: [
                         {
@@ -613,7 +670,14 @@ def _from_json(data: bytes) -> list[Measurement]:
             for variant, listed in size["samples"].items()
         }
         found.append(
-            Measurement(size["nodes"], server, size["idle_cpu_per_second"], samples, size.get("collection") or {})
+            Measurement(
+                size["nodes"],
+                server,
+                size["idle_cpu_per_second"],
+                samples,
+                size.get("collection") or {},
+                size.get("churn", 0.0),
+            )
         )
     return found
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import shutil
 import statistics
@@ -61,6 +62,7 @@ from bench import live_scale, synth  # noqa: E402
 OUT_DIR = synth.OUT_DIR / "api-cost"
 CHILD_TIMEOUT_SECONDS = 1800.0
 IDLE_SECONDS = 30.0
+IDLE_WINDOWS = 6
 SETTLE_SECONDS = 2.0
 SMALL_OUTPUT = 64 * 1024 * 1024  # a child's stdout read back (reports, the children's JSON lines)
 VARIANTS = ("today", "paged+gzip", "watch-list", "dry run today", "dry run", "kubectl", "kubectl's requests")
@@ -297,9 +299,15 @@ def _collection_cost(server: Server) -> dict[str, float]:
 
 
 def _idle_rate(server: Server) -> float:
-    before, started = _cpu(server.pid), time.perf_counter()
-    time.sleep(IDLE_SECONDS)
-    return (_cpu(server.pid) - before) / (time.perf_counter() - started)
+    """The server's CPU per second while nobody reads: the median of IDLE_WINDOWS windows, so that a
+    background task landing in one (kube-apiserver compares its watch cache with etcd every 5 to 7.5
+    minutes, listing every pod from etcd: DetectCacheInconsistency) does not count as idle."""
+    rates = []
+    for _ in range(IDLE_WINDOWS):
+        before, started = _cpu(server.pid), time.perf_counter()
+        time.sleep(IDLE_SECONDS / IDLE_WINDOWS)
+        rates.append((_cpu(server.pid) - before) / (time.perf_counter() - started))
+    return statistics.median(rates)
 
 
 # -- the servers ---------------------------------------------------------------------------------------------
@@ -434,19 +442,18 @@ def measure(
         opened = real_server(nodes, pod_status) if kind == "real" else fake_server(nodes)
     with opened as server:
         measure_variant("today", server, 0.0, config_path)  # warm-up, untimed: caches, connections
-        _settle(server)
-        idle = _idle_rate(server)
-        _say(f"  idle API server CPU: {idle:.3f} s/s")
-        collection = _collection_cost(server)
-        if collection:
-            _say(
-                f"  a full collection: {collection['cpu']:.2f} s of CPU, live heap {collection['heap'] / 2**30:.2f} GiB"
-            )
-        variants = [v for v in VARIANTS if v != "kubectl" or nodes <= KUBECTL_UP_TO]
-        measurement = Measurement(nodes, server, idle, {variant: [] for variant in variants}, collection)
         changing = churning(server.url, churn) if server.url and churn > 0 else contextlib.nullcontext()
-        measurement.churn = churn if server.url else 0.0
         with changing:
+            _settle(server)
+            idle = _idle_rate(server)  # with the churn: it runs through every measurement too
+            _say(f"  idle API server CPU: {idle:.3f} s/s")
+            collection = _collection_cost(server)
+            if collection:
+                heap = collection["heap"] / 2**30
+                _say(f"  a full collection: {collection['cpu']:.2f} s of CPU, live heap {heap:.2f} GiB")
+            variants = [v for v in VARIANTS if v != "kubectl" or nodes <= KUBECTL_UP_TO]
+            measurement = Measurement(nodes, server, idle, {variant: [] for variant in variants}, collection)
+            measurement.churn = churn if server.url else 0.0
             _rounds(measurement, server, variants, repeat, idle, config_path)
     return measurement
 
@@ -591,13 +598,17 @@ def main(argv: list[str] | None = None) -> int:
         "--churn", type=float, default=1.0, help="real server: change one pod every this many seconds (0: never)"
     )
     parser.add_argument("--render", type=Path, metavar="RESULTS", help="render a results.json written before")
+    parser.add_argument("--idle", type=float, help="with --render: the idle CPU rate (s/s) to subtract instead")
     parser.add_argument("--attach", metavar="URL,APISERVER_PID,ETCD_PID", help="measure a server loaded before")
     parser.add_argument("--child-read", nargs=2, metavar=("KUBECONFIG", "METHOD"), help=argparse.SUPPRESS)
     parser.add_argument("--child-kubectl-requests", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     parser.add_argument("--gzip", action=argparse.BooleanOptionalAction, default=True, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.render:
-        sys.stdout.write(render(_from_json(args.render.read_bytes()), args.server))
+        measurements = _from_json(args.render.read_bytes())
+        if args.idle is not None:
+            measurements = [_with_idle(m, args.idle) for m in measurements]
+        sys.stdout.write(render(measurements, args.server))
         return 0
     if args.child_kubectl_requests:
         sys.stdout.buffer.write(orjson.dumps(child_kubectl_requests(args.child_kubectl_requests)) + b"\n")
@@ -647,6 +658,18 @@ def _as_json(measurements: list[Measurement]) -> bytes:
         ],
         option=orjson.OPT_INDENT_2,
     )
+
+
+def _with_idle(m: Measurement, idle: float) -> Measurement:
+    """The measurement with another idle rate subtracted (one measured again, over more windows)."""
+    samples = {
+        variant: [
+            dataclasses.replace(s, server_cpu=s.server_cpu + (m.idle_cpu_per_second - idle) * s.wall_seconds)
+            for s in listed
+        ]
+        for variant, listed in m.samples.items()
+    }
+    return dataclasses.replace(m, idle_cpu_per_second=idle, samples=samples)
 
 
 def _from_json(data: bytes) -> list[Measurement]:

@@ -792,19 +792,25 @@ def _check_decodes(resource: Resource, obj: JsonObject) -> None:
 
 
 def _reconcile_unschedulable_taint(node: JsonObject) -> None:
-    """What the node lifecycle controller does for a cordon (in the same write, not a moment later)."""
+    """What the node lifecycle controller does for a cordon (in the same write, not a moment later).
+
+    NodeSpec's `unschedulable` and `taints` are `omitempty` in k8s.io/api: kube-apiserver decodes
+    `unschedulable: false` and `taints: []` and serves neither, so neither is stored here.
+    """
     spec = node.setdefault("spec", {})
+    if spec.get("unschedulable") is False:
+        del spec["unschedulable"]
     taints = list(spec.get("taints") or [])
     key = scheduling.UNSCHEDULABLE_TAINT["key"]
     tainted = any(t.get("key") == key for t in taints)
     if spec.get("unschedulable") and not tainted:
-        spec["taints"] = [*taints, {"key": key, "effect": "NoSchedule", "timeAdded": now_rfc3339()}]
+        taints = [*taints, {"key": key, "effect": "NoSchedule", "timeAdded": now_rfc3339()}]
     elif not spec.get("unschedulable") and tainted:
-        remaining = [t for t in taints if t.get("key") != key]
-        if remaining:
-            spec["taints"] = remaining
-        else:
-            spec.pop("taints", None)
+        taints = [t for t in taints if t.get("key") != key]
+    if taints:
+        spec["taints"] = taints
+    else:
+        spec.pop("taints", None)
 
 
 def _set_disruption_condition(budget: JsonObject) -> None:

@@ -267,6 +267,21 @@ def test_strategic_merge_patch_cordons_a_node_and_the_cordon_taint_follows(
     assert uncordoned.spec.taints is None
 
 
+def test_an_uncordon_with_false_and_an_empty_taint_list_are_left_out_as_kube_apiserver_does(
+    api: FakeApiServer, core: client.CoreV1Api
+) -> None:
+    # NodeSpec's `unschedulable` and `taints` are `omitempty`: false and [] are never served.
+    api.add(builders.node("node-a", unschedulable=True, taints=[builders.taint("a", "1")]))
+
+    core.patch_node(
+        "node-a", {"spec": {"unschedulable": False, "taints": []}}, _content_type="application/merge-patch+json"
+    )
+
+    stored = api.get("Node", "node-a")
+    assert stored is not None
+    assert "unschedulable" not in stored["spec"] and "taints" not in stored["spec"]
+
+
 def test_strategic_merge_patch_replaces_the_taint_list_whole(api: FakeApiServer, core: client.CoreV1Api) -> None:
     api.add(builders.node("node-a", taints=[builders.taint("a", "1"), builders.taint("b", "2")]))
 

@@ -79,7 +79,7 @@ if str(REPO) not in sys.path:  # run as a script: `python bench/live_scale.py`
 from bench import synth  # noqa: E402
 
 PODS_PER_NODE = 30
-PAGE_SIZE = 500  # compactor.kube.PAGE_SIZE: both sides list in pages of the same size
+PAGE_SIZE = 2000  # compactor.kube.PAGE_SIZE: both sides list in pages of the same size
 REQUEST_TIMEOUT = (5.0, 60.0)
 PROFILE_TOP = 15
 OUT_DIR = synth.OUT_DIR / "live"

@@ -10,11 +10,11 @@ toolchain's v1.36 binaries, objects created through the API); `--server fake` is
 API server in a process of its own (`bench.live_scale.serving`). Then `--repeat` rounds,
 each measuring, in a fresh child process and one after another:
 
-- `today`: `Cluster.read_snapshot()` as before issue 27, paged lists without gzip;
-- `paged+gzip`: the same with `Accept-Encoding: gzip` (the default);
+- `today`: `Cluster.read_snapshot()` as before issue 27, pages of 500 without gzip;
+- `paged+gzip`: the default: pages of `compactor.kube.PAGE_SIZE` with `Accept-Encoding: gzip`;
 - `watch-list`: streaming lists (`COMPACTOR_LIST_METHOD=watch-list`);
-- `dry run today` / `dry run`: `python -m compactor run --dry-run --json` end to end, without
-  gzip (the reader's header emptied in the child, as before issue 27) and as it is now;
+- `dry run today` / `dry run`: `python -m compactor run --dry-run --json` end to end, as
+  before issue 27 (pages of 500, no gzip: patched in the child) and as it is now;
 - `kubectl`: `kubectl get pods -A -o json` (its default: pages of 500, gzip), output discarded;
   only up to KUBECTL_UP_TO nodes, because kubectl holds the whole List (2.6 GiB at 500 nodes);
 - `kubectl's requests`: the same requests made by this script (GET /api/v1/pods, limit 500,
@@ -66,7 +66,13 @@ IDLE_WINDOWS = 6
 SETTLE_SECONDS = 2.0
 SMALL_OUTPUT = 64 * 1024 * 1024  # a child's stdout read back (reports, the children's JSON lines)
 VARIANTS = ("today", "paged+gzip", "watch-list", "dry run today", "dry run", "kubectl", "kubectl's requests")
-READS = {"today": ("paged-list", False), "paged+gzip": ("paged-list", True), "watch-list": ("watch-list", True)}
+# Before issue 27 the reader listed in pages of 500 without gzip; now in pages of compactor.kube.PAGE_SIZE.
+TODAY_PAGE_SIZE = 500
+READS: dict[str, tuple[str, bool, int | None]] = {
+    "today": ("paged-list", False, TODAY_PAGE_SIZE),
+    "paged+gzip": ("paged-list", True, None),
+    "watch-list": ("watch-list", True, None),
+}
 # kubectl builds the whole List before printing it: 2.6 GiB of RSS at 500 nodes (measured here), so about
 # 26 GiB at 5,000, more than the benchmark machine has. Above this size only its requests are made.
 KUBECTL_UP_TO = 1000
@@ -74,6 +80,7 @@ KUBECTL_PAGE = 500  # kubectl's --chunk-size default
 # The dry run as before issue 27: the same command with the reader's gzip header emptied.
 _DRY_RUN_TODAY = (
     "import runpy, sys; import compactor.kube as kube; kube.GZIP_HEADERS.clear(); "
+    f"kube.Cluster.__init__.__kwdefaults__ = {{'page_size': {TODAY_PAGE_SIZE}}}; "
     "sys.argv = ['compactor', *sys.argv[1:]]; runpy.run_module('compactor', run_name='__main__')"
 )
 
@@ -130,7 +137,7 @@ def _written(pid: int) -> int:
 # -- the children --------------------------------------------------------------------------------------------
 
 
-def child_read(kubeconfig: str, method: str, gzip: bool) -> dict[str, Any]:
+def child_read(kubeconfig: str, method: str, gzip: bool, page_size: int | None) -> dict[str, Any]:
     """One `read_snapshot()` the given way; what it read and what the reader counted."""
     import urllib3
 
@@ -138,7 +145,8 @@ def child_read(kubeconfig: str, method: str, gzip: bool) -> dict[str, Any]:
     from compactor.kube import LIST_METHODS, Cluster
 
     urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
-    cluster = Cluster(service.kubernetes_client(kubeconfig, {}))
+    api_client = service.kubernetes_client(kubeconfig, {})
+    cluster = Cluster(api_client) if page_size is None else Cluster(api_client, page_size=page_size)
     cluster.list_method = next(known for known in LIST_METHODS if known == method)
     cluster.gzip = gzip
     started = time.perf_counter()
@@ -227,9 +235,9 @@ def _measure(
 
 def measure_variant(variant: str, server: Server, idle: float, config_path: Path) -> Sample:
     if variant in READS:
-        method, gzip = READS[variant]
+        method, gzip, page_size = READS[variant]
         command = [sys.executable, str(Path(__file__).resolve()), "--child-read", str(server.kubeconfig), method]
-        command += ["--gzip" if gzip else "--no-gzip"]
+        command += ["--gzip" if gzip else "--no-gzip", *(["--page-size", str(page_size)] if page_size else [])]
         sample, out, _ = _measure(command, server, idle, name=f"child-{method}-{gzip}")
         reported = orjson.loads(out.splitlines()[-1])
     elif variant in ("dry run", "dry run today"):
@@ -603,6 +611,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child-read", nargs=2, metavar=("KUBECONFIG", "METHOD"), help=argparse.SUPPRESS)
     parser.add_argument("--child-kubectl-requests", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     parser.add_argument("--gzip", action=argparse.BooleanOptionalAction, default=True, help=argparse.SUPPRESS)
+    parser.add_argument("--page-size", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.render:
         measurements = _from_json(args.render.read_bytes())
@@ -614,7 +623,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.buffer.write(orjson.dumps(child_kubectl_requests(args.child_kubectl_requests)) + b"\n")
         return 0
     if args.child_read:
-        result = child_read(args.child_read[0], args.child_read[1], args.gzip)
+        result = child_read(args.child_read[0], args.child_read[1], args.gzip, args.page_size)
         sys.stdout.buffer.write(orjson.dumps(result) + b"\n")
         return 0
     OUT_DIR.mkdir(parents=True, exist_ok=True)

@@ -46,7 +46,7 @@ from typing import Any, Literal
 
 import orjson
 
-from compactor import permissions
+from compactor import arguments, permissions
 from compactor.core.model import (
     DELETION_COST,
     DISABLED,
@@ -397,13 +397,7 @@ def add_parser(commands: Any) -> None:
         help="remove every trace node-compactor left in a cluster (annotations, taints, its cordons, "
         "pod-deletion-costs, HPA minReplicas, Leases); never what a person set",
     )
-    where = cleanup.add_mutually_exclusive_group()
-    where.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig to use (default: KUBECONFIG, ~/.kube/config)")
-    where.add_argument(
-        "--gke",
-        metavar="projects/P/locations/L/clusters/C",
-        help="a GKE cluster, with your gcloud application-default credentials",
-    )
+    arguments.cluster_arguments(cleanup)
     cleanup.add_argument(
         "--lease-namespace",
         metavar="NS",

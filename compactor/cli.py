@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 import orjson
 
+from compactor import arguments, integrity, report, snapshot
 from compactor import config as config_source
-from compactor import integrity, report, snapshot
 from compactor.core import configcheck, path, planner, timing
 from compactor.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, BadInputError, CompactorError, exit_code
 
@@ -68,13 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     run = commands.add_parser("run", help="one full run against a live cluster, exactly what the function does")
-    where = run.add_mutually_exclusive_group()
-    where.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig to use (default: KUBECONFIG, ~/.kube/config)")
-    where.add_argument(
-        "--gke",
-        metavar="projects/P/locations/L/clusters/C",
-        help="a GKE cluster, with your gcloud application-default credentials",
-    )
+    arguments.cluster_arguments(run)
     run.add_argument(
         "--config",
         metavar="FILE",

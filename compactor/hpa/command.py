@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from compactor import jsonfiles
+from compactor import arguments, jsonfiles
 from compactor.errors import EXIT_OK, BadInputError
 from compactor.hpa import planner, reading, report, results
 from compactor.hpa import settings as hpa_settings
@@ -29,13 +29,7 @@ def add_parser(commands: Any) -> None:
     hpa = commands.add_parser(
         "hpa", help="raise HPA minReplicas to estafette-k8s-hpa-scaler's floors (live, or offline from files)"
     )
-    where = hpa.add_mutually_exclusive_group()
-    where.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig to use (default: KUBECONFIG, ~/.kube/config)")
-    where.add_argument(
-        "--gke",
-        metavar="projects/P/locations/L/clusters/C",
-        help="a GKE cluster, with your gcloud application-default credentials",
-    )
+    where = arguments.cluster_arguments(hpa)
     where.add_argument(
         "--snapshot", metavar="FILE", help="plan offline from what `kubectl get hpa,replicasets -A -o json` prints"
     )

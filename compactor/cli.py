@@ -149,6 +149,7 @@ def _plan(args: argparse.Namespace) -> int:
         result = path.plan_with_path(cluster, config, now=now, max_steps=args.path_steps)
     if result.surge_note:  # the planner's own warning: the report lists it too
         warn([result.surge_note])
+    warn(result.compute_class_warnings)  # the planner's, about ComputeClasses: the report lists them too
     if args.json:
         sys.stdout.buffer.write(report.to_json(result, warnings=warnings, config_source=loaded.source) + b"\n")
     else:

@@ -72,6 +72,8 @@ WATCH_IDLE_SECONDS = 10.0
 WATCH_READ_BYTES = 1024 * 1024
 # Statuses with which a server refuses a streaming list it does not offer: 422 Invalid when the WatchList
 # feature gate is off ("sendInitialEvents is forbidden for watch ..."), 403 without the `watch` verb.
+# GKE's ComputeClasses (cluster-scoped custom resources; the CRD exists from GKE 1.30.3-gke.1451000).
+COMPUTE_CLASS_GROUP, COMPUTE_CLASS_VERSION, COMPUTE_CLASS_PLURAL = "cloud.google.com", "v1", "computeclasses"
 _WATCH_LIST_REFUSALS = frozenset({400, 403, 404, 405, 406, 415, 422, 501})
 # A 429 without a readable Retry-After waits this long; so does one asking for less, so that a server
 # answering "Retry-After: 0" is not asked again in a tight loop.
@@ -254,6 +256,7 @@ class Cluster:
         etcd compacted the revision the list started from). The list cannot resume where it
         was, since pages already taken would count twice, so the whole read starts again
         with a fresh builder, at most LIST_RESTARTS times.
+        self.custom = client.CustomObjectsApi(api_client)
 
         With `list_method = "watch-list"`, a server that refuses a streaming list, or ends one before
         its initial events did, is read again from the start with paged lists (once; `last_read.fallback`
@@ -326,8 +329,48 @@ class Cluster:
                     raise ClusterAccessError(
                         f"{error.message}; a pool sets surgeSingleReplicas, which needs the permissions of "
                         "SURGE_IAM_PERMISSIONS or deploy/rbac-surge.yaml (Terraform grants them with "
+            self._read_compute_classes(builder, stats)
                         "surge_single_replicas, docs/deploy.md)"
                     ) from error
+    def _read_compute_classes(self, builder: SnapshotBuilder, stats: ReadStats) -> None:
+        """GKE's ComputeClasses, in paged lists (a handful of objects; never a streaming list).
+
+        No such resource (404: not GKE, or older than 1.30.3-gke.1451000) means no classes. A 403 is
+        not the run's end: the report says which permission is missing and the run goes on with the
+        thresholds the configuration declares (`core.coexistence`)."""
+        what = "list ComputeClasses"
+        list_call = functools.partial(
+            self.custom.list_cluster_custom_object, COMPUTE_CLASS_GROUP, COMPUTE_CLASS_VERSION, COMPUTE_CLASS_PLURAL
+        )
+        try:
+            for page in self._raw_pages(what, list_call, list_kind="ComputeClassList", stats=stats):
+                try:
+                    document = orjson.loads(page)
+                except orjson.JSONDecodeError as error:
+                    raise SnapshotError(f"cannot {what}: the API server sent invalid JSON ({error})") from error
+                items = document.get("items") if isinstance(document, dict) else None
+                if not isinstance(items, list):
+                    raise SnapshotError(f"cannot {what}: the answer is not a list")
+                builder.add_compute_classes(item for item in items if isinstance(item, dict))
+        except ClusterAccessError as error:
+            cause = error.__cause__
+            if not isinstance(cause, client.ApiException):
+                raise
+            if cause.status == 404:
+                builder.compute_classes.clear()
+                return
+            if cause.status == 403:
+                builder.compute_classes.clear()
+                builder.compute_classes_unread = (
+                    f"cannot read the cluster's ComputeClasses ({_describe(cause)}): grant list on "
+                    "computeclasses.cloud.google.com (RBAC, deploy/rbac.yaml) or the IAM permission "
+                    "container.thirdPartyObjects.list (the Terraform module's custom role); until then "
+                    "node-compactor uses only the thresholds the configuration declares "
+                    "(computeClassConsolidationThreshold)"
+                )
+                return
+            raise
+
                 raise
 
     def _read_list(

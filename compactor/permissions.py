@@ -26,6 +26,9 @@ IAM_PERMISSIONS: tuple[str, ...] = (
     "container.pods.update",  # the pod-deletion-cost of scale-down steering (a patch)
     "container.pods.evict",
     "container.podDisruptionBudgets.list",
+    # GKE's ComputeClasses (custom resources: GKE names every custom resource's permissions
+    # container.thirdPartyObjects.*), read each run for their consolidationThreshold (core.coexistence).
+    "container.thirdPartyObjects.list",
     "container.events.create",
     "container.leases.get",
     "container.leases.create",
@@ -67,6 +70,7 @@ RBAC_RULES: tuple[RbacRule, ...] = (
     RbacRule("", "pods", ("get", "list", "patch")),
     RbacRule("", "pods/eviction", ("create",)),
     RbacRule("policy", "poddisruptionbudgets", ("list",)),
+    RbacRule("cloud.google.com", "computeclasses", ("list",)),
     RbacRule("", "events", ("create",)),
     RbacRule("coordination.k8s.io", "leases", ("create",), lease_namespace=True),
     RbacRule("coordination.k8s.io", "leases", ("get", "update"), (COMPACTOR_LEASE,), lease_namespace=True),

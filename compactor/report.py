@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from compactor.core.plan import ConsolidationPath, Plan, Preview
+from compactor.core.plan import ConsolidationPath, Plan, PoolReport, Preview
 from compactor.core.planner import BLOCKER_SUMMARY
 from compactor.core.timing import format_stamp, human, seconds_between
 from compactor.core.wording import percent
@@ -77,6 +77,20 @@ class PoolModel(_Model):
     underutilized: int
     lower_bound_nodes: int = Field(serialization_alias="lowerBoundNodes")
     excess_nodes: int = Field(serialization_alias="excessNodes")
+    # Enabled pools beside a GKE ComputeClass (`core.coexistence`): the consolidationThreshold the pool
+    # follows (a fraction), where it comes from ("cluster": the ComputeClass read, "configuration": the
+    # pool's computeClassConsolidationThreshold), the class read, and why node-compactor leaves the
+    # pool to the Cluster Autoscaler. Absent without a threshold.
+    consolidation_threshold: float | None = Field(
+        None, serialization_alias="consolidationThreshold", exclude_if=lambda value: value is None
+    )
+    threshold_source: str | None = Field(
+        None, serialization_alias="thresholdSource", exclude_if=lambda value: value is None
+    )
+    compute_class: str | None = Field(None, serialization_alias="computeClass", exclude_if=lambda value: value is None)
+    left_to_autoscaler: str | None = Field(
+        None, serialization_alias="leftToAutoscaler", exclude_if=lambda value: value is None
+    )
 
 
 class PathStepModel(_Model):
@@ -195,6 +209,10 @@ def to_model(
                 underutilized=pool.underutilized,
                 lower_bound_nodes=pool.lower_bound_nodes,
                 excess_nodes=pool.excess_nodes,
+                consolidation_threshold=pool.compute_class.threshold if pool.compute_class else None,
+                threshold_source=pool.compute_class.source if pool.compute_class else None,
+                compute_class=pool.compute_class.compute_class if pool.compute_class else None,
+                left_to_autoscaler=pool.compute_class.left_to_autoscaler if pool.compute_class else None,
             )
             for pool in plan.pools
         ],
@@ -212,7 +230,7 @@ def to_model(
         restamp=list(plan.restamp),
         outcome=outcome,
         preview=_preview_model(plan.preview),
-        warnings=[*warnings, *([plan.surge_note] if plan.surge_note else [])],
+        warnings=[*warnings, *([plan.surge_note] if plan.surge_note else []), *plan.compute_class_warnings],
         config_source=config_source,
     )
 
@@ -306,6 +324,14 @@ def _columns(rows: list[list[str]], right: set[int]) -> list[str]:
     return lines
 
 
+def _enabled_cell(pool: PoolReport) -> str:
+    if not pool.enabled:
+        return "no"
+    if pool.compute_class is not None and pool.compute_class.left_to_autoscaler is not None:
+        return "left to the autoscaler (ComputeClass threshold)"
+    return "yes"
+
+
 def to_table(plan: Plan) -> str:
     lines: list[str] = []
     pool_rows = [["POOL", "ENABLED", "NODES", "UNDERUTILIZED", "LOWER BOUND", "EXCESS"]]
@@ -313,7 +339,7 @@ def to_table(plan: Plan) -> str:
         pool_rows.append(
             [
                 pool.name or "(no pool label)",
-                "yes" if pool.enabled else "no",
+                _enabled_cell(pool),
                 str(pool.nodes),
                 str(pool.underutilized),
                 str(pool.lower_bound_nodes),

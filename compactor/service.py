@@ -301,6 +301,8 @@ def _run(
                     plan = path.plan_with_path(snapshot, config, now=clock())
                 else:
                     plan = planner.plan(snapshot, config, now=clock())
+            for warning in plan.compute_class_warnings:  # the report lists them too
+                log.warning(warning, extra={"fields": {"event": "compute-class-warning"}})
             executor = Executor(
                 cluster,
                 config,

@@ -40,6 +40,7 @@ from compactor.core.model import (
     STEERED_COST,
     ZERO,
     Claim,
+    ComputeClass,
     Deployment,
     HostPort,
     LabelSelector,
@@ -905,6 +906,34 @@ def _unreadable(value: object = None) -> Any:
     raise _FieldError("", f"unexpected {_kind_of(value)}")
 
 
+def parse_compute_class(obj: Mapping[str, Any]) -> ComputeClass:
+    """A GKE ComputeClass: its name and `spec.autoscalingPolicy.consolidationThreshold`.
+
+    Never raises: a threshold that is not a whole percent from 0 to 100 (the CRD's type and range) is
+    kept as a `problem`, which `core.coexistence` reports and ignores; no other field is read."""
+    meta = obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    name = name if isinstance(name, str) else ""
+    spec = obj.get("spec")
+    policy = spec.get("autoscalingPolicy") if isinstance(spec, Mapping) else None
+    value = policy.get("consolidationThreshold") if isinstance(policy, Mapping) else None
+    if not name:
+        return ComputeClass("", None, "it has no metadata.name")
+    if value is None:
+        return ComputeClass(name, None)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return ComputeClass(
+            name, None, f"spec.autoscalingPolicy.consolidationThreshold {value!r} is not a whole percent"
+        )
+    if not 0 <= value <= 100:
+        return ComputeClass(name, None, f"spec.autoscalingPolicy.consolidationThreshold {value} is outside 0 to 100")
+    return ComputeClass(name, value)
+
+
+# Kinds read from plain JSON only (few objects, fields of their own).
+_PLAIN_KINDS = frozenset({"ComputeClass"})
+
+
 _TYPED_BY_KIND: dict[str, tuple[Callable[[decoding.Item, _Recent], Any], Callable[[Mapping[str, Any]], Any], str]] = {
     "Node": (_node_of, parse_node, "nodes"),
     "Pod": (_pod_of, parse_pod, "pods"),
@@ -926,6 +955,9 @@ class SnapshotBuilder:
     deployments: list[Deployment] = field(default_factory=list)
     replica_sets: list[ReplicaSet] = field(default_factory=list)
     claims: list[Claim] = field(default_factory=list)
+    # GKE ComputeClasses (`core.coexistence`), and why they could not be read (None when they were).
+    compute_classes: list[ComputeClass] = field(default_factory=list)
+    compute_classes_unread: str | None = None
     problems: list[str] = field(default_factory=list)
     _recent: _Recent = field(default_factory=_Recent, init=False, repr=False)
     # Changes a streaming list sent before its initial events ended (MODIFIED, DELETED): by attribute,
@@ -993,7 +1025,8 @@ class SnapshotBuilder:
             return True
         typed = _TYPED_BY_KIND.get(item.kind)
         if typed is None:
-            return item.kind not in workloads.KINDS  # those are read from plain JSON; any other kind: ignored
+            # Those are read from plain JSON; any other kind: ignored.
+            return item.kind not in workloads.KINDS and item.kind not in _PLAIN_KINDS
         convert, _, attribute = typed
         try:
             getattr(self, attribute).append(convert(item, self._recent))
@@ -1081,7 +1114,17 @@ class SnapshotBuilder:
                 replica_sets=tuple(self.replica_sets),
                 claims=tuple(self.claims),
             )
+        if self.compute_classes or self.compute_classes_unread is not None:
+            snapshot = msgspec.structs.replace(
+                snapshot,
+                compute_classes=tuple(self.compute_classes),
+                compute_classes_unread=self.compute_classes_unread,
+            )
         return snapshot
+
+    def add_compute_classes(self, items: Iterable[Mapping[str, Any]]) -> None:
+        """The items of a ComputeClass list page (GKE's cloud.google.com/v1 `computeclasses`)."""
+        self.compute_classes.extend(parse_compute_class(item) for item in items)
 
     def add_workload_page(self, kind: str, page: bytes, *, what: str) -> None:
         """One page of a list answer of Deployments, ReplicaSets or PersistentVolumeClaims (`workloads`)."""
@@ -1108,6 +1151,8 @@ class SnapshotBuilder:
             self._one(item, parse_node, self.nodes, f"Node items[{index}]")
         elif kind == "PodDisruptionBudget":
             self._one(item, parse_pdb, self.pdbs, f"PodDisruptionBudget items[{index}]")
+        elif kind == "ComputeClass":
+            self.compute_classes.append(parse_compute_class(item))
         elif isinstance(kind, str) and kind in workloads.KINDS:
             try:
                 getattr(self, workloads.KINDS[kind]).append(workloads.parse(kind, item))

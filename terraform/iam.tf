@@ -74,6 +74,7 @@ locals {
     "container.pods.update",
     "container.pods.evict",
     "container.podDisruptionBudgets.list",
+    "container.thirdPartyObjects.list",
     "container.events.create",
     "container.leases.get",
     "container.leases.create",

@@ -14,6 +14,7 @@ from compactor.config import PoolConfig
 from compactor.core import inflight, pools, surge, unschedulable, windows
 from compactor.core.blockers import Blocker, node_pods_blockers
 from compactor.core.cluster import ClusterView, NodeState
+from compactor.core.coexistence import PoolThreshold
 from compactor.core.marks import opted_out
 from compactor.core.model import (
     CA_SCALE_DOWN_DISABLED,
@@ -43,6 +44,9 @@ def node_blockers(
         return [Blocker("pool", f"node has no {config.pool_label} label, so no pool settings")]
     if pool is None or not pool.enabled:
         return [Blocker("pool", f"pool {state.pool} is not enabled")]
+    left = view.coexistence.left(state.pool)
+    if left is not None:
+        return [Blocker("compute-class", _left_briefly(left))]
     found = opt_outs(state)
     if found and first_only:
         return found[:1]
@@ -98,6 +102,18 @@ def node_blockers(
     if left_behind is not None:
         found.append(left_behind)
     return found[:1] if first_only else found
+
+
+def _left_briefly(left: PoolThreshold) -> str:
+    """A node's blocker in a pool left to the Cluster Autoscaler (the report's warning says what to change)."""
+    where = (
+        f"ComputeClass {left.compute_class}" if left.compute_class is not None else "computeClassConsolidationThreshold"
+    )
+    threshold = percent(left.threshold)
+    return (
+        f"pool {left.pool} is left to the Cluster Autoscaler: its {where} threshold {threshold} is at or above "
+        "node-compactor's limit, so the autoscaler removes the nodes node-compactor would drain"
+    )
 
 
 def opt_outs(state: NodeState) -> list[Blocker]:

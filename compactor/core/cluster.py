@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compactor.config import Config
+from compactor.core import coexistence
 from compactor.core.model import TERMINAL_PHASES, Node, Pdb, Pod, Resources, Snapshot
 from compactor.core.selectors import selector_matches
 
@@ -63,6 +64,11 @@ class ClusterView:
         self._by_namespace_before: dict[str, list[Pod]] | None = None
         self._gone: list[NodeState] = []
         self._moved_count = 0
+        # A view made from an earlier one (a drain on the consolidation path) keeps its verdicts on the
+        # ComputeClasses: the classes and the pools' labels are the same.
+        self._coexistence_before: coexistence.Coexistence | None = (
+            earlier.__dict__.get("coexistence") if earlier is not None else None
+        )
         if earlier is not None and moved is not None:
             self.unschedulable_pods: list[Pod] = earlier.unschedulable_pods
             self.arriving_pods: list[Pod] = earlier.arriving_pods
@@ -92,6 +98,16 @@ class ClusterView:
         self.target_labels: dict[tuple[int, str], tuple[object, dict[str, set[str]]]] = {}
         # Matching pods per domain for a spread constraint before anything moves (`fit`), per source node.
         self.spread_counts: dict[tuple[object, ...], Counter[str]] = {}
+
+    @functools.cached_property
+    def coexistence(self) -> coexistence.Coexistence:
+        """Each enabled pool's ComputeClass threshold, the pools left to the Cluster Autoscaler, and the
+        warnings about both (`core.coexistence`)."""
+        before = self._coexistence_before
+        if before is not None:
+            return before
+        nodes = {pool: [state.node for state in members] for pool, members in self.nodes_by_pool.items()}
+        return coexistence.judge(self.snapshot, self.config, nodes)
 
     @functools.cached_property
     def pods_by_namespace(self) -> dict[str, list[Pod]]:

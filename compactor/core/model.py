@@ -51,6 +51,8 @@ SOFT_TAINT = "node-compactor.dev/underutilized"
 RESERVED_TAINT = "node-compactor.dev/reserved"
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+# The label GKE gives the nodes of a ComputeClass (`core.coexistence`).
+COMPUTE_CLASS_LABEL = "cloud.google.com/compute-class"
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 # Phases of a finished pod, which counts for nothing.
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -324,6 +326,18 @@ class PoolAutoscaling(msgspec.Struct, frozen=True, gc=False):
     total_min_node_count: int = 0  # whole pool; 0 = not set
 
 
+class ComputeClass(msgspec.Struct, frozen=True, gc=False):
+    """A GKE ComputeClass (cloud.google.com/v1, cluster-scoped) as far as the Cluster Autoscaler's
+    scale-down goes: `spec.autoscalingPolicy.consolidationThreshold`, a whole percent (0-100).
+
+    `consolidation_threshold` is None when the class sets none or sets one that does not read; then
+    `problem` says which (`core.coexistence` turns it into a warning and ignores the class)."""
+
+    name: str
+    consolidation_threshold: int | None
+    problem: str | None = None
+
+
 class Snapshot(msgspec.Struct, frozen=True, gc=False):
     nodes: tuple[Node, ...]
     pods: tuple[Pod, ...]
@@ -334,3 +348,7 @@ class Snapshot(msgspec.Struct, frozen=True, gc=False):
     deployments: tuple[Deployment, ...] = ()
     replica_sets: tuple[ReplicaSet, ...] = ()
     claims: tuple[Claim, ...] = ()
+    # The cluster's ComputeClasses (none when the cluster has no such resource, or a snapshot file lists
+    # none); `compute_classes_unread` says why they could not be read (a 403), None when they were.
+    compute_classes: tuple[ComputeClass, ...] = ()
+    compute_classes_unread: str | None = None

@@ -175,7 +175,11 @@ def _apply(
 
 def _at_lower_bound(view: ClusterView, config: Config) -> bool:
     """Whether every enabled pool has no more nodes than its lower bound (the plans' `excess_nodes`)."""
-    enabled = [members for name, members in view.nodes_by_pool.items() if config.enabled_pool(name) is not None]
+    enabled = [
+        members
+        for name, members in view.nodes_by_pool.items()
+        if config.enabled_pool(name) is not None and view.coexistence.left(name) is None
+    ]
     return bool(enabled) and all(len(members) <= pools.lower_bound_nodes(members) for members in enabled)
 
 

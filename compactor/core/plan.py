@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from compactor.core.coexistence import PoolThreshold
+
 Action = Literal["drain", "continue-drain", "rollback", "none"]
 
 
@@ -71,6 +73,9 @@ class PoolReport:
     underutilized: int
     lower_bound_nodes: int
     excess_nodes: int
+    # Enabled pools: the ComputeClass threshold the pool follows and whether it is left to the Cluster
+    # Autoscaler (`core.coexistence`); None for pools that are not enabled.
+    compute_class: PoolThreshold | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,3 +141,5 @@ class Plan:
     preview: Preview | None = None
     # When a pool sets surgeSingleReplicas but the snapshot cannot tell which pods to restart (`surge`).
     surge_note: str | None = None
+    # About the ComputeClasses read and the pools left to the Cluster Autoscaler (`core.coexistence`).
+    compute_class_warnings: tuple[str, ...] = ()

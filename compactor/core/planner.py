@@ -63,6 +63,7 @@ BLOCKER_SUMMARY = {
     "interval": "within the pool's drainIntervalSeconds",
     "window": "outside the pool's disruption windows",
     "ca-threshold": "the Cluster Autoscaler would not remove (DaemonSets above its threshold)",
+    "compute-class": "in a pool left to the Cluster Autoscaler (limit at or below its ComputeClass threshold)",
     "no-nodes": "no nodes",
     "rollback": "a node is given back first",
     "no-fit": "with pods that fit nowhere else",
@@ -75,6 +76,7 @@ BLOCKER_SUMMARY = {
 NODE_LEVEL_KINDS = frozenset(
     {
         "pool",
+        "compute-class",
         "opt-out",
         "being-deleted",
         "not-underutilized",
@@ -115,11 +117,14 @@ def plan(
 
     underutilized: dict[str, bool] = {}
     mark_changes: dict[str, marks.MarkChange] = {}
+    beside = view.coexistence
     for state in states:
-        # Underutilization is reported for every configured pool; marks and drains need it enabled.
+        # Underutilization is reported for every configured pool; marks and drains need it enabled, and
+        # a pool left to the Cluster Autoscaler's ComputeClass threshold loses its marks as a disabled one.
         pool = config.pool(state.pool)
         underutilized[state.name] = marks.is_underutilized(state, pool)
-        mark_changes[state.name] = marks.mark_change(state, pool, underutilized[state.name], now)
+        markable = pool if beside.left(state.pool) is None else None
+        mark_changes[state.name] = marks.mark_change(state, markable, underutilized[state.name], now)
 
     running = inflight.in_flight(view, now)
     started = running.started
@@ -219,6 +224,7 @@ def plan(
         deletion_costs_add=steered.add,
         deletion_costs_remove=steered.remove,
         surge_note=surge.missing_note(view),
+        compute_class_warnings=beside.warnings,
     )
 
 
@@ -272,7 +278,7 @@ def _held_by(
         first = blockers[state.name][0].kind if blockers[state.name] else ""
         if first in NODE_LEVEL_KINDS:
             tier = 1 if underutilized[state.name] else 2
-            tier = 3 if first == "pool" else tier
+            tier = 3 if first in ("pool", "compute-class") else tier
         else:
             tier = 0  # every node check passed: a pool or cluster gate, or the fit, held it
         return tier, ranking.disruption_cost(state)
@@ -424,6 +430,7 @@ def _pool_reports(view: ClusterView, underutilized: dict[str, bool]) -> tuple[Po
     for name in sorted(view.nodes_by_pool, key=lambda pool: (pool is None, pool or "")):
         members = view.nodes_by_pool[name]
         bound = pools.lower_bound_nodes(members)
+        threshold = view.coexistence.pools.get(name) if name is not None else None
         reports.append(
             PoolReport(
                 name=name if name is not None else "",
@@ -432,6 +439,7 @@ def _pool_reports(view: ClusterView, underutilized: dict[str, bool]) -> tuple[Po
                 underutilized=sum(1 for member in members if underutilized[member.name]),
                 lower_bound_nodes=bound,
                 excess_nodes=max(0, len(members) - bound),
+                compute_class=threshold,
             )
         )
     return tuple(reports)

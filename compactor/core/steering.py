@@ -72,14 +72,15 @@ def steer(view: ClusterView, states: Iterable[NodeState], taken: frozenset[str],
 
 
 def _chosen(view: ClusterView, states: list[NodeState], taken: frozenset[str]) -> Iterable[str]:
-    """Per enabled pool above its minNodes, its least utilized node a drain may take."""
+    """Per enabled pool above its minNodes, its least utilized node a drain may take (none in a pool left to
+    the Cluster Autoscaler's ComputeClass threshold: its scale-ins are the autoscaler's to use)."""
     by_pool: dict[str | None, list[NodeState]] = {}
     for state in states:
         if state.name not in taken:
             by_pool.setdefault(state.pool, []).append(state)
     for pool, members in by_pool.items():
         settings = view.config.enabled_pool(pool)
-        if settings is None or len(members) <= max(1, settings.min_nodes):
+        if settings is None or len(members) <= max(1, settings.min_nodes) or view.coexistence.left(pool) is not None:
             continue
         open_nodes = [state for state in members if _steerable_node(state, view)]
         if open_nodes:

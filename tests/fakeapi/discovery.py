@@ -33,6 +33,7 @@ _VERBS: dict[str, list[str]] = {
     "replicasets": ["create", "delete", "get", "list", "patch", "update"],
     "deployments": ["create", "delete", "get", "list", "patch", "update"],
     "persistentvolumeclaims": ["create", "delete", "get", "list", "patch", "update"],
+    "computeclasses": ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"],
 }
 _SHORT_NAMES = {
     "nodes": ["no"],
@@ -43,6 +44,7 @@ _SHORT_NAMES = {
     "replicasets": ["rs"],
     "deployments": ["deploy"],
     "persistentvolumeclaims": ["pvc"],
+    "computeclasses": ["cc"],
 }
 
 

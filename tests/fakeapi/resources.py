@@ -55,6 +55,9 @@ HPAS = Resource("HorizontalPodAutoscaler", "horizontalpodautoscalers", "autoscal
 REPLICASETS = Resource("ReplicaSet", "replicasets", "apps", "v1", namespaced=True)
 DEPLOYMENTS = Resource("Deployment", "deployments", "apps", "v1", namespaced=True)
 PVCS = Resource("PersistentVolumeClaim", "persistentvolumeclaims", "", "v1", namespaced=True)
+# GKE's ComputeClass, a custom resource (its CRD is GKE's): served unless a test removes it
+# (`FakeApiServer.remove_compute_class_crd`), as on a cluster that is not GKE or older than 1.30.3-gke.1451000.
+COMPUTE_CLASSES = Resource("ComputeClass", "computeclasses", "cloud.google.com", "v1", namespaced=False)
 
 # Core/v1 and events.k8s.io/v1 Events share one storage in kube-apiserver; core/v1 is the stored form.
 BY_KIND: dict[str, Resource] = {
@@ -67,11 +70,12 @@ BY_KIND: dict[str, Resource] = {
     "ReplicaSet": REPLICASETS,
     "Deployment": DEPLOYMENTS,
     "PersistentVolumeClaim": PVCS,
+    "ComputeClass": COMPUTE_CLASSES,
 }
 
 BY_URL: dict[tuple[str, str, str], Resource] = {
     (r.group, r.version, r.plural): r
-    for r in (NODES, PODS, CORE_EVENTS, EVENTS, PDBS, LEASES, HPAS, REPLICASETS, DEPLOYMENTS, PVCS)
+    for r in (NODES, PODS, CORE_EVENTS, EVENTS, PDBS, LEASES, HPAS, REPLICASETS, DEPLOYMENTS, PVCS, COMPUTE_CLASSES)
 }
 
 # Kinds whose `status` is a subresource: writes to the main resource keep the stored status.

@@ -35,7 +35,7 @@ from kubernetes import client
 
 from tests.fakeapi import discovery, statuses
 from tests.fakeapi.cluster import Cluster, deep_copy
-from tests.fakeapi.resources import BY_URL, PODS, JsonObject, Resource, resource_for_kind
+from tests.fakeapi.resources import BY_URL, COMPUTE_CLASSES, PODS, JsonObject, Resource, resource_for_kind
 from tests.fakeapi.statuses import ApiError
 
 logger = logging.getLogger(__name__)
@@ -172,6 +172,8 @@ class FakeApiServer:
 
     # ----------------------------------------------------------------- lifecycle
 
+        # GKE's ComputeClass CRD: "installed" (served), "absent" (404, as off GKE) or "forbidden" (403 on a list).
+        self._compute_classes = "installed"
     def start(self) -> FakeApiServer:
         if self._http is not None:
             return self
@@ -351,6 +353,15 @@ class FakeApiServer:
     def compress_answers(self, enabled: bool) -> None:
         """Whether `Accept-Encoding: gzip` is honoured (kube-apiserver's APIResponseCompression; on by default)."""
         self._gzip = enabled
+    def serve_compute_classes(self, mode: str) -> None:
+        """How GKE's `computeclasses` (cloud.google.com/v1) are answered: "installed" (the default, as on
+        GKE from 1.30.3-gke.1451000), "absent" (404 for every request, as kube-apiserver answers a group
+        no CRD registers: a cluster that is not GKE, or an older one), or "forbidden" (a list is refused
+        with RBAC's 403, as for a client bound without that rule)."""
+        if mode not in ("installed", "absent", "forbidden"):
+            raise ValueError(f"ComputeClass mode {mode!r} is not installed, absent or forbidden")
+        self._compute_classes = mode
+
 
     def change_before_bookmark(self, event_type: str, obj: JsonObject, *, kind: str | None = None) -> None:
         """The next streaming list of `kind` (default: `obj`'s) sends this event after its initial events
@@ -532,6 +543,11 @@ class FakeApiServer:
             if target.subresource != "eviction" or resource is not PODS or method != "POST":
                 raise statuses.method_not_allowed() if target.subresource == "eviction" else statuses.path_not_found()
             return self._evict(path, namespace or "default", name or "", body)
+        if resource is COMPUTE_CLASSES and self._compute_classes != "installed":
+            if self._compute_classes == "absent":
+                raise statuses.path_not_found()
+            if method == "GET" and name is None:
+                raise statuses.forbidden_list(resource, "system:serviceaccount:node-compactor:node-compactor")
         if method == "DELETE" and resource is PODS:
             return self._delete_pod(path, namespace, name, body)
         with cluster.lock:

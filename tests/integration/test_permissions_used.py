@@ -45,6 +45,8 @@ IAM_KINDS = {
     ("apps", "replicasets"): "replicaSets",
     ("apps", "deployments"): "deployments",
     ("", "persistentvolumeclaims"): "persistentVolumeClaims",
+    # GKE names the permissions of every custom resource (a CRD's objects) container.thirdPartyObjects.*.
+    ("cloud.google.com", "computeclasses"): "thirdPartyObjects",
 }
 # GKE authorizes a patch with the `update` permission; an eviction has a permission of its own.
 IAM_VERBS = {"patch": "update"}

@@ -70,10 +70,10 @@ GZIP_HEADERS = {"Accept-Encoding": "gzip"}
 # sendInitialEvents (it would never send the bookmark), and the cluster is read with paged lists instead.
 WATCH_IDLE_SECONDS = 10.0
 WATCH_READ_BYTES = 1024 * 1024
-# Statuses with which a server refuses a streaming list it does not offer: 422 Invalid when the WatchList
-# feature gate is off ("sendInitialEvents is forbidden for watch ..."), 403 without the `watch` verb.
 # GKE's ComputeClasses (cluster-scoped custom resources; the CRD exists from GKE 1.30.3-gke.1451000).
 COMPUTE_CLASS_GROUP, COMPUTE_CLASS_VERSION, COMPUTE_CLASS_PLURAL = "cloud.google.com", "v1", "computeclasses"
+# Statuses with which a server refuses a streaming list it does not offer: 422 Invalid when the WatchList
+# feature gate is off ("sendInitialEvents is forbidden for watch ..."), 403 without the `watch` verb.
 _WATCH_LIST_REFUSALS = frozenset({400, 403, 404, 405, 406, 415, 422, 501})
 # A 429 without a readable Retry-After waits this long; so does one asking for less, so that a server
 # answering "Retry-After: 0" is not asked again in a tight loop.
@@ -233,6 +233,7 @@ class Cluster:
         self.coordination = client.CoordinationV1Api(api_client)
         _wait_out_429_here(api_client)
         self.apps = client.AppsV1Api(api_client)
+        self.custom = client.CustomObjectsApi(api_client)
         self.page_size = page_size
         # Seconds left of the run's budget for reading (None: unbounded); see `read_timeout`.
         self.read_budget: Callable[[], float] | None = None
@@ -256,7 +257,6 @@ class Cluster:
         etcd compacted the revision the list started from). The list cannot resume where it
         was, since pages already taken would count twice, so the whole read starts again
         with a fresh builder, at most LIST_RESTARTS times.
-        self.custom = client.CustomObjectsApi(api_client)
 
         With `list_method = "watch-list"`, a server that refuses a streaming list, or ends one before
         its initial events did, is read again from the start with paged lists (once; `last_read.fallback`
@@ -306,32 +306,9 @@ class Cluster:
             )
             if workloads:
                 self._read_workloads(builder, stats)
+            self._read_compute_classes(builder, stats)
         return builder.build(pool_autoscaling)
 
-    def _read_workloads(self, builder: SnapshotBuilder, stats: ReadStats) -> None:
-        """Deployments, ReplicaSets and PersistentVolumeClaims (`compactor.workloads`), in paged lists:
-        only pools with surgeSingleReplicas need them, so no other run pays for them."""
-        for kind, what, list_call in (
-            ("Deployment", "list Deployments", self.apps.list_deployment_for_all_namespaces),
-            ("ReplicaSet", "list ReplicaSets", self.apps.list_replica_set_for_all_namespaces),
-            (
-                "PersistentVolumeClaim",
-                "list PersistentVolumeClaims",
-                self.core.list_persistent_volume_claim_for_all_namespaces,
-            ),
-        ):
-            try:
-                for page in self._raw_pages(what, list_call, list_kind=f"{kind}List", stats=stats):
-                    builder.add_workload_page(kind, page, what=what)
-            except ClusterAccessError as error:
-                cause = error.__cause__
-                if isinstance(cause, client.ApiException) and cause.status == 403:
-                    raise ClusterAccessError(
-                        f"{error.message}; a pool sets surgeSingleReplicas, which needs the permissions of "
-                        "SURGE_IAM_PERMISSIONS or deploy/rbac-surge.yaml (Terraform grants them with "
-            self._read_compute_classes(builder, stats)
-                        "surge_single_replicas, docs/deploy.md)"
-                    ) from error
     def _read_compute_classes(self, builder: SnapshotBuilder, stats: ReadStats) -> None:
         """GKE's ComputeClasses, in paged lists (a handful of objects; never a streaming list).
 
@@ -371,6 +348,29 @@ class Cluster:
                 return
             raise
 
+    def _read_workloads(self, builder: SnapshotBuilder, stats: ReadStats) -> None:
+        """Deployments, ReplicaSets and PersistentVolumeClaims (`compactor.workloads`), in paged lists:
+        only pools with surgeSingleReplicas need them, so no other run pays for them."""
+        for kind, what, list_call in (
+            ("Deployment", "list Deployments", self.apps.list_deployment_for_all_namespaces),
+            ("ReplicaSet", "list ReplicaSets", self.apps.list_replica_set_for_all_namespaces),
+            (
+                "PersistentVolumeClaim",
+                "list PersistentVolumeClaims",
+                self.core.list_persistent_volume_claim_for_all_namespaces,
+            ),
+        ):
+            try:
+                for page in self._raw_pages(what, list_call, list_kind=f"{kind}List", stats=stats):
+                    builder.add_workload_page(kind, page, what=what)
+            except ClusterAccessError as error:
+                cause = error.__cause__
+                if isinstance(cause, client.ApiException) and cause.status == 403:
+                    raise ClusterAccessError(
+                        f"{error.message}; a pool sets surgeSingleReplicas, which needs the permissions of "
+                        "SURGE_IAM_PERMISSIONS or deploy/rbac-surge.yaml (Terraform grants them with "
+                        "surge_single_replicas, docs/deploy.md)"
+                    ) from error
                 raise
 
     def _read_list(

@@ -169,11 +169,11 @@ class FakeApiServer:
         self._watch_list = "on"
         self._gzip = True
         self._before_bookmark: dict[str, list[tuple[str, JsonObject]]] = {}
+        # GKE's ComputeClass CRD: "installed" (served), "absent" (404, as off GKE) or "forbidden" (403 on a list).
+        self._compute_classes = "installed"
 
     # ----------------------------------------------------------------- lifecycle
 
-        # GKE's ComputeClass CRD: "installed" (served), "absent" (404, as off GKE) or "forbidden" (403 on a list).
-        self._compute_classes = "installed"
     def start(self) -> FakeApiServer:
         if self._http is not None:
             return self
@@ -350,9 +350,6 @@ class FakeApiServer:
             raise ValueError(f"watch-list mode {mode!r} is not one of {WATCH_LIST_MODES}")
         self._watch_list = mode
 
-    def compress_answers(self, enabled: bool) -> None:
-        """Whether `Accept-Encoding: gzip` is honoured (kube-apiserver's APIResponseCompression; on by default)."""
-        self._gzip = enabled
     def serve_compute_classes(self, mode: str) -> None:
         """How GKE's `computeclasses` (cloud.google.com/v1) are answered: "installed" (the default, as on
         GKE from 1.30.3-gke.1451000), "absent" (404 for every request, as kube-apiserver answers a group
@@ -362,6 +359,9 @@ class FakeApiServer:
             raise ValueError(f"ComputeClass mode {mode!r} is not installed, absent or forbidden")
         self._compute_classes = mode
 
+    def compress_answers(self, enabled: bool) -> None:
+        """Whether `Accept-Encoding: gzip` is honoured (kube-apiserver's APIResponseCompression; on by default)."""
+        self._gzip = enabled
 
     def change_before_bookmark(self, event_type: str, obj: JsonObject, *, kind: str | None = None) -> None:
         """The next streaming list of `kind` (default: `obj`'s) sends this event after its initial events
@@ -538,16 +538,16 @@ class FakeApiServer:
         if method in _MUTATING and "dryRun" in query:
             raise statuses.bad_request("dryRun is not supported by the fake API server")
         resource, namespace, name = target.resource, target.namespace, target.name
-        cluster = self._cluster
-        if target.subresource is not None:
-            if target.subresource != "eviction" or resource is not PODS or method != "POST":
-                raise statuses.method_not_allowed() if target.subresource == "eviction" else statuses.path_not_found()
-            return self._evict(path, namespace or "default", name or "", body)
         if resource is COMPUTE_CLASSES and self._compute_classes != "installed":
             if self._compute_classes == "absent":
                 raise statuses.path_not_found()
             if method == "GET" and name is None:
                 raise statuses.forbidden_list(resource, "system:serviceaccount:node-compactor:node-compactor")
+        cluster = self._cluster
+        if target.subresource is not None:
+            if target.subresource != "eviction" or resource is not PODS or method != "POST":
+                raise statuses.method_not_allowed() if target.subresource == "eviction" else statuses.path_not_found()
+            return self._evict(path, namespace or "default", name or "", body)
         if method == "DELETE" and resource is PODS:
             return self._delete_pod(path, namespace, name, body)
         with cluster.lock:

@@ -10,7 +10,8 @@ only node-compactor's record once someone else has changed the cost.
 The cost only steers the ReplicaSet controller's scale-downs: failing to write it
 (a pod gone, no RBAC permission to patch pods) never fails the run. A conflict
 (409: the pod changed since it was read) is read again and the write made
-again, up to CONFLICT_RETRIES times, then skipped with its reason.
+again, up to CONFLICT_RETRIES times, then skipped with its reason; so is a
+write the API server kept answering with a 5xx or a broken connection.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any, Protocol
 
 from compactor.core.model import DELETION_COST, STEERED_COST
 from compactor.core.steering import STEER_COST
-from compactor.errors import CompactorError
+from compactor.errors import CompactorError, TransientError
 from compactor.kube import ConflictError, NotFoundError
 from compactor.tainting import write_each
 
@@ -56,15 +57,17 @@ def apply(
 def _write(cluster: PodWriter, key: str, *, wanted: bool, skipped: list[str] | None = None) -> bool:
     """Whether the pod was patched (False: already as wanted, someone else's cost, gone, refused, or
     changed under us CONFLICT_RETRIES times)."""
+    what = f"{'write' if wanted else 'take back'} node-compactor's pod-deletion-cost on {key}"
     for _ in range(CONFLICT_RETRIES):
         try:
             return _write_once(cluster, key, wanted=wanted)
         except ConflictError:
-            continue  # the pod changed since it was read: read it again
-    reason = (
-        f"{'write' if wanted else 'take back'} node-compactor's pod-deletion-cost on {key}: the pod kept "
-        f"changing ({CONFLICT_RETRIES} conflicts); the next run tries again"
-    )
+            continue  # the pod changed since it was read (or our write landed unseen): read it again
+        except TransientError as error:
+            reason = f"{what}: {error.message}; the next run tries again"
+            break
+    else:
+        reason = f"{what}: the pod kept changing ({CONFLICT_RETRIES} conflicts); the next run tries again"
     log.warning("skipped: %s", reason)
     if skipped is not None:
         skipped.append(reason)
@@ -104,6 +107,8 @@ def _write_once(cluster: PodWriter, key: str, *, wanted: bool) -> bool:
         cluster.patch_pod(namespace, name, {"metadata": guarded})
     except NotFoundError:
         return False  # gone since it was read
+    except TransientError:
+        raise  # skipped with its reason by `_write`
     except CompactorError as error:
         log.warning(
             "could not %s node-compactor's pod-deletion-cost on %s: %s", "write" if wanted else "remove", key, error

@@ -50,6 +50,13 @@ class ClusterAccessError(CompactorError):
     """The cluster (or GKE / Firestore) could not be reached or refused us."""
 
 
+class TransientError(ClusterAccessError):
+    """The API server answered 5xx, or the connection broke or timed out, on every attempt of one request.
+
+    Whether a write so answered was carried out is unknown: the caller reads the object again before
+    it counts on either. Escaping a run, it is a failed run like any ClusterAccessError."""
+
+
 class LeaseHeldError(CompactorError):
     """Another run holds the `node-compactor` Lease; this run did nothing."""
 

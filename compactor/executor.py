@@ -25,6 +25,13 @@ reason in the outcome.
 A 409 Conflict on any write is a re-read, never a crash: the object is read
 again and the write retried (up to CONFLICT_RETRIES times) or skipped, with
 the reason in the outcome's `skipped`; the run always ends with a report.
+A 5xx or a broken connection is sent again by the adapter (`kube.Cluster`,
+within the run's budget); one that outlasts that is a TransientError, and the
+write is skipped the same way, with what the run did not do because of it: no
+eviction follows a cordon, a Lease renewal or a re-read of the node that did
+not succeed, and a rollback not written leaves `drain-started-at` for the next
+run. An eviction answered so is re-checked before it is sent again: the pod may
+be gone from the node already, or be a new pod of the same name elsewhere.
 
 Pods a pool with surgeSingleReplicas moves by a rolling restart (the
 decision's `restarts`) are not evicted: their Deployments are restarted
@@ -56,7 +63,7 @@ from compactor.core.cluster import ClusterView
 from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE, Pod, Snapshot
 from compactor.core.plan import Decision, Plan, SurgeVerdict
 from compactor.core.timing import format_stamp, parse_stamp, seconds_between
-from compactor.errors import ClusterAccessError, CompactorError, RunFailedError
+from compactor.errors import ClusterAccessError, CompactorError, RunFailedError, TransientError
 from compactor.kube import ConflictError, EvictionResult, NotFoundError
 
 log = logging.getLogger(__name__)
@@ -252,6 +259,9 @@ class Executor:
             step()
         except (ConflictError, NotFoundError) as error:
             self._skip(f"{what}: {error}; the next run looks again")
+        except TransientError as error:
+            # A read no write depended on yet (each write handles its own): the rest of this step waits.
+            self._skip(f"{what}: {error.message}; the rest of this step waits for the next run")
 
     def _skip(self, reason: str) -> None:
         with self.outcome._lock:
@@ -299,6 +309,9 @@ class Executor:
                 # the run's read of the cluster and this write, and such a node gets no write at all.
                 try:
                     found = self.cluster.node(name)
+                except TransientError as error:
+                    self._skip(f"mark on {name}: {error.message}; the next run tries again")
+                    return
                 except CompactorError as error:
                     self._error(f"mark on {name}: {error.message}")
                     return
@@ -319,11 +332,16 @@ class Executor:
                     break
                 except NotFoundError:
                     return  # the node went away; nothing to mark
+                except TransientError as error:
+                    # Whether it landed is unknown; either way the mark is only a start time, and the
+                    # next run reads the node as it is and writes what is still missing.
+                    self._skip(f"mark on {name}: {error.message}; the next run tries again")
+                    return
                 except ClusterAccessError as error:
                     self._error(f"mark on {name}: {error.message}")
                     return
                 except ConflictError:
-                    continue  # changed since it was read: read it again
+                    continue  # changed since it was read (or our write landed though its answer was lost)
             else:
                 conflicts = CONFLICT_RETRIES + 1
                 self._skip(f"mark on {name}: the node kept changing ({conflicts} conflicts); the next run tries again")
@@ -348,7 +366,11 @@ class Executor:
         """A drain-started-at in the future counts as "started now": write now, so its timeout comes."""
         for name in plan.restamp:
             for attempt in range(CONFLICT_RETRIES + 1):
-                node = self.cluster.node(name)
+                try:
+                    node = self.cluster.node(name)
+                except TransientError as error:
+                    self._skip(f"{DRAIN_STARTED_AT} on {name}: {error.message}; the next run writes it")
+                    break
                 if node is None:
                     break
                 metadata = node.get("metadata") or {}
@@ -369,6 +391,9 @@ class Executor:
                         self._skip(f"{DRAIN_STARTED_AT} on {name}: the node kept changing; the next run tries again")
                     continue
                 except NotFoundError:
+                    break
+                except TransientError as error:
+                    self._skip(f"{DRAIN_STARTED_AT} on {name}: {error.message}; the next run writes it")
                     break
                 except ClusterAccessError as error:
                     self._error(f"{DRAIN_STARTED_AT} on {name}: {error.message}")
@@ -392,7 +417,7 @@ class Executor:
         if fresh is None:
             return
         node, fresh_decision = fresh
-        if not self._may_act(f"cordon {name}"):
+        if not self._may_act(f"cordon {name}", then="nothing was cordoned or evicted; the next run plans again"):
             return
         if fresh_decision.reserved and not self._reserve(name, fresh_decision.reserved):
             return
@@ -407,13 +432,30 @@ class Executor:
         try:
             node = self.cluster.patch_node(name, patch)
         except (ConflictError, NotFoundError) as error:
-            # The patch was guarded by the resourceVersion the re-validation read: whatever changed
-            # was not validated, so this run does not guess; the next one plans on what it reads.
-            self.outcome.stale = f"{name} changed while the drain was being prepared; nothing was done"
-            log.info(self.outcome.stale)
-            if isinstance(error, ConflictError):
-                self._skip(f"cordon {name}: {error}; the next run plans again")
-            return
+            # A 409 may answer the patch sent again after a 5xx whose patch landed: then the node carries
+            # exactly this run's cordon, and the drain goes on as if the first answer had come.
+            landed = self._cordon_landed(name, format_stamp(now)) if isinstance(error, ConflictError) else None
+            if landed is None:
+                # The patch was guarded by the resourceVersion the re-validation read: whatever changed
+                # was not validated, so this run does not guess; the next one plans on what it reads.
+                self.outcome.stale = f"{name} changed while the drain was being prepared; nothing was done"
+                log.info(self.outcome.stale)
+                if isinstance(error, ConflictError):
+                    self._skip(f"cordon {name}: {error}; the next run plans again")
+                return
+            node = landed
+        except TransientError as error:
+            landed = self._cordon_landed(name, format_stamp(now))
+            if landed is None:
+                # No eviction without a cordon seen to hold. Should it have landed unseen, the node carries
+                # drain-started-at and the next run continues the drain (or rolls it back).
+                self.outcome.stale = f"{name} could not be cordoned; nothing was evicted"
+                self._skip(
+                    f"cordon {name}: {error.message}; no pod was evicted, and the next run reads the node "
+                    "(cordoned by this run after all: it continues the drain; not: it plans again)"
+                )
+                return
+            node = landed
         except ClusterAccessError as error:
             self._error(f"cordon {name}: {error.message}")
             return
@@ -426,10 +468,22 @@ class Executor:
         self._finish_restarts(restarting, node, fresh_decision)
         self._check_completion(name)
 
+    def _cordon_landed(self, name: str, stamp: str) -> dict[str, Any] | None:
+        """The node, read again, when it carries this run's cordon (`stamp` as its drain-started-at) although
+        the patch's answer said otherwise; None when it does not, or cannot be read."""
+        try:
+            node = self.cluster.node(name)
+        except CompactorError:
+            return None
+        if node is None or not (node.get("spec") or {}).get("unschedulable"):
+            return None
+        annotations = (node.get("metadata") or {}).get("annotations") or {}
+        return node if annotations.get(DRAIN_STARTED_AT) == stamp else None
+
     def _reserve(self, name: str, nodes: tuple[str, ...]) -> bool:
         """Put the reserved taint on `nodes` before the first eviction: the proof that `name`'s pods
         fit takes them last, so without the taint on every one of them the drain does not start."""
-        written, failed = tainting.reserve(self.cluster, nodes)
+        written, failed = tainting.reserve(self.cluster, nodes, skipped=self.outcome.skipped)
         self.outcome.reservations_added = written
         if failed:
             self.outcome.stale = (
@@ -529,13 +583,14 @@ class Executor:
             self.outcome.restarted.extend(started.written)
             self.outcome.moved_by_restart.extend(started.moved)
             self.outcome.waiting.update(started.waiting)
+            self.outcome.skipped.extend(started.skipped)
         for error in started.errors:
             self._error(error)
 
     def _wait(self, name: str, reason: str) -> None:
         """The plan holds the drain: nothing is evicted; say so on the node, where people look."""
         self.outcome.held = reason
-        node = self.cluster.node(name) or {"metadata": {"name": name}}
+        node = self._node_for_event(name)
         message = f"node-compactor evicts nothing now: {reason}"
         log.warning(message, extra={"fields": {"event": "drain-waiting", "node": name}})
         self.cluster.event(node, reason="NodeCompactorDrainWaiting", message=message, warning=True, now=self.clock())
@@ -550,6 +605,7 @@ class Executor:
         def evict(key: str) -> None:
             namespace, _, name = key.partition("/")
             delay = self.first_backoff
+            maybe_landed = False  # the last attempt was answered 5xx or not at all
             while True:
                 stop = self._may_evict(node_name)
                 if stop is not None:
@@ -561,7 +617,13 @@ class Executor:
                     with self.outcome._lock:
                         self.outcome.waiting[key] = "not evicted: not to be evicted by the cluster read again"
                     return
+                if maybe_landed and self._left_the_node(namespace, name, node_name):
+                    # Evicted after all (or a new pod of that name runs elsewhere): never evict it twice.
+                    with self.outcome._lock:
+                        self.outcome.gone.append(key)
+                    return
                 result = self.cluster.evict(namespace, name)
+                maybe_landed = result.unknown
                 if result.status in ("evicted", "gone"):
                     with self.outcome._lock:
                         (self.outcome.evicted if result.status == "evicted" else self.outcome.gone).append(key)
@@ -587,6 +649,25 @@ class Executor:
             len(self.outcome.waiting),
         )
 
+    def _left_the_node(self, namespace: str, name: str, node_name: str) -> bool:
+        """Whether the pod is no longer one to evict from `node_name`: gone, terminating, or a pod of that
+        name bound elsewhere (a StatefulSet's replacement). Unreadable: False, the eviction decides."""
+        try:
+            pod = self.cluster.pod(namespace, name)
+        except CompactorError:
+            return False
+        if pod is None:
+            return True
+        terminating = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+        return terminating or (pod.get("spec") or {}).get("nodeName") != node_name
+
+    def _node_for_event(self, name: str) -> dict[str, Any]:
+        """The node to hang an Event on; its name alone when it cannot be read (the Event still goes)."""
+        try:
+            return self.cluster.node(name) or {"metadata": {"name": name}}
+        except CompactorError:
+            return {"metadata": {"name": name}}
+
     def _check_completion(self, name: str) -> None:
         """Drain done once only DaemonSet, mirror and finished pods are left (pods still terminating count)."""
         if self._stopped is not None:
@@ -600,7 +681,7 @@ class Executor:
         if left:
             return
         self.outcome.drain_completed = True
-        node = self.cluster.node(name) or {"metadata": {"name": name}}
+        node = self._node_for_event(name)
         message = "node-compactor drained the node; it stays cordoned for the Cluster Autoscaler to remove"
         log.info(message, extra={"fields": {"event": "drain-completed", "node": name}})
         self.cluster.event(node, reason="NodeCompactorDrainCompleted", message=message, warning=False, now=self.clock())
@@ -608,14 +689,23 @@ class Executor:
     # -- rollback -------------------------------------------------------------------------------
 
     def _rollback(self, name: str, reason: str) -> None:
+        # What a rollback not written leaves: the node as it was, which the next run rolls back again.
+        then = f"the node keeps {DRAIN_STARTED_AT} and its cordon, so the next run rolls it back again"
+        sent: str | None = None  # the drain-failed-at of a patch whose answer was a 5xx or lost
         for _ in range(CONFLICT_RETRIES):
-            node = self.cluster.node(name)
+            try:
+                node = self.cluster.node(name)
+            except TransientError as error:
+                self._skip(f"roll back {name}: {error.message}; {then}")
+                return
             if node is None:
                 return  # the autoscaler took it after all
             annotations = (node.get("metadata") or {}).get("annotations") or {}
             if DRAIN_STARTED_AT not in annotations:
+                if sent is not None and annotations.get(DRAIN_FAILED_AT) == sent:
+                    self._rolled_back(name, node, reason, parse_stamp(sent) or self.clock())  # it landed
                 return  # not ours (any more): never uncordon a node we did not cordon
-            if not self._may_act(f"roll back {name}"):
+            if not self._may_act(f"roll back {name}", then=then):
                 return
             now = self.clock()
             patch = {
@@ -628,30 +718,58 @@ class Executor:
             try:
                 node = self.cluster.patch_node(name, patch)
             except ConflictError:
+                sent = sent or format_stamp(now)  # a 5xx's patch may have landed before this 409
                 continue  # read it again: still ours, and still to give back?
             except NotFoundError:
+                return
+            except TransientError as error:
+                landed = self._rollback_landed(name, format_stamp(now))
+                if landed is not None:
+                    self._rolled_back(name, landed, reason, now)
+                else:
+                    self._skip(f"roll back {name}: {error.message}; {then}")
                 return
             except ClusterAccessError as error:
                 self._error(f"roll back {name}: {error.message}")
                 return
-            self.outcome.rolled_back = True
-            self.outcome.given_back.append(name)
-            message = f"node-compactor gave the node back (uncordoned): {reason}"
-            log.warning(message, extra={"fields": {"event": "rollback", "node": name}})
-            self.cluster.event(node, reason="NodeCompactorRollback", message=message, warning=True, now=now)
+            self._rolled_back(name, node, reason, now)
             return
         self._skip(f"roll back {name}: the node kept changing ({CONFLICT_RETRIES} conflicts); the next run tries again")
 
+    def _rolled_back(self, name: str, node: dict[str, Any], reason: str, now: datetime) -> None:
+        self.outcome.rolled_back = True
+        self.outcome.given_back.append(name)
+        message = f"node-compactor gave the node back (uncordoned): {reason}"
+        log.warning(message, extra={"fields": {"event": "rollback", "node": name}})
+        self.cluster.event(node, reason="NodeCompactorRollback", message=message, warning=True, now=now)
+
+    def _rollback_landed(self, name: str, stamp: str) -> dict[str, Any] | None:
+        """The node, read again, when this run's rollback (`stamp` as its drain-failed-at) is on it."""
+        try:
+            node = self.cluster.node(name)
+        except CompactorError:
+            return None
+        annotations = ((node or {}).get("metadata") or {}).get("annotations") or {}
+        if node is None or DRAIN_STARTED_AT in annotations or annotations.get(DRAIN_FAILED_AT) != stamp:
+            return None
+        return node
+
     # -- the guards ---------------------------------------------------------------------------
 
-    def _may_act(self, action: str) -> bool:
-        """Right before a write only one run may make: the deadline has not passed and the Lease is still ours."""
+    def _may_act(self, action: str, *, then: str = "this run does not do it; the next run looks again") -> bool:
+        """Right before a write only one run may make: the deadline has not passed and the Lease is still ours.
+
+        A renewal the API server keeps failing (5xx) is skipped with `then`, what that leaves, as the reason:
+        the Lease is not known lost, but nothing only one run may do is done without proving it."""
         if self.budget.remaining() <= 0:
             self._error(f"{action}: the run's time budget ran out first; nothing more was done")
             return False
         if self.guard is not None:
             try:
                 self.guard(action)
+            except TransientError as error:
+                self._skip(f"{action}: {error.message}; {then}")
+                return False
             except CompactorError as error:
                 self._error(f"{action}: {error.message}")
                 return False
@@ -691,6 +809,8 @@ class Executor:
             return "the run's time budget ran out; the next run goes on"
         try:
             node = self.cluster.node(name)
+        except TransientError as error:
+            return self._stop_for_now(name, f"could not re-read the node ({error.message})")
         except CompactorError as error:
             self._error(f"re-read {name} before evicting: {error.message}")
             return f"could not re-read the node ({error.message})"
@@ -707,6 +827,8 @@ class Executor:
         if self.guard is not None:
             try:
                 self.guard(f"evict pods on {name}")
+            except TransientError as error:
+                return self._stop_for_now(name, f"could not renew the Lease ({error.message})")
             except CompactorError as error:
                 self._error(f"evict pods on {name}: {error.message}")
                 return error.message
@@ -721,6 +843,8 @@ class Executor:
         assert self.snapshot_reader is not None
         try:
             fresh = self.snapshot_reader()
+        except TransientError as error:
+            return self._stop_for_now(name, f"could not re-read the cluster ({error.message})")
         except CompactorError as error:
             self._error(f"re-read the cluster before evicting more pods on {name}: {error.message}")
             return f"could not re-read the cluster ({error.message})"
@@ -743,6 +867,13 @@ class Executor:
         else:
             why = f"{name} is no longer being drained"
         return self._interrupt(node, why)
+
+    def _stop_for_now(self, name: str, why: str) -> str:
+        """Stop the evictions on a transient error before a batch: without the node seen still ours, the
+        Lease renewed and the batch proven, no pod goes; the node stays cordoned and the next run goes on."""
+        self.outcome.interrupted = why
+        self._skip(f"evict pods on {name}: {why}; no more pods are evicted this run, the next run goes on")
+        return why
 
     def _interrupt(self, node: dict[str, Any], why: str, *, reason: str = "NodeCompactorDrainInterrupted") -> str:
         name = (node.get("metadata") or {}).get("name", "")

@@ -11,7 +11,9 @@ and a server that refuses it is read with paged lists. Finished pods are
 left out by the API server (fieldSelector on `status.phase`), a read whose
 list expired while paging (410 Gone) starts again, and a read the server
 throttles (429, API Priority and Fairness) waits the `Retry-After` it names
-while the run's budget allows.
+while the run's budget allows. Any request answered 5xx, or whose connection
+broke, is sent again with backoff (TRANSIENT_ATTEMPTS, within the budget),
+then raises TransientError (evictions excepted: the executor retries them).
 Writes are exactly those of `compactor.permissions`: node patches, pod
 evictions (policy/v1 Eviction; a pod is never DELETEd), Events, and the Lease;
 for pools with surgeSingleReplicas, also a Deployment's restartedAt.
@@ -41,9 +43,11 @@ from compactor.core.timing import format_stamp, parse_stamp
 from compactor.errors import (
     BudgetExhaustedError,
     ClusterAccessError,
+    CompactorError,
     LeaseHeldError,
     LeaseLostError,
     SnapshotError,
+    TransientError,
 )
 from compactor.snapshot import SnapshotBuilder, paused_gc
 
@@ -78,6 +82,13 @@ _WATCH_LIST_REFUSALS = frozenset({400, 403, 404, 405, 406, 415, 422, 501})
 # A 429 without a readable Retry-After waits this long; so does one asking for less, so that a server
 # answering "Retry-After: 0" is not asked again in a tight loop.
 RETRY_AFTER_MIN_SECONDS = 1.0
+# A request answered 500, 502, 503 or 504, or whose connection broke or timed out, is sent again after
+# TRANSIENT_FIRST_BACKOFF_SECONDS, then twice as long, up to TRANSIENT_ATTEMPTS times in all, while the
+# run's budget allows: kube-apiserver answers so while etcd or a webhook is briefly away, and a GKE control
+# plane upgrade resets connections. Then TransientError; the caller decides what skipping the request means.
+TRANSIENT_STATUSES = frozenset({500, 502, 503, 504})
+TRANSIENT_ATTEMPTS = 3
+TRANSIENT_FIRST_BACKOFF_SECONDS = 1.0
 MERGE_PATCH = "application/merge-patch+json"
 # The client's keyword arguments for a single read or merge patch whose raw answer is decoded here.
 _RAW_READ: dict[str, Any] = {"_preload_content": False, "_request_timeout": REQUEST_TIMEOUT}
@@ -103,6 +114,8 @@ class NotFoundError(Exception):
 class EvictionResult:
     status: EvictionStatus
     detail: str = ""
+    # A 5xx or a broken connection: the eviction may have been carried out although the answer says not.
+    unknown: bool = False
 
 
 def _describe(error: BaseException) -> str:
@@ -118,6 +131,18 @@ def _describe(error: BaseException) -> str:
 
 def access_error(what: str, error: BaseException) -> ClusterAccessError:
     return ClusterAccessError(f"cannot {what}: {_describe(error)}")
+
+
+def is_transient(error: BaseException) -> bool:
+    """A 5xx answer, or a connection that broke or timed out: sending the request again may succeed.
+
+    A certificate or proxy problem (urllib3's SSLError, ProxyError) and every 4xx are not: no retry changes them.
+    """
+    if isinstance(error, client.ApiException):
+        return error.status in TRANSIENT_STATUSES
+    if isinstance(error, urllib3.exceptions.MaxRetryError):
+        return error.reason is not None and is_transient(error.reason)
+    return isinstance(error, urllib3.exceptions.ProtocolError | urllib3.exceptions.TimeoutError)
 
 
 class ListExpiredError(ClusterAccessError):
@@ -472,18 +497,27 @@ class Cluster:
         *,
         bounded: bool = True,
     ) -> Any:
-        """One read request, sent again after each 429 once the Retry-After it names has passed.
+        """One request, sent again after each 429 once the Retry-After it names has passed, and after a
+        transient error (`is_transient`) with backoff, TRANSIENT_ATTEMPTS times at most.
 
         A 429 asking for longer than the run's budget has left ends a `bounded` read (the cluster
         read, whose timeouts come from the budget) with BudgetExhaustedError naming what was
-        throttled, and is raised as it came for any other read; other errors are the caller's.
+        throttled, and is raised as it came for any other request; a transient error that outlasts
+        the attempts or the budget is TransientError; other errors are the caller's.
         """
+        transient = 0  # attempts answered by a transient error
         while True:
             timeout = self.read_timeout(what) if bounded else REQUEST_TIMEOUT
             try:
                 return send(timeout)
-            except client.ApiException as error:
-                if error.status != 429:
+            except (client.ApiException, urllib3.exceptions.HTTPError) as error:
+                if is_transient(error):
+                    if stats is not None:
+                        stats.failed()
+                    transient += 1
+                    self._back_off(what, error, transient)
+                    continue
+                if not isinstance(error, client.ApiException) or error.status != 429:
                     if stats is not None:
                         stats.failed()
                     raise
@@ -501,11 +535,27 @@ class Cluster:
                 stats.waited(delay)
             self.sleep(delay)
 
+    def _back_off(self, what: str, error: BaseException, attempts: int) -> None:
+        """Wait before sending a request again after its `attempts`-th met a transient error, or raise
+        TransientError when that was the last attempt or the run's budget has no time for the wait."""
+        delay = TRANSIENT_FIRST_BACKOFF_SECONDS * 2 ** (attempts - 1)
+        left = self.read_budget() if self.read_budget is not None else math.inf
+        if attempts >= TRANSIENT_ATTEMPTS or delay >= left:
+            tried = f"{attempts} attempt{'s' if attempts > 1 else ''}"
+            if attempts < TRANSIENT_ATTEMPTS:
+                tried += f"; the run's time budget had {max(left, 0):.0f} s left"
+            raise TransientError(f"cannot {what}: {_describe(error)} ({tried})") from error
+        log.warning("cannot %s yet: %s; trying again in %g s", what, _describe(error), delay)
+        self.sleep(delay)
+
     def _waiting(self, what: str, call: Callable[[], Any]) -> Any:
         """A request outside the cluster read (a Lease's, a patch, an Event): a 429 is waited out as by
         `_send` while the budget lasts, as urllib3 used to before this client took that over (`_Retries`).
         API Priority and Fairness answers 429 before the request is carried out, so sending a write
-        again is safe."""
+        again is safe. A 5xx or a broken connection is sent again too (`_send`): every write sent this
+        way is guarded by the resourceVersion it read or is a merge patch that means the same twice, so
+        a write that landed although its answer was lost meets a 409 (or 404) the caller reads again;
+        an Event sent twice is shown twice, which is harmless."""
         return self._send(what, lambda _timeout: call(), None, bounded=False)
 
     def node(self, name: str) -> dict[str, Any] | None:
@@ -722,9 +772,11 @@ class Cluster:
                 name, namespace, body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
             )
         except client.ApiException as error:
-            return _eviction_refused(error.status, _describe(error))
+            refused = _eviction_refused(error.status, _describe(error))
+            # A 5xx may come after the eviction was carried out (a timeout after etcd committed).
+            return EvictionResult(refused.status, refused.detail, unknown=is_transient(error))
         except urllib3.exceptions.HTTPError as error:
-            return EvictionResult("retry", _describe(error))
+            return EvictionResult("retry", _describe(error), unknown=True)
         try:
             answer = orjson.loads(response.data or b"{}")
         except orjson.JSONDecodeError:
@@ -790,6 +842,8 @@ class Cluster:
                 log.warning("could not record event %s on %s %s: %s", reason, kind.lower(), name, _describe(error))
             except urllib3.exceptions.HTTPError as error:
                 log.warning("could not record event %s on %s %s: %s", reason, kind.lower(), name, _describe(error))
+            except CompactorError as error:  # a 5xx or broken connection on every attempt: the drain goes on
+                log.warning("could not record event %s on %s %s: %s", reason, kind.lower(), name, error.message)
             return
 
     # -- the Lease ----------------------------------------------------------------------------

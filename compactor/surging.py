@@ -33,7 +33,7 @@ from compactor.core import surge
 from compactor.core.model import DRAIN_STARTED_AT, RESTARTED_AT, Deployment
 from compactor.core.plan import SurgeVerdict
 from compactor.core.timing import format_stamp
-from compactor.errors import CompactorError
+from compactor.errors import CompactorError, TransientError
 from compactor.kube import ConflictError, NotFoundError
 
 log = logging.getLogger(__name__)
@@ -86,6 +86,8 @@ class Restarts:
     # Pods still on the node, and why (a rollout under way, a restart refused on fresh data).
     waiting: dict[str, str] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    # Restarts not written because the API server kept answering 5xx (or not at all), each with its reason.
+    skipped: list[str] = field(default_factory=list)
     # The pods whose rollout `wait` still has to see finish.
     pending: list[_Pending] = field(default_factory=list)
 
@@ -180,6 +182,12 @@ def _start(
             continue  # changed since it was read: read it again and judge it again
         except NotFoundError:
             _not_moved(done, pods, f"Deployment {deployment_key} no longer exists")
+            return None
+        except TransientError as error:
+            # Landed or not, the pod is not evicted (it is the restart's to move): the next run reads the
+            # Deployment and finds this drain's restart under way, and waits, or restarts it then.
+            done.skipped.append(f"restart Deployment {deployment_key}: {error.message}; the next run looks again")
+            _not_moved(done, pods, f"restarting Deployment {deployment_key} failed: {error.message}")
             return None
         except CompactorError as error:
             done.errors.append(f"restart Deployment {deployment_key}: {error.message}")

@@ -15,7 +15,9 @@ Taints are a list the API replaces as a whole in a merge patch, so each
 write re-reads the node and sends its taints back unchanged but for ours,
 guarded by the node's resourceVersion: a concurrent change (409) is read
 again and the write made again, up to CONFLICT_RETRIES times, then skipped
-with its reason (`skipped`) for the next run. A cordoned node is never written
+with its reason (`skipped`) for the next run; so is a write the API server
+kept answering with a 5xx or a broken connection (`kube.TransientError`,
+after the adapter's own retries). A cordoned node is never written
 (a person's cordon, or a drain under way, keeps whatever it carries).
 """
 
@@ -27,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from compactor.core.model import PREFER_NO_SCHEDULE, RESERVED_TAINT, SOFT_TAINT
-from compactor.errors import CompactorError
+from compactor.errors import CompactorError, TransientError
 from compactor.kube import ConflictError, NotFoundError
 
 log = logging.getLogger(__name__)
@@ -102,15 +104,17 @@ def _write(
     cluster: NodeWriter, name: str, ours: dict[str, str], *, wanted: bool, skipped: list[str] | None = None
 ) -> str:
     """ "written", "unchanged" (already as wanted) or "failed" (gone, cordoned, changed under us, refused)."""
+    what = f"{'put' if wanted else 'take off'} the {ours['key']} taint on {name}"
     for _ in range(CONFLICT_RETRIES):
         try:
             return _write_once(cluster, name, ours, wanted=wanted)
         except ConflictError:
-            continue  # changed since it was read: read it again
-    reason = (
-        f"{'put' if wanted else 'take off'} the {ours['key']} taint on {name}: the node kept changing "
-        f"({CONFLICT_RETRIES} conflicts); the next run tries again"
-    )
+            continue  # changed since it was read (or our write landed though its answer was lost): read it again
+        except TransientError as error:
+            reason = f"{what}: {error.message}; the next run tries again"
+            break
+    else:
+        reason = f"{what}: the node kept changing ({CONFLICT_RETRIES} conflicts); the next run tries again"
     log.warning("skipped: %s", reason)
     if skipped is not None:
         skipped.append(reason)
@@ -139,6 +143,8 @@ def _write_once(cluster: NodeWriter, name: str, ours: dict[str, str], *, wanted:
         cluster.patch_node(name, patch)
     except NotFoundError:
         return "failed"  # gone since it was read
+    except TransientError:
+        raise  # skipped with its reason by `_write`
     except CompactorError as error:
         # The taint only steers the scheduler; failing to write it never fails the run.
         log.warning("could not %s the %s taint on %s: %s", "put" if wanted else "take off", ours["key"], name, error)

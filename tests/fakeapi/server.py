@@ -68,7 +68,9 @@ class Fault:
     `path_regex` is searched in the path without its query string. `times=-1` applies
     forever. `delay` sleeps before answering (or before dropping the connection);
     `status=None` with a delay only slows the real answer down. `body` replaces the
-    default body for the status: a dict is sent as JSON, str/bytes as text.
+    default body for the status: a dict is sent as JSON, str/bytes as text. With
+    `applied`, the request is carried out first and only its answer is replaced (or
+    the connection dropped): a write that landed although the client saw it fail.
     """
 
     method: str | None = None
@@ -79,6 +81,7 @@ class Fault:
     drop_connection: bool = False
     body: JsonObject | str | bytes | None = None
     retry_after: int = 1
+    applied: bool = False
 
 
 @dataclass(frozen=True)
@@ -438,6 +441,8 @@ class FakeApiServer:
         response: _Response | None
         if fault is not None and fault.delay:
             time.sleep(fault.delay)
+        if fault is not None and fault.applied:
+            self._handle(method, path, query, headers, body)
         if fault is not None and fault.drop_connection:
             response = None
         elif fault is not None and fault.status is not None:

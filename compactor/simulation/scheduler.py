@@ -18,9 +18,11 @@ placement wins (NodeResourcesFit MostAllocated).
 
 NodeResourcesBalancedAllocation is scored too, at the same weight as
 NodeResourcesFit, as the default profile does
-(pkg/scheduler/apis/config/v1/default_plugins.go): 100 x (1 - |cpu share - memory
-share| / 2) after placement, each share capped at 1
-(pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go). A
+(pkg/scheduler/apis/config/v1/default_plugins.go), as kube-scheduler 1.36 scores
+it: by how much the pod improves the node's balance, 50 + (50 + after - before) / 2,
+where before and after (the pod placed) are 100 x (1 - |cpu share - memory share|
+/ 2), each share capped at 1 (balancedResourceScorer in
+pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go, v1.36.3). A
 scenario turns it off with `"scheduler": {"balancedAllocation": false}`.
 
 PodTopologySpread scores too (weight 2), with the system default constraints for pods that set
@@ -246,13 +248,32 @@ def _most_allocated(target: NodeState, used: list[int], pod: Pod) -> int:
 
 
 def _balanced_allocation(target: NodeState, used: list[int], pod: Pod) -> int:
-    """NodeResourcesBalancedAllocation's score for cpu and memory: nodes whose two shares stay close win."""
+    """NodeResourcesBalancedAllocation's score for cpu and memory: nodes whose balance the pod improves win.
+
+    kube-scheduler 1.36 (balancedResourceScorer, noderesources/balanced_allocation.go) scores the change
+    the pod makes, 50 + (50 + after - before) / 2 in integers, not the balance after placement alone:
+    a node already uneven that the pod leaves as uneven scores about 75, like an even one it keeps
+    even. The e2e calibration (tests/simulation/calibrate_consolidation.py) found the difference: a
+    drained pod went to a busier node than the older formula sent it to.
+    """
     allocatable = target.node.allocatable
     if allocatable.cpu_millis <= 0 or allocatable.memory_bytes <= 0:
         return 100  # a resource the node has none of is left out: one share has no spread
-    cpu = min(1.0, (used[0] + pod.requests.cpu_millis) / allocatable.cpu_millis)
-    memory = min(1.0, (used[1] + pod.requests.memory_bytes) / allocatable.memory_bytes)
-    return int((1 - abs(cpu - memory) / 2) * 100)
+    before = _balance(allocatable.cpu_millis, allocatable.memory_bytes, used[0], used[1])
+    after = _balance(
+        allocatable.cpu_millis,
+        allocatable.memory_bytes,
+        used[0] + pod.requests.cpu_millis,
+        used[1] + pod.requests.memory_bytes,
+    )
+    return 50 + (50 + after - before) // 2  # never negative: after and before are both within 50..100
+
+
+def _balance(cpu_capacity: int, memory_capacity: int, cpu: int, memory: int) -> int:
+    """balancedResourceScore: 100 x (1 - the standard deviation of the two shares), truncated as Go does."""
+    cpu_share = min(1.0, cpu / cpu_capacity)
+    memory_share = min(1.0, memory / memory_capacity)
+    return int((1 - abs(cpu_share - memory_share) / 2) * 100)
 
 
 def _used_share(capacity: int, requested: int) -> int:

@@ -96,7 +96,7 @@ def test_placement_is_the_same_for_the_same_seed() -> None:
 def test_with_balanced_allocation_a_pod_goes_where_cpu_and_memory_stay_even() -> None:
     """kube-scheduler's default profile scores NodeResourcesBalancedAllocation beside LeastAllocated: a
     2-cpu pod without memory goes to the node whose memory is as used as its cpu will be, although the
-    other node keeps more free (LeastAllocated alone: 62 against 50; with balance: 124 against 150)."""
+    other node keeps more free (LeastAllocated alone: 62 against 50; with balance: 124 against 137)."""
     placed = {}
     for balanced in (False, True):
         cluster = world()
@@ -108,6 +108,22 @@ def test_with_balanced_allocation_a_pod_goes_where_cpu_and_memory_stay_even() ->
         Scheduler(cluster, CONFIG, seed=1, balanced_allocation=balanced).schedule(START)
         placed[balanced] = cluster.pod_record(key).node_name
     assert placed == {False: "cpu-used", True: "memory-used"}
+
+
+def test_balanced_allocation_scores_the_change_a_pod_makes_as_kube_scheduler_1_36_does() -> None:
+    """What the e2e calibration found (tests/simulation/calibrate_consolidation.py, docs/savings.md): on
+    e2-standard-4 nodes, a 500m/1Gi pod beside `busy` (2900m, 3136Mi) and `roomy` (2700m, 4160Mi).
+    kube-scheduler 1.36 put it on `busy`: LeastAllocated 41 against 39, balance 50 + (50 + 71 - 74) / 2
+    = 73 against 50 + (50 + 78 - 80) / 2 = 74, so 114 against 113. Scoring the balance after placement
+    alone (71 against 78) sent it to `roomy`, 112 against 117."""
+    cluster = world()
+    for name in ("busy", "roomy"):
+        add_node(cluster, name, allocatable={"cpu": "3920m", "memory": "13948518Ki", "pods": "110"})
+    add_pod(cluster, "busy-resident", node="busy", cpu="2900m", memory="3136Mi", owner=("ReplicaSet", "a"))
+    add_pod(cluster, "roomy-resident", node="roomy", cpu="2700m", memory="4160Mi", owner=("ReplicaSet", "b"))
+    key = add_pod(cluster, "cache", cpu="500m", memory="1Gi", owner=("ReplicaSet", "cache"))
+    Scheduler(cluster, CONFIG, seed=1).schedule(START)
+    assert cluster.pod_record(key).node_name == "busy"
 
 
 def spread_pick(seed: int, *, topology_spread: bool) -> str | None:

@@ -82,7 +82,14 @@ def test_answers_the_version_and_discovery_documents(api_client: client.ApiClien
 
     assert (version.major, version.minor) == ("1", "33")
     assert core_versions.versions == ["v1"]
-    assert {g.name for g in groups.groups} == {"apps", "autoscaling", "coordination.k8s.io", "events.k8s.io", "policy"}
+    assert {g.name for g in groups.groups} == {
+        "apps",
+        "autoscaling",
+        "cloud.google.com",  # GKE's ComputeClass CRD
+        "coordination.k8s.io",
+        "events.k8s.io",
+        "policy",
+    }
     assert [r.name for r in resources.resources] == ["poddisruptionbudgets"]
 
 

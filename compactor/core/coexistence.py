@@ -106,6 +106,23 @@ def judge(snapshot: Snapshot, config: Config, nodes_by_pool: Mapping[str | None,
     return Coexistence(verdicts, tuple(warnings))
 
 
+def class_thresholds(snapshot: Snapshot, pool_label: str) -> dict[str, float]:
+    """Per pool (by `pool_label`), the highest consolidationThreshold among the ComputeClasses of the
+    snapshot its nodes carry, as a fraction; pools without a readable class are left out."""
+    readable = {
+        found.name: found.consolidation_threshold
+        for found in snapshot.compute_classes
+        if found.consolidation_threshold is not None
+    }
+    thresholds: dict[str, float] = {}
+    for node in snapshot.nodes:
+        pool = node.labels.get(pool_label)
+        threshold = readable.get(node.labels.get(COMPUTE_CLASS_LABEL, ""))
+        if pool is not None and threshold is not None:
+            thresholds[pool] = max(thresholds.get(pool, 0.0), threshold / 100)
+    return thresholds
+
+
 def _any_declared(pools: Mapping[str, PoolConfig]) -> bool:
     return any(pool.compute_class_threshold is not None for pool in pools.values())
 

@@ -21,7 +21,7 @@ from compactor import config as config_module
 from compactor import integrity, jsonfiles
 from compactor import snapshot as parsing
 from compactor.config import Config
-from compactor.core import timing
+from compactor.core import coexistence, timing
 from compactor.core.model import MIRROR_POD
 from compactor.errors import SnapshotError
 from compactor.simulation import objects
@@ -50,7 +50,7 @@ def load(path: str, *, config: Config | None, hours: float) -> Setup:
     items: list[Any] = data["items"]
     builder = parsing.SnapshotBuilder()
     builder.add_mixed(items)
-    builder.build()  # every problem at once, before anything else
+    parsed = builder.build()  # every problem at once, before anything else
     nodes = [item for item in items if isinstance(item, dict) and item.get("kind") == "Node"]
     pods = [
         item
@@ -86,6 +86,7 @@ def load(path: str, *, config: Config | None, hours: float) -> Setup:
         initial_nodes=tuple(nodes),
         initial_pods=tuple(pods),
         source=path,
+        compute_classes=coexistence.class_thresholds(parsed, pool_label),
     )
 
 

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from compactor.config import Config
+from compactor.core import coexistence
 
 JsonObject = dict[str, Any]
 
@@ -162,8 +163,8 @@ def compute_class(settings: AutoscalerSettings, thresholds: Mapping[str, float])
 
 
 # node-compactor's cpu limit beside a ComputeClass threshold, above it (README, "Beside a ComputeClass
-# threshold"): the threshold plus this, at most 1.
-COEXISTING_LIMIT_ABOVE = 0.15
+# threshold"): the threshold plus this, at most 1; also what a run's warning suggests.
+COEXISTING_LIMIT_ABOVE = coexistence.LIMIT_ABOVE_THRESHOLD
 
 
 def coexisting(config: Config, thresholds: Mapping[str, float]) -> Config:
@@ -218,6 +219,9 @@ class Setup:
     run_budget_seconds: float = 240.0  # a node-compactor run's time budget (COMPACTOR_RUN_BUDGET_SECONDS)
     source: str = ""
     sources: tuple[str, ...] = ()  # the scenario file's `sources`: where its numbers come from
+    # A kubectl snapshot's ComputeClasses: per pool, the consolidationThreshold (a fraction) of the class
+    # its nodes carry (`coexistence.class_thresholds`); empty for scenario files.
+    compute_classes: Mapping[str, float] = field(default_factory=dict)
 
     def pool(self, name: str) -> PoolSpec | None:
         return next((pool for pool in self.pools if pool.name == name), None)

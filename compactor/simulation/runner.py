@@ -195,10 +195,14 @@ def consolidation_thresholds(setup: Setup) -> dict[str, float]:
     """The ComputeClass a user would write instead of node-compactor: on each pool node-compactor
     consolidates, `consolidationThreshold` at the pool's `scaleDownCPURequestRatioLimit` (GKE reads it
     for cpu and memory both), or at the pool's `computeClassConsolidationThreshold` when the
-    configuration declares one."""
-    thresholds = {}
+    configuration declares one. A kubectl snapshot's own ComputeClasses come first, on every pool
+    whose nodes carry one (`simulate --snapshot` with `computeclasses` in the List): that is the
+    class the cluster has, as a run reads it (`core.coexistence`)."""
+    thresholds = dict(setup.compute_classes)
     for pool in setup.pools:
         settings = setup.config.enabled_pool(pool.name)
+        if pool.name in thresholds:
+            continue
         if settings is not None and settings.compute_class_threshold is not None:
             thresholds[pool.name] = settings.compute_class_threshold
         elif settings is not None and settings.cpu_limit is not None:

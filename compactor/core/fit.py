@@ -10,6 +10,11 @@ placements use. The default profile scores NodeResourcesFit (LeastAllocated)
 and NodeResourcesBalancedAllocation at weight 1 each, which together come to
 200 - 100 x the larger of the node's cpu and memory shares after placement:
 a cpu-heavy pod goes where memory is used, not only where most is free.
+kube-scheduler 1.36 scores NodeResourcesBalancedAllocation by the change the
+pod makes to the node's balance instead, 50 + (50 + after - before) / 2
+(kubernetes/kubernetes#135573; 1.35 and earlier score the balance after
+placement), so the same pods may land elsewhere: `balance="change"` scores
+as 1.36 does, and the fit proof runs both (`proof.prove`).
 Among targets scored equally the scheduler picks at random; the proof takes
 the one with the most room left, the pick that breaks the largest hole, and
 then checks the orders the replacements really arrive in again with ties
@@ -69,6 +74,9 @@ _NO_NAMES: set[str] = set()
 # How a pod's placement picks among targets with the same score: the one with the most room left
 # (the proof's first pick), the fullest, or at random as kube-scheduler does (`selectHost`).
 TieBreak = Literal["roomiest", "fullest"] | random.Random
+# How NodeResourcesBalancedAllocation scores: the balance after placement (kube-scheduler up to
+# 1.35), or the change the pod makes to it (1.36 and later; balancedResourceScorer).
+Balance = Literal["after", "change"]
 # With a tie-break other than the roomiest, a pod's scan looks at most this many targets: the ties
 # that matter are among a few nearly full nodes, and thousands of equally roomy ones need not be
 # told apart.
@@ -247,12 +255,19 @@ class Simulation:
         ties: TieBreak = "roomiest",
         source_is_domain: bool = True,
         spread_score: bool = False,
+        balance: Balance = "after",
     ) -> None:
         """`source_is_domain`: whether the source node, cordoned and emptying, still counts as a
         topology spread domain, as kube-scheduler counts it (`_spread_counts_before`). The Cluster
         Autoscaler's own simulation removes the node from its snapshot, and so does not.
-        `spread_score`: score kube-scheduler's system-default topology spread too (`_spread_pick`)."""
+        `spread_score`: score kube-scheduler's system-default topology spread too (`_spread_pick`).
+        `balance`: which kube-scheduler's BalancedAllocation score to use (`Balance`)."""
         self.view = view
+        self.balance = balance
+        # The most a pod's score can fall per unit of a target's larger share (`_score`): both
+        # resource scores fall with it when the balance after placement is scored, only
+        # LeastAllocated when the change is (the change's score is anywhere in 50-100).
+        self._slope = 100 if balance == "after" else 50
         self.ties = ties
         self.spread_score = spread_score
         self._owner_counts: dict[tuple[str, str, str], Counter[str]] = {}
@@ -297,10 +312,11 @@ class Simulation:
             best_score = -1
             tied = 0
             # The pod raises a target's larger share by at least its smaller share of the largest node.
-            ceiling = _BEST_POSSIBLE - 100 * self._least_rise(pod) + 1e-9
+            slope = self._slope
+            ceiling = _BEST_POSSIBLE - slope * self._least_rise(pod) + 1e-9
             while heap:
                 entry = heap[0]
-                if best is not None and (entry[0] > best[0] or int(ceiling - 100 * entry[1]) < best_score + margin):
+                if best is not None and (entry[0] > best[0] or int(ceiling - slope * entry[1]) < best_score + margin):
                     break  # an avoided target, or none left that could score as high
                 if best is not None and margin == 0 and len(looked) >= MAX_TIE_SCAN:
                     break
@@ -517,19 +533,23 @@ class Simulation:
         them (pkg/scheduler/framework/plugins/noderesources: least_allocated.go, balanced_allocation.go).
 
         Together they come to 200 - 100 x the larger of the two shares after placement, less rounding:
-        (100 - 50 (c + m)) + (100 - 50 |c - m|). Called only for a pod the target can hold."""
+        (100 - 50 (c + m)) + (100 - 50 |c - m|). With `balance="change"` (1.36) the second term is
+        50 + (50 + after - before) / 2 instead, before and after being that balance without and with
+        the pod: at most 200 - 50 x the larger share after placement. Called only for a pod the
+        target can hold."""
         allocatable = target.node.allocatable
-        cpu, memory = self._allocated(target)
-        cpu += pod.requests.cpu_millis
-        memory += pod.requests.memory_bytes
+        cpu_before, memory_before = self._allocated(target)
+        cpu = cpu_before + pod.requests.cpu_millis
+        memory = memory_before + pod.requests.memory_bytes
         least = 0
-        shares: list[float] = []
         for used, capacity in ((cpu, allocatable.cpu_millis), (memory, allocatable.memory_bytes)):
             if capacity > 0:
                 least += (capacity - used) * 100 // capacity if used <= capacity else 0
-                shares.append(min(1.0, used / capacity))
-        spread = abs(shares[0] - shares[1]) / 2 if len(shares) == 2 else 0.0
-        return least // 2 + int((1 - spread) * 100)
+        after = _balance(allocatable.cpu_millis, allocatable.memory_bytes, cpu, memory)
+        if self.balance == "after":
+            return least // 2 + after
+        before = _balance(allocatable.cpu_millis, allocatable.memory_bytes, cpu_before, memory_before)
+        return least // 2 + 50 + (50 + after - before) // 2
 
     # -- bookkeeping --------------------------------------------------------------------------
 
@@ -786,3 +806,12 @@ def _term_matches(term: PodAffinityTerm, pod: Pod) -> bool:
     if not term.all_namespaces and pod.namespace not in term.namespaces:
         return False
     return selector_matches(term.selector, pod.labels)
+
+
+def _balance(cpu_capacity: int, memory_capacity: int, cpu: int, memory: int) -> int:
+    """balancedResourceScore: 100 x (1 - the standard deviation of the cpu and memory shares, each
+    capped at 1), truncated as Go does; a resource the node has none of is left out (no spread)."""
+    if cpu_capacity <= 0 or memory_capacity <= 0:
+        return 100
+    spread = abs(min(1.0, cpu / cpu_capacity) - min(1.0, memory / memory_capacity)) / 2
+    return int((1 - spread) * 100)

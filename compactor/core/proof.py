@@ -23,6 +23,7 @@ from compactor.core.model import Pod
 TIE_DRAWS = 4
 TIES_SUFFIX = " (when the scheduler breaks ties between equal scores another way)"
 SPREAD_SUFFIX = " (when the scheduler's default topology spread score sends each pod away from its siblings)"
+BALANCE_SUFFIX = " (when the scheduler scores the change to each node's balance, as kube-scheduler 1.36 does)"
 
 
 def prove(
@@ -48,8 +49,10 @@ def prove(
     pods, recreated once the old pod is gone), and that one with the higher
     priorities first in each batch (the scheduling queue's order when they wait together). Ties
     between equal scores go to the roomiest target; the orders of arrival are then tried again with
-    ties going to the fullest and at random (`_tie_breaks`), and with the scheduler's
-    system-default topology spread scored too (`fit.Simulation`'s `spread_score`).
+    ties going to the fullest and at random (`_tie_breaks`), with the scheduler's
+    system-default topology spread scored too (`fit.Simulation`'s `spread_score`), and with
+    BalancedAllocation scored as kube-scheduler 1.36 does, with and without the spread score
+    (`fit.Simulation`'s `balance`).
     Preferences: the scheduler's resource scores alone, and, when some targets carry a PreferNoSchedule taint, the
     scheduler's TaintToleration score putting pods on the other nodes first. With `reserved`, only
     that preference, those nodes among the avoided: the reservation is what makes the pods fit.
@@ -89,18 +92,27 @@ def prove(
     # Last, those orders once more with kube-scheduler's system-default topology spread scored beside
     # the resources: it sends a ReplicaSet's new pod to the node and zone with the fewest of its
     # siblings, and where the fit is tight that can break the hole a later pod needed.
+    # And kube-scheduler 1.36 scores NodeResourcesBalancedAllocation by the change a pod makes to a
+    # node's balance, not by the balance after it (kubernetes/kubernetes#135573): the same pods may
+    # land elsewhere, so the orders they arrive in are tried under that score too, with and without
+    # the spread score. A fit proven both ways holds whichever version the control plane runs.
     roomiest: fit.TieBreak = "roomiest"
+    after: fit.Balance = "after"
+    change: fit.Balance = "change"
     passes = itertools.chain(
-        [(roomiest, False, orders, "")],
-        ((ties, False, arriving_orders, TIES_SUFFIX) for ties in _tie_breaks(state)),
-        [(roomiest, True, arriving_orders, SPREAD_SUFFIX)],
+        [(roomiest, False, orders, "", after)],
+        ((ties, False, arriving_orders, TIES_SUFFIX, after) for ties in _tie_breaks(state)),
+        [(roomiest, True, arriving_orders, SPREAD_SUFFIX, after)],
+        [(roomiest, False, arriving_orders, BALANCE_SUFFIX, change)],
+        [(roomiest, True, arriving_orders, SPREAD_SUFFIX + BALANCE_SUFFIX, change)],
     )
     everything = [*first_in, *movable]
-    for ties, spread, tried, note in passes:
+    for ties, spread, tried, note, balance in passes:
         for policy in policies:
             for order, suffix in tried:
                 placed = [*first_in, *order] if first_in else order
-                result = fit.Simulation(view, state, targets, policy, ties=ties, spread_score=spread).run(placed)
+                run = fit.Simulation(view, state, targets, policy, ties=ties, spread_score=spread, balance=balance)
+                result = run.run(placed)
                 if not result.fits:
                     return _no_fit(result, f"{suffix}{note}", policy)
                 if first is None:

@@ -27,8 +27,9 @@ side deletes the Node object; kube-controller-manager's pod garbage collector re
 DaemonSet pod). That is what the Cluster Autoscaler does with an empty node, minus its
 `scale-down-unneeded-time`; its own scale-down decisions stay uncalibrated.
 
-`--shape below-50` lays out the variant whose second nodes sit at 48%; `--balanced-allocation-1-36`
-scores BalancedAllocation in the simulator as kube-scheduler 1.36 does (`balanced_allocation_1_36`);
+`--shape below-50` lays out the variant whose second nodes sit at 48%; `--balanced-allocation-1-35`
+scores BalancedAllocation in the simulator as kube-scheduler 1.35 and earlier did, as the model did
+before this calibration (`balanced_allocation_1_35`);
 `--simulate-only DIR` runs the simulator again against the real runs a `--keep DIR` kept.
 
 It must never run in the default test session (it starts a control plane and takes minutes): it is
@@ -415,16 +416,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, help="write the snapshots and the results here")
     parser.add_argument("--shape", choices=sorted(SHAPES), default="above-50", help="the Deployments' requests")
     parser.add_argument(
-        "--balanced-allocation-1-36",
+        "--balanced-allocation-1-35",
         action="store_true",
-        help="score BalancedAllocation in the simulator as kube-scheduler 1.36 does (balanced_allocation_1_36)",
+        help="score BalancedAllocation in the simulator as kube-scheduler 1.35 did (balanced_allocation_1_35)",
     )
     parser.add_argument("--simulate-only", type=Path, help="a --keep directory: the simulator against its real runs")
     args = parser.parse_args(argv)
     global WORKLOADS
     WORKLOADS = SHAPES[args.shape]
-    if args.balanced_allocation_1_36:
-        scheduler._balanced_allocation = balanced_allocation_1_36
+    if args.balanced_allocation_1_35:
+        scheduler._balanced_allocation = balanced_allocation_1_35
     if args.simulate_only is not None:
         kept = json.loads((args.simulate_only / "results.json").read_text())
         seeds = range(1, args.seeds + 1)
@@ -496,32 +497,17 @@ def report(
     print("\n".join(table(real, simulated)))
 
 
-def balanced_allocation_1_36(target: NodeState, used: list[int], pod: Pod) -> int:
-    """NodeResourcesBalancedAllocation as kube-scheduler 1.36 scores it, for `--balanced-allocation-1-36`.
-
-    balancedResourceScorer (pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go,
-    v1.36.3) scores the change the pod makes to the node's balance, 50 + (50 + after - before) / 2 in
-    integers, where the simulator (compactor.simulation.scheduler._balanced_allocation) scores the
-    balance after placement alone. This calibration found the difference (docs/savings.md); the
-    simulator keeps its formula until the shipped figures are measured again with this one.
-    """
+def balanced_allocation_1_35(target: NodeState, used: list[int], pod: Pod) -> int:
+    """NodeResourcesBalancedAllocation as kube-scheduler 1.35 and earlier score it, for
+    `--balanced-allocation-1-35`: the balance after placement alone, 100 x (1 - |cpu share - memory
+    share| / 2), each share capped at 1. The simulator scores as 1.36 does since this calibration
+    found the difference (compactor.simulation.scheduler._balanced_allocation, docs/savings.md); the
+    flag replays the model as it was before."""
     allocatable = target.node.allocatable
     if allocatable.cpu_millis <= 0 or allocatable.memory_bytes <= 0:
         return 100  # a resource the node has none of is left out: one share has no spread
-    before = _balance(allocatable.cpu_millis, allocatable.memory_bytes, used[0], used[1])
-    after = _balance(
-        allocatable.cpu_millis,
-        allocatable.memory_bytes,
-        used[0] + pod.requests.cpu_millis,
-        used[1] + pod.requests.memory_bytes,
-    )
-    return 50 + (50 + after - before) // 2  # never negative: both lie within 50..100
-
-
-def _balance(cpu_capacity: int, memory_capacity: int, cpu: int, memory: int) -> int:
-    """balancedResourceScore: 100 x (1 - the standard deviation of the two shares), truncated as Go does."""
-    cpu_share = min(1.0, cpu / cpu_capacity)
-    memory_share = min(1.0, memory / memory_capacity)
+    cpu_share = min(1.0, (used[0] + pod.requests.cpu_millis) / allocatable.cpu_millis)
+    memory_share = min(1.0, (used[1] + pod.requests.memory_bytes) / allocatable.memory_bytes)
     return int((1 - abs(cpu_share - memory_share) / 2) * 100)
 
 

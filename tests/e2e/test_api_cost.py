@@ -67,7 +67,7 @@ def test_a_streaming_list_reads_the_same_snapshot_as_paged_lists(workload: Scena
     assert len(mine) == REPLICAS and {pod.node_name for pod in mine} <= set(workload.nodes)
     assert [pdb.key for pdb in streamed.pdbs if pdb.namespace == workload.namespace] == [f"{workload.namespace}/web"]
     assert streamed_stats.method == "watch-list" and streamed_stats.fallback is None
-    assert streamed_stats.requests == 3, "one watch for each of nodes, pods and PodDisruptionBudgets"
+    assert streamed_stats.requests == 4, "one watch for each of nodes, pods and PDBs, one list of ComputeClasses"
     assert paged_stats.gzip_answers >= 1, "kube-apiserver compresses the pod list when asked"
     assert paged_stats.wire_bytes < plain_stats.wire_bytes / 4
     assert plain_stats.gzip_answers == 0 and plain_stats.wire_bytes == plain_stats.decoded_bytes

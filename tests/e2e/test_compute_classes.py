@@ -19,6 +19,7 @@ import pytest
 
 from compactor.core.model import COMPUTE_CLASS_LABEL, UNDERUTILIZED_SINCE
 from tests.e2e.cluster import KubeCluster, Scenario, wait_for
+from tests.fakeapi import discovery
 
 pytestmark = pytest.mark.e2e
 
@@ -139,6 +140,17 @@ def compute_class_crd(kube_cluster: KubeCluster) -> Iterator[None]:
         wait_for(
             "computeclasses are no longer served", lambda: cluster.request("GET", CLASSES_PATH)[0] == 404, timeout=60
         )
+
+
+def test_the_fakes_computeclasses_are_served_as_by_the_crd(kube_cluster: KubeCluster, compute_class_crd: None) -> None:
+    """tests/fakeapi's discovery entry for computeclasses: the same kind, scope and verbs as kube-apiserver's."""
+    real = {entry["name"]: entry for entry in kube_cluster.get("/apis/cloud.google.com/v1")["resources"]}
+    fake = discovery.resource_list("cloud.google.com", "v1")
+    assert fake is not None
+    (entry,) = fake["resources"]
+    found = real[entry["name"]]
+    assert (entry["kind"], entry["namespaced"]) == (found["kind"], found["namespaced"])
+    assert sorted(entry["verbs"]) == sorted(found["verbs"])
 
 
 def test_without_the_crd_the_list_is_a_404_and_the_run_goes_on_without_a_word(scenario: Scenario) -> None:

@@ -13,8 +13,10 @@ evictions, a rollback) the run checks its deadline and proves, through the
 `guard` (the Lease renewal), that it still holds the Lease. Before every
 batch of evictions it also re-reads the node (someone else's uncordon, an
 opt-out: `node-compactor.dev/disabled`, the Cluster Autoscaler's
-`scale-down-disabled`, `karpenter.sh/do-not-disrupt`) and, but for the first
-batch, which the plan has just proven, the whole cluster, and asks the
+`scale-down-disabled`, `karpenter.sh/do-not-disrupt`); and before every batch
+of pods not tried yet but the first, which the plan has just proven, and
+before a retry once the last proof is older than PROOF_INTERVAL_PROOFS times
+what a proof takes, it reads the whole cluster again and asks the
 planner's own question again (`inflight.in_flight`): do the pods left still
 fit on the other nodes as they are now, with the pods waiting for the
 scheduler placed first, and is no pod this pool could hold unschedulable? A
@@ -78,6 +80,12 @@ WRAP_UP_SECONDS = 10.0
 EVICTIONS_PER_CHECK = EVICTION_CONCURRENCY
 # ... and whenever this much time has passed since the last check (backoffs included).
 CHECK_INTERVAL_SECONDS = 5.0
+# The whole cluster is read again and the drain proven again before every EVICTIONS_PER_CHECK pods evicted for
+# the first time, and, for retries (a PDB's 429, a 5xx), once the last proof is older than this many times what
+# that proof took (at least CHECK_INTERVAL_SECONDS): proofs start at least 4 proof-durations apart, so reading
+# the cluster takes at most a quarter of a drain held by a PodDisruptionBudget, where before it took nearly all
+# of it at 5,000 nodes (docs/drain-states.md "Proving a batch", docs/benchmarks.md).
+PROOF_INTERVAL_PROOFS = 4.0
 # Times a write that met a 409 Conflict is read and tried again before it is skipped for this run.
 CONFLICT_RETRIES = 3
 
@@ -201,12 +209,15 @@ class Executor:
         snapshot_reader: SnapshotReader | None = None,
         deployments: surging.DeploymentPort | None = None,
         restart_wait: bool = True,
+        read_seconds: float = 0.0,
     ) -> None:
         """`snapshot_reader` reads the cluster for the proof before each later batch of evictions;
         without one (the simulations' in-memory port) only the node is re-read between batches.
         `deployments` restarts the Deployments of pods a rolling restart moves (surgeSingleReplicas);
         without it such pods stay where they are. `restart_wait` False checks the rollouts once instead of
-        waiting for them: where no time passes inside a run (the simulator), the next run sees them done."""
+        waiting for them: where no time passes inside a run (the simulator), the next run sees them done.
+        `read_seconds`, what the run's own read of the cluster took, stands for a proof's duration until
+        the run has timed one (`PROOF_INTERVAL_PROOFS`)."""
         self.cluster = cluster
         self.deployments = deployments
         self.restart_wait = restart_wait
@@ -224,6 +235,11 @@ class Executor:
         self._attempts_since_check = 0
         self._last_check: float | None = None
         self._stopped: str | None = None
+        # Full proofs (see `_may_evict`): when the last one started, what it took, the pods first tried since.
+        self._last_proof = 0.0
+        self._proof_seconds = max(0.0, read_seconds)
+        self._new_since_proof = 0
+        self._tried: set[str] = set()  # pods this run has sent an eviction for (a later one is a retry)
         # The pods the latest proof lets go ("namespace/name"); None: every pod of the decision.
         self._allowed: frozenset[str] | None = None
 
@@ -607,7 +623,7 @@ class Executor:
             delay = self.first_backoff
             maybe_landed = False  # the last attempt was answered 5xx or not at all
             while True:
-                stop = self._may_evict(node_name)
+                stop = self._may_evict(node_name, key)
                 if stop is not None:
                     with self.outcome._lock:
                         self.outcome.waiting[key] = f"not evicted: {stop}"
@@ -775,31 +791,58 @@ class Executor:
                 return False
         return True
 
-    def _may_evict(self, node_name: str) -> str | None:
-        """None when the next eviction may go; otherwise why the evictions stopped (for good, in this run).
+    def _may_evict(self, node_name: str, key: str) -> str | None:
+        """None when the next eviction (of `key`) may go; otherwise why the evictions stopped (for good, in
+        this run).
 
-        Every EVICTIONS_PER_CHECK attempts (a batch) or CHECK_INTERVAL_SECONDS, one worker re-checks
-        while the others wait on the lock (`_drain_may_go_on`): at most one batch is ever in flight
-        beyond the last check.
+        The cheap checks (`_drain_may_go_on`: the deadline, the node re-read, the Lease renewed) run every
+        EVICTIONS_PER_CHECK attempts (a batch) or CHECK_INTERVAL_SECONDS, one worker checking while the
+        others wait on the lock, as before. The full proof (`_prove_again`: the whole cluster read again)
+        runs with them when it is due:
+        - before a pod is tried for the first time once EVICTIONS_PER_CHECK pods were tried for the first
+          time since the last proof: a pod no proof made just before its batch covered is never evicted,
+          so at most one batch of new pods is ever in flight beyond the last proof, as before;
+        - before any attempt, a retry included, once the last proof is older than `_proof_interval()`.
+        A retry (after a PDB's 429 or a 5xx) is of a pod the last proof let go; whether the room it
+        needs is still there that proof cannot say for ever, so retries are proven again too, on the
+        time bound only: docs/drain-states.md "Proving a batch" argues the bound.
         """
         with self._check_lock:
             if self._stopped is not None:
                 return self._stopped
             moment = self.budget.monotonic()
-            last = self._last_check
-            first = last is None
+            new = key not in self._tried
+            self._tried.add(key)
+            if self._last_check is None:  # the first batch: the run's plan has just proven it
+                self._last_check = self._last_proof = moment
+                self._attempts_since_check = 1
+                self._new_since_proof = 1
+                self._stopped = self._drain_may_go_on(node_name, proven=True)
+                return self._stopped
+            proof_due = (new and self._new_since_proof >= EVICTIONS_PER_CHECK) or (
+                moment - self._last_proof >= self._proof_interval()
+            )
             due = (
-                last is None
+                proof_due
                 or self._attempts_since_check >= EVICTIONS_PER_CHECK
-                or moment - last >= CHECK_INTERVAL_SECONDS
+                or moment - self._last_check >= CHECK_INTERVAL_SECONDS
             )
             self._attempts_since_check += 1
+            self._new_since_proof += new
             if not due:
                 return None
             self._attempts_since_check = 1
             self._last_check = moment
-            self._stopped = self._drain_may_go_on(node_name, proven=first)
+            if proof_due:
+                self._last_proof = moment
+                self._new_since_proof = int(new)
+            self._stopped = self._drain_may_go_on(node_name, proven=not proof_due)
             return self._stopped
+
+    def _proof_interval(self) -> float:
+        """How old the last full proof may get before a retry needs a new one: PROOF_INTERVAL_PROOFS times
+        what the last one took (the run's own read until one was timed), at least CHECK_INTERVAL_SECONDS."""
+        return max(CHECK_INTERVAL_SECONDS, PROOF_INTERVAL_PROOFS * self._proof_seconds)
 
     def _drain_may_go_on(self, name: str, *, proven: bool) -> str | None:
         """Why the next batch must not go (None: it may): the deadline, the node as it is now (still
@@ -834,6 +877,9 @@ class Executor:
                 return error.message
         if proven or self.snapshot_reader is None:
             return None
+        if self.budget.remaining() < self._proof_seconds:
+            # A read the budget cuts short is an error that fails the run; without a proof no pod goes anyway.
+            return "the run's time budget has less left than proving the next batch takes; the next run goes on"
         return self._prove_again(name, node)
 
     def _prove_again(self, name: str, node: dict[str, Any]) -> str | None:
@@ -841,6 +887,7 @@ class Executor:
         rule 0): the next batch goes only when the answer is still "continue {name}", and then only
         with pods that answer lists."""
         assert self.snapshot_reader is not None
+        started = self.budget.monotonic()
         try:
             fresh = self.snapshot_reader()
         except TransientError as error:
@@ -850,6 +897,7 @@ class Executor:
             return f"could not re-read the cluster ({error.message})"
         self.outcome.proofs += 1
         running = inflight.in_flight(ClusterView(fresh, self.config), self.clock())
+        self._proof_seconds = self.budget.monotonic() - started  # read and asked: what the next bound scales
         decision = running.decision
         if decision is not None and decision.action == "continue-drain" and decision.node == name:
             if decision.held is not None:

@@ -288,9 +288,11 @@ def _run(
 
         try:
             # Deployments, ReplicaSets and claims are read only for pools with surgeSingleReplicas.
+            reading = monotonic()
             snapshot = integrity.check_unique(
                 cluster.read_snapshot(connection.pool_autoscaling, workloads=config.surges)
             )
+            read_seconds = monotonic() - reading  # how long a proof's read takes, until the executor times one
             warnings = input_warnings(loaded, snapshot)
             # The snapshot is read-only from here on: keep the collector from rescanning it while planning.
             gc.freeze()
@@ -313,6 +315,7 @@ def _run(
                 guard=guard,
                 snapshot_reader=functools.partial(_read_again, cluster, connection.pool_autoscaling),
                 deployments=cluster if config.surges else None,
+                read_seconds=read_seconds,
             )
             try:
                 outcome = executor.execute(plan, snapshot)

@@ -8,6 +8,7 @@ and a node a person cordoned. The invariants of `conftest.assert_invariants` hol
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -19,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from compactor import quantity
+from compactor import executor, quantity
 from compactor.core.model import (
     CA_SCALE_DOWN_DISABLED,
     DISABLED,
@@ -198,6 +199,60 @@ def test_a_long_drain_proves_each_later_batch_on_the_cluster_read_again(api: Fak
     assert len(result.outcome.evicted) == 20
     # 20 pods, 8 per batch: the first batch stands on the plan's proof, the next two were proven again.
     assert result.outcome.proofs == 2
+
+
+READ_SECONDS = 3.0  # what one full read of the cluster takes in the tests below (fake time)
+
+
+def full_reads_take_time(api: FakeApiServer, fake_time: FakeTime) -> list[float]:
+    """Every full read (the only request that lists all nodes) takes READ_SECONDS of the run's clock;
+    the returned list gets the clock at the start of each."""
+    started: list[float] = []
+
+    def read() -> None:
+        started.append(fake_time.monotonic())
+        fake_time.sleep(READ_SECONDS)
+
+    api.on_request("GET", r"^/api/v1/nodes$", read, times=-1)
+    return started
+
+
+def test_a_drain_held_by_a_pdb_reads_the_cluster_again_only_as_often_as_reading_allows(api: FakeApiServer) -> None:
+    cluster_with_room(api, pods=3, cpu="500m")
+    api.add_fault(Fault(method="POST", path_regex=r"/pods/web-0[0-2]/eviction$", status=429, times=-1))
+    fake_time = FakeTime()
+    reads = full_reads_take_time(api, fake_time)
+    result = run_once(api, time=fake_time)
+    # Held for the whole budget (60 s less 10 s to wrap up), retried with backoff all along.
+    assert set(result.outcome.waiting) == {"default/web-00", "default/web-01", "default/web-02"}
+    assert len([r for r in api.requests if r.method == "POST" and r.path.endswith("/eviction")]) >= 12
+    # The first read is the run's own; each later one a proof, started at least 4 reads' time after the
+    # one before (a retry checks the node every 5 s, but proves only on that bound): 2 here, 4 at most in
+    # 50 s. Before, every 5 s of retries: 6 reads, 3 to 13 s apart, the last one cut short by the budget,
+    # which failed the run.
+    proofs = reads[1:]
+    assert len(proofs) == result.outcome.proofs
+    assert 1 <= result.outcome.proofs <= 4
+    gaps = [end - start for start, end in itertools.pairwise(reads)]
+    assert min(gaps) >= executor.PROOF_INTERVAL_PROOFS * READ_SECONDS, gaps
+    # The cheap checks still run every 5 s: the node was read again more often than the cluster.
+    node_reads = [r for r in api.requests if r.method == "GET" and r.path == "/api/v1/nodes/n3"]
+    assert len(node_reads) > 2 * result.outcome.proofs
+
+
+def test_a_retry_after_the_room_went_is_proven_again_once_the_last_proof_is_old(api: FakeApiServer) -> None:
+    cluster_with_room(api, pods=3, cpu="500m")
+    # A PDB refuses 15 evictions, then lets go; meanwhile another team took the room on n0-n2.
+    api.add_fault(Fault(method="POST", path_regex=r"/pods/web-0[0-2]/eviction$", status=429, times=15))
+    api.on_request("POST", r"/pods/web-00/eviction$", lambda: others_take_the_room(api))
+    fake_time = FakeTime()
+    full_reads_take_time(api, fake_time)
+    result = run_once(api, time=fake_time)
+    # 15 refusals take longer than the bound (4 x 3 s): the retry after them is proven again, and held.
+    assert evicted_from(api, "web-") == set(), "a pod was evicted on a proof older than the bound"
+    assert result.outcome.proofs >= 1
+    assert result.outcome.held is not None and "no longer fit" in result.outcome.held
+    assert pending_pods(api) == []
 
 
 # -- issue 23, case 3: opt-outs stop the evictions at the next batch -------------------------

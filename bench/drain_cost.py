@@ -1,0 +1,324 @@
+"""What one drain run's proofs cost kube-apiserver: the whole cluster read again before later batches.
+
+    python bench/drain_cost.py --nodes 5000 [--trees before=DIR,after=.] [--budget 240]
+    python bench/drain_cost.py --attach URL,APISERVER_PID --nodes 5000 ...   # a server loaded already
+
+`bench.real_apiserver` starts kube-apiserver and etcd (the e2e toolchain's binaries) and loads
+the `bench.synth` cluster of that size through the API (or `--attach` names one running, loaded
+with the same size). Then, for each code tree (`--trees NAME=DIR`: a checkout of node-compactor,
+`git archive <commit> compactor | tar -x -C DIR` for an older commit) and each case, one drain run
+(`service.run`, not a dry run, node-compactor's RBAC identity, `--budget` seconds) in a child
+process of its own with the tree's `compactor` package:
+
+- `free`: a node the plan would drain, cordoned and stamped `drain-started-at` as the run that
+  started its drain left it, whose pods' PodDisruptionBudgets allow 1,000 disruptions: its pods
+  evict freely (no kubelet runs, so they stay terminating; nothing replaces them);
+- `held`: the same on another such node, every pod held by a PodDisruptionBudget allowing none
+  (the synth PDBs covering them set so, one PDB made for each pod without one): every eviction is
+  answered 429 for the whole budget.
+
+Per run: the full re-reads of the cluster the executor made (`outcome.proofs`), each one's wall
+time and bytes on the wire (the reader's `ReadStats`, counted in the child around
+`service._read_again`), the run's wall time, and the CPU kube-apiserver and etcd used over the
+run (/proc/PID/stat) less their idle rate measured just before. After each run the node and its
+pods are deleted, as the Cluster Autoscaler would remove it, so the next run starts from one
+drain. Writes `bench/out/drain-cost/results.json`. A benchmark run by hand, never a timed test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import orjson
+import urllib3
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as a script
+    sys.path.insert(0, str(REPO))
+
+from bench import api_cost, live_scale, real_apiserver, synth  # noqa: E402
+
+OUT_DIR = synth.OUT_DIR / "drain-cost"
+IDLE_SECONDS = 10.0
+DRAIN_STARTED_AT = "node-compactor.dev/drain-started-at"
+NOT_READY = "node.kubernetes.io/not-ready"
+
+# The child: one `service.run` with the tree's compactor, each proof's read counted.
+CHILD = r"""
+import logging, sys, time, orjson, urllib3
+from compactor.errors import CompactorError
+from datetime import UTC, datetime, timedelta
+urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+from compactor import integrity, service
+kubeconfig, config, budget, now = sys.argv[1:5]
+reads = []
+def counted(cluster, pool_autoscaling):
+    first = cluster.last_read
+    started = time.perf_counter()
+    try:
+        return integrity.check_unique(cluster.read_snapshot(pool_autoscaling))
+    finally:
+        reads.append({"seconds": round(time.perf_counter() - started, 3), **cluster.last_read.to_dict()})
+        cluster.last_read = first
+service._read_again = counted
+env = {"COMPACTOR_CONFIG": open(config).read(), "COMPACTOR_RUN_BUDGET_SECONDS": budget}
+connector = service.connector_from({}, kubeconfig=kubeconfig)
+moment = datetime.fromisoformat(now)
+logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+started = time.perf_counter()
+try:
+    report, failed = service.run(env, connector=connector, clock=lambda: moment).report, None
+except CompactorError as error:  # a run that failed still reports what it did
+    report, failed = error.report or {}, error.message
+outcome = report.get("outcome") or {}
+sys.stdout.buffer.write(orjson.dumps({
+    "seconds": round(time.perf_counter() - started, 3),
+    "failed": failed,
+    "decision": report.get("decision"),
+    "read": report.get("read"),
+    "proofs": outcome.get("proofs"),
+    "reads": reads,
+    "evicted": len(outcome.get("evicted") or ()),
+    "waiting": len(outcome.get("waiting") or {}),
+    "waitingFor": sorted(set((outcome.get("waiting") or {}).values()))[:3],
+    "interrupted": outcome.get("interrupted"),
+    "held": outcome.get("held"),
+}) + b"\n")
+"""
+
+
+class Admin:
+    """The loaded cluster as `bench-admin` sees it: the few reads and writes the setup needs."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.http = real_apiserver._http(8)
+
+    def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
+        headers = {**real_apiserver._auth(real_apiserver.ADMIN_TOKEN), "Content-Type": content_type}
+        data = None if body is None else orjson.dumps(body)
+        answer = self.http.request(method, f"{self.url}{path}", body=data, headers=headers, timeout=120.0)
+        if answer.status >= 300:
+            raise RuntimeError(f"{method} {path}: HTTP {answer.status}: {answer.data[:400]!r}")
+        return orjson.loads(answer.data)
+
+    def merge(self, path: str, body: Any) -> Any:
+        return self.request("PATCH", path, body, "application/merge-patch+json")
+
+
+def candidates(kubeconfig: Path, config: dict[str, Any], now: datetime) -> list[str]:
+    """Nodes the planner would drain on the loaded cluster: its choice, then those ranked after it
+    (blocked by nothing else), most pods to move first."""
+    from compactor import service
+    from compactor.config import Config
+    from compactor.core import planner
+    from compactor.kube import Cluster
+
+    urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+    cluster = Cluster(service.kubernetes_client(str(kubeconfig), {}))
+    # Without the PodDisruptionBudgets (`prepare` sets those of the chosen nodes' pods): many synth PDBs
+    # allow no disruption now, which would leave few nodes the planner proves a fit for.
+    snapshot = msgspec.structs.replace(cluster.read_snapshot(), pdbs=())
+    plan = planner.plan(snapshot, Config.model_validate(config), now=now)
+    moving = Counter(pod.node_name for pod in snapshot.pods if not pod.stays_on_node)
+    found = [
+        node.name
+        for node in plan.nodes
+        if node.candidate or (node.blockers and all(b.startswith("ranked after") for b in node.blockers))
+    ]
+    found.sort(key=lambda name: -moving[name])
+    counts = [moving[name] for name in found[:6]]
+    print(f"  plan: {plan.decision.action} {plan.decision.node}; {len(found)} candidates, {counts}", file=sys.stderr)
+    return found
+
+
+def untaint(admin: Admin) -> int:
+    """Take kube-apiserver's `node.kubernetes.io/not-ready` taint off the loaded nodes, as the node
+    controller does once a kubelet reports Ready (none runs here): with it no pod fits anywhere."""
+
+    def ready(node: dict[str, Any]) -> bool:
+        taints = node["spec"].get("taints") or []
+        kept = [taint for taint in taints if taint.get("key") != NOT_READY]
+        if len(kept) == len(taints):
+            return False
+        admin.merge(f"/api/v1/nodes/{node['metadata']['name']}", {"spec": {"taints": kept or None}})
+        return True
+
+    nodes = admin.request("GET", "/api/v1/nodes")["items"]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return sum(pool.map(ready, nodes))
+
+
+def _matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    wanted = selector.get("matchLabels") or {}
+    if selector.get("matchExpressions") or not wanted:
+        return False  # the synth PDBs select by matchLabels only
+    return all(labels.get(key) == value for key, value in wanted.items())
+
+
+def prepare(admin: Admin, node: str, now: datetime, *, allowed: int) -> int:
+    """Cordon `node` with drain-started-at (a drain under way) and let its pods' PDBs allow `allowed`
+    disruptions (a PDB made for each pod no PDB covers when `allowed` is 0). The pods to evict."""
+    pods = admin.request("GET", f"/api/v1/pods?fieldSelector=spec.nodeName={node}")["items"]
+    movable = [
+        pod
+        for pod in pods
+        if not any(owner.get("kind") in ("DaemonSet", "Node") for owner in pod["metadata"].get("ownerReferences", []))
+    ]
+    for pod in movable:
+        namespace, labels = pod["metadata"]["namespace"], pod["metadata"].get("labels") or {}
+        pdbs = admin.request("GET", f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets")["items"]
+        covering = [pdb for pdb in pdbs if _matches(pdb["spec"].get("selector") or {}, labels)]
+        if not covering and allowed == 0:
+            name = f"hold-{pod['metadata']['name']}"[:63]
+            body = {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"maxUnavailable": 0, "selector": {"matchLabels": labels}},
+            }
+            covering = [admin.request("POST", f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets", body)]
+        for pdb in covering:
+            meta = pdb["metadata"]
+            status = {
+                "observedGeneration": meta.get("generation", 1),
+                "disruptionsAllowed": allowed,
+                "currentHealthy": 10,
+                "desiredHealthy": 10 - allowed if allowed < 10 else 0,
+                "expectedPods": 10,
+            }
+            path = f"/apis/policy/v1/namespaces/{meta['namespace']}/poddisruptionbudgets/{meta['name']}/status"
+            admin.merge(path, {"status": status})
+    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    admin.merge(
+        f"/api/v1/nodes/{node}",
+        {"metadata": {"annotations": {DRAIN_STARTED_AT: stamp}}, "spec": {"unschedulable": True}},
+    )
+    return len(movable)
+
+
+def remove(admin: Admin, node: str) -> None:
+    """The node and its pods deleted, as the Cluster Autoscaler would (no kubelet finishes the evictions)."""
+    pods = admin.request("GET", f"/api/v1/pods?fieldSelector=spec.nodeName={node}")["items"]
+    for pod in pods:
+        meta = pod["metadata"]
+        with contextlib.suppress(RuntimeError):
+            admin.request(
+                "DELETE", f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}", {"gracePeriodSeconds": 0}
+            )
+    admin.request("DELETE", f"/api/v1/nodes/{node}")
+
+
+def _cpu(pid: int | None) -> float:
+    return live_scale._cpu_seconds(pid) if pid else 0.0
+
+
+def measure(
+    tree: Path,
+    kubeconfig: Path,
+    config_path: Path,
+    budget: int,
+    now: datetime,
+    pids: tuple[int, int | None],
+    log: Path,
+) -> dict[str, Any]:
+    server, etcd = pids
+    idle_start = (_cpu(server), _cpu(etcd), time.monotonic())
+    time.sleep(IDLE_SECONDS)
+    idle_seconds = time.monotonic() - idle_start[2]
+    idle = ((_cpu(server) - idle_start[0]) / idle_seconds, (_cpu(etcd) - idle_start[1]) / idle_seconds)
+    before = (_cpu(server), _cpu(etcd), time.monotonic())
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    with open(log, "wb") as logged:
+        answer = subprocess.run(
+            [sys.executable, "-c", CHILD, str(kubeconfig), str(config_path), str(budget), now.isoformat()],
+            cwd=tree,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=logged,
+            check=True,
+        )
+    wall = time.monotonic() - before[2]
+    result: dict[str, Any] = orjson.loads(answer.stdout.splitlines()[-1])
+    result["apiserverCpu"] = round(_cpu(server) - before[0] - idle[0] * wall, 2)
+    result["etcdCpu"] = round(_cpu(etcd) - before[1] - idle[1] * wall, 2)
+    reads = result["reads"]
+    result["proofReads"] = {
+        "count": len(reads),
+        "seconds": round(sum(read["seconds"] for read in reads), 2),
+        "bytesOnWire": sum(read["bytesOnWire"] for read in reads),
+        "requests": sum(read["requests"] for read in reads),
+    }
+    return result
+
+
+@contextlib.contextmanager
+def server(nodes: int, attach: str | None) -> Iterator[tuple[str, Path, tuple[int, int | None]]]:
+    if attach:
+        url, apiserver_pid, *etcd_pid = attach.split(",")
+        directory = OUT_DIR / "attached"
+        directory.mkdir(parents=True, exist_ok=True)
+        kubeconfig = real_apiserver._kubeconfig(directory / "reader.kubeconfig", url, real_apiserver.READER_TOKEN)
+        yield url, kubeconfig, (int(apiserver_pid), int(etcd_pid[0]) if etcd_pid else None)
+        return
+    with real_apiserver.control_plane() as plane:
+        print(f"  loading {nodes:,} nodes ...", file=sys.stderr, flush=True)
+        print(f"  {real_apiserver.load_in_child(plane.url, nodes)}", file=sys.stderr, flush=True)
+        yield plane.url, plane.reader_kubeconfig, (plane.apiserver_pid, plane.etcd_pid)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python bench/drain_cost.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=5000, help="the synth cluster's size (what --attach loaded)")
+    parser.add_argument("--attach", metavar="URL,APISERVER_PID[,ETCD_PID]")
+    parser.add_argument("--trees", default=f"after={REPO}", help="NAME=DIR,... node-compactor trees to compare")
+    parser.add_argument("--cases", default="free,held")
+    parser.add_argument("--budget", type=int, default=240, help="each run's COMPACTOR_RUN_BUDGET_SECONDS")
+    args = parser.parse_args(argv)
+    trees = [
+        (name, Path(directory).resolve()) for name, _, directory in (t.partition("=") for t in args.trees.split(","))
+    ]
+    config = synth.config()
+    # Objects loaded through the API carry the server's creationTimestamp: at the synth's NOW every node
+    # would be younger than minimumNodeAgeSeconds; an hour after now, the scale-up cooldown is past too.
+    now = datetime.now(UTC) + timedelta(hours=1)
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    config_path = OUT_DIR / "config.json"
+    config_path.write_bytes(orjson.dumps(config))
+    results = []
+    with server(args.nodes, args.attach) as (url, kubeconfig, pids):
+        admin = Admin(url)
+        print(f"  {untaint(admin)} nodes untainted ({NOT_READY})", file=sys.stderr, flush=True)
+        nodes = iter(candidates(kubeconfig, config, now))
+        for case in args.cases.split(","):  # one pod changes every second, as api_cost measures reads
+            for name, tree in trees:
+                node = next(nodes)
+                pods = prepare(admin, node, now, allowed=1000 if case == "free" else 0)
+                print(f"  {name} {case}: {node}, {pods} pods to evict", file=sys.stderr, flush=True)
+                log = OUT_DIR / f"{name}-{case}.log"
+                try:
+                    with api_cost.churning(url, 1.0):
+                        result = measure(tree, kubeconfig, config_path, args.budget, now, pids, log)
+                finally:
+                    remove(admin, node)
+                result.update(tree=name, case=case, node=node, pods=pods)
+                results.append(result)
+                print(f"  {orjson.dumps({k: v for k, v in result.items() if k != 'reads'}).decode()}", flush=True)
+    (OUT_DIR / "results.json").write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

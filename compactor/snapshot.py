@@ -907,10 +907,12 @@ def _unreadable(value: object = None) -> Any:
 
 
 def parse_compute_class(obj: Mapping[str, Any]) -> ComputeClass:
-    """A GKE ComputeClass: its name and `spec.autoscalingPolicy.consolidationThreshold`.
+    """A GKE ComputeClass: its name, `spec.autoscalingPolicy.consolidationThreshold` and
+    `consolidationDelayMinutes`.
 
     Never raises: a threshold that is not a whole percent from 0 to 100 (the CRD's type and range) is
-    kept as a `problem`, which `core.coexistence` reports and ignores; no other field is read."""
+    kept as a `problem`, which `core.coexistence` reports and ignores; a delay that is not a whole number
+    of minutes from 1 to 1440 (the CRD's range) reads as unset. No other field is read."""
     meta = obj.get("metadata")
     name = meta.get("name") if isinstance(meta, Mapping) else None
     name = name if isinstance(name, str) else ""
@@ -927,7 +929,9 @@ def parse_compute_class(obj: Mapping[str, Any]) -> ComputeClass:
         )
     if not 0 <= value <= 100:
         return ComputeClass(name, None, f"spec.autoscalingPolicy.consolidationThreshold {value} is outside 0 to 100")
-    return ComputeClass(name, value)
+    delay = policy.get("consolidationDelayMinutes") if isinstance(policy, Mapping) else None
+    minutes = delay if isinstance(delay, int) and not isinstance(delay, bool) and 1 <= delay <= 1440 else None
+    return ComputeClass(name, value, consolidation_delay_minutes=minutes)
 
 
 # Kinds read from plain JSON only (few objects, fields of their own).

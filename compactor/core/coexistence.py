@@ -123,6 +123,28 @@ def class_thresholds(snapshot: Snapshot, pool_label: str) -> dict[str, float]:
     return thresholds
 
 
+def class_delays(snapshot: Snapshot, pool_label: str) -> dict[str, int]:
+    """Per pool (by `pool_label`), the `consolidationDelayMinutes` in seconds of the class whose threshold
+    `class_thresholds` takes (among classes of the same threshold, the shortest delay); pools whose class
+    sets no delay are left out: the autoscaling profile's unneeded time applies to them."""
+    readable = {found.name: found for found in snapshot.compute_classes if found.consolidation_threshold is not None}
+    chosen: dict[str, tuple[int, int | None]] = {}  # pool -> (threshold, delay in minutes) of the class taken
+    for node in snapshot.nodes:
+        pool = node.labels.get(pool_label)
+        found = readable.get(node.labels.get(COMPUTE_CLASS_LABEL, ""))
+        if pool is None or found is None or found.consolidation_threshold is None:
+            continue
+        candidate = (found.consolidation_threshold, found.consolidation_delay_minutes)
+        taken = chosen.get(pool)
+        if taken is None or candidate[0] > taken[0] or (candidate[0] == taken[0] and _shorter(candidate[1], taken[1])):
+            chosen[pool] = candidate
+    return {pool: minutes * 60 for pool, (_, minutes) in chosen.items() if minutes is not None}
+
+
+def _shorter(delay: int | None, than: int | None) -> bool:
+    return delay is not None and (than is None or delay < than)
+
+
 def _any_declared(pools: Mapping[str, PoolConfig]) -> bool:
     return any(pool.compute_class_threshold is not None for pool in pools.values())
 

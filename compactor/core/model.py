@@ -336,6 +336,10 @@ class ComputeClass(msgspec.Struct, frozen=True, gc=False):
     name: str
     consolidation_threshold: int | None
     problem: str | None = None
+    # spec.autoscalingPolicy.consolidationDelayMinutes (1-1440): how long a node must stay unneeded; None when
+    # unset or not a whole number in that range (the autoscaling profile's unneeded time then applies). Only
+    # the simulator reads it (`simulate --snapshot`); a run does not depend on it.
+    consolidation_delay_minutes: int | None = None
 
 
 class Snapshot(msgspec.Struct, frozen=True, gc=False):

@@ -87,6 +87,7 @@ def load(path: str, *, config: Config | None, hours: float) -> Setup:
         initial_pods=tuple(pods),
         source=path,
         compute_classes=coexistence.class_thresholds(parsed, pool_label),
+        compute_class_delays=coexistence.class_delays(parsed, pool_label),
     )
 
 

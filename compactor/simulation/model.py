@@ -150,15 +150,19 @@ class AutoscalerSettings:
 OPTIMIZE_UTILIZATION_UNNEEDED_SECONDS = 60
 
 
-def compute_class(settings: AutoscalerSettings, thresholds: Mapping[str, float]) -> AutoscalerSettings:
+def compute_class(
+    settings: AutoscalerSettings, thresholds: Mapping[str, float], delays: Mapping[str, int] | None = None
+) -> AutoscalerSettings:
     """The pools named in `thresholds` under a custom ComputeClass with that `consolidationThreshold`
-    (a share, 0.75 for 75) and `consolidationDelayMinutes` left unset. Unset, GKE scales a node pool
-    down "according to the chosen autoscaling profile" (the GKE API's NodePool `consolidationDelay`):
-    the profile's unneeded time, 10 minutes under `balanced` (GKE's troubleshooting page for scale-down)."""
+    (a share, 0.75 for 75) and the `consolidationDelayMinutes` of `delays` (seconds, per pool), else left
+    unset. Unset, GKE scales a node pool down "according to the chosen autoscaling profile" (the GKE
+    API's NodePool `consolidationDelay`): the profile's unneeded time, 10 minutes under `balanced`
+    (GKE's troubleshooting page for scale-down)."""
+    given = delays or {}
     return dataclasses.replace(
         settings,
         pool_thresholds=dict(thresholds),
-        pool_unneeded_seconds=dict.fromkeys(thresholds, settings.unneeded_seconds),
+        pool_unneeded_seconds={pool: given.get(pool, settings.unneeded_seconds) for pool in thresholds},
     )
 
 
@@ -222,6 +226,8 @@ class Setup:
     # A kubectl snapshot's ComputeClasses: per pool, the consolidationThreshold (a fraction) of the class
     # its nodes carry (`coexistence.class_thresholds`); empty for scenario files.
     compute_classes: Mapping[str, float] = field(default_factory=dict)
+    # ... and the consolidationDelayMinutes of that class, in seconds, where it sets one (`coexistence.class_delays`).
+    compute_class_delays: Mapping[str, int] = field(default_factory=dict)
 
     def pool(self, name: str) -> PoolSpec | None:
         return next((pool for pool in self.pools if pool.name == name), None)

@@ -165,7 +165,8 @@ def _strategy(name: str, setup: Setup, cluster: Cluster) -> Strategy:
         cluster.scheduler.most_allocated = True
         return ClusterAutoscalerAlone(name)
     if name == "gke-consolidation-threshold":
-        cluster.autoscaler.settings = compute_class(cluster.autoscaler.settings, consolidation_thresholds(setup))
+        thresholds = consolidation_thresholds(setup)
+        cluster.autoscaler.settings = compute_class(cluster.autoscaler.settings, thresholds, _class_delays(setup))
         return ClusterAutoscalerAlone(name)
     if name == "estafette":
         return Estafette(cluster.world, setup.config, setup.seed)
@@ -175,7 +176,7 @@ def _strategy(name: str, setup: Setup, cluster: Cluster) -> Strategy:
         return _node_compactor(rollouts.surging(setup.config), setup, cluster, name)
     if name == "node-compactor+threshold":
         thresholds = consolidation_thresholds(setup)
-        cluster.autoscaler.settings = compute_class(cluster.autoscaler.settings, thresholds)
+        cluster.autoscaler.settings = compute_class(cluster.autoscaler.settings, thresholds, _class_delays(setup))
         return _node_compactor(coexisting(setup.config, thresholds), setup, cluster, name)
     raise ValueError(f"unknown strategy {name}")
 
@@ -189,6 +190,11 @@ def _node_compactor(config: Config, setup: Setup, cluster: Cluster, name: str) -
     return NodeCompactor(
         cluster.world, config, cluster.settle, setup.run_budget_seconds, name=name, rollouts=rollouts_port
     )
+
+
+def _class_delays(setup: Setup) -> dict[str, int]:
+    """A kubectl snapshot's ComputeClass delays, for the pools whose threshold is the snapshot's class."""
+    return {pool: seconds for pool, seconds in setup.compute_class_delays.items() if pool in setup.compute_classes}
 
 
 def consolidation_thresholds(setup: Setup) -> dict[str, float]:

@@ -545,10 +545,10 @@ class Simulation:
         for used, capacity in ((cpu, allocatable.cpu_millis), (memory, allocatable.memory_bytes)):
             if capacity > 0:
                 least += (capacity - used) * 100 // capacity if used <= capacity else 0
-        after = _balance(allocatable.cpu_millis, allocatable.memory_bytes, cpu, memory)
+        after = balanced_resource_score(allocatable.cpu_millis, allocatable.memory_bytes, cpu, memory)
         if self.balance == "after":
             return least // 2 + after
-        before = _balance(allocatable.cpu_millis, allocatable.memory_bytes, cpu_before, memory_before)
+        before = balanced_resource_score(allocatable.cpu_millis, allocatable.memory_bytes, cpu_before, memory_before)
         return least // 2 + 50 + (50 + after - before) // 2
 
     # -- bookkeeping --------------------------------------------------------------------------
@@ -808,9 +808,10 @@ def _term_matches(term: PodAffinityTerm, pod: Pod) -> bool:
     return selector_matches(term.selector, pod.labels)
 
 
-def _balance(cpu_capacity: int, memory_capacity: int, cpu: int, memory: int) -> int:
+def balanced_resource_score(cpu_capacity: int, memory_capacity: int, cpu: int, memory: int) -> int:
     """balancedResourceScore: 100 x (1 - the standard deviation of the cpu and memory shares, each
-    capped at 1), truncated as Go does; a resource the node has none of is left out (no spread)."""
+    capped at 1), truncated as Go does; a resource the node has none of is left out (no spread). The
+    proof's `_score` and the simulator's kube-scheduler both score with it."""
     if cpu_capacity <= 0 or memory_capacity <= 0:
         return 100
     spread = abs(min(1.0, cpu / cpu_capacity) - min(1.0, memory / memory_capacity)) / 2

@@ -259,21 +259,12 @@ def _balanced_allocation(target: NodeState, used: list[int], pod: Pod) -> int:
     allocatable = target.node.allocatable
     if allocatable.cpu_millis <= 0 or allocatable.memory_bytes <= 0:
         return 100  # a resource the node has none of is left out: one share has no spread
-    before = _balance(allocatable.cpu_millis, allocatable.memory_bytes, used[0], used[1])
-    after = _balance(
-        allocatable.cpu_millis,
-        allocatable.memory_bytes,
-        used[0] + pod.requests.cpu_millis,
-        used[1] + pod.requests.memory_bytes,
+    cpu, memory = allocatable.cpu_millis, allocatable.memory_bytes
+    before = fit.balanced_resource_score(cpu, memory, used[0], used[1])
+    after = fit.balanced_resource_score(
+        cpu, memory, used[0] + pod.requests.cpu_millis, used[1] + pod.requests.memory_bytes
     )
     return 50 + (50 + after - before) // 2  # never negative: after and before are both within 50..100
-
-
-def _balance(cpu_capacity: int, memory_capacity: int, cpu: int, memory: int) -> int:
-    """balancedResourceScore: 100 x (1 - the standard deviation of the two shares), truncated as Go does."""
-    cpu_share = min(1.0, cpu / cpu_capacity)
-    memory_share = min(1.0, memory / memory_capacity)
-    return int((1 - abs(cpu_share - memory_share) / 2) * 100)
 
 
 def _used_share(capacity: int, requested: int) -> int:

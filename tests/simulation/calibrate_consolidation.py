@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from compactor import config as config_module
+from compactor.core import fit
 from compactor.core.cluster import NodeState
 from compactor.core.model import DRAIN_STARTED_AT, Pod
 from compactor.simulation import kubectl, machines, runner, scheduler
@@ -504,11 +505,12 @@ def balanced_allocation_1_35(target: NodeState, used: list[int], pod: Pod) -> in
     found the difference (compactor.simulation.scheduler._balanced_allocation, docs/savings.md); the
     flag replays the model as it was before."""
     allocatable = target.node.allocatable
-    if allocatable.cpu_millis <= 0 or allocatable.memory_bytes <= 0:
-        return 100  # a resource the node has none of is left out: one share has no spread
-    cpu_share = min(1.0, (used[0] + pod.requests.cpu_millis) / allocatable.cpu_millis)
-    memory_share = min(1.0, (used[1] + pod.requests.memory_bytes) / allocatable.memory_bytes)
-    return int((1 - abs(cpu_share - memory_share) / 2) * 100)
+    return fit.balanced_resource_score(
+        allocatable.cpu_millis,
+        allocatable.memory_bytes,
+        used[0] + pod.requests.cpu_millis,
+        used[1] + pod.requests.memory_bytes,
+    )
 
 
 if __name__ == "__main__":

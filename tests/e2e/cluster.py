@@ -141,6 +141,17 @@ class KubeCluster:
     def create(self, path: str, obj: Mapping[str, Any]) -> Any:
         return self._expect("POST", path, obj, (200, 201))
 
+    def new_namespace(self, prefix: str) -> str:
+        """A namespace named `prefix`-<5 random hex digits>, returned once it can take pods: they are
+        refused until the ServiceAccount controller has made the namespace's default account."""
+        namespace = f"{prefix}-{uuid.uuid4().hex[:5]}"
+        self.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        wait_for(
+            f"namespace {namespace} has its default ServiceAccount",
+            lambda: self.find(f"/api/v1/namespaces/{namespace}/serviceaccounts/default"),
+        )
+        return namespace
+
     def patch(self, path: str, patch: Mapping[str, Any], content_type: str = MERGE_PATCH) -> Any:
         return self._expect("PATCH", path, patch, (200,), content_type)
 

@@ -12,14 +12,13 @@ deleted when the test ends, so no drain or mark of one test reaches the next.
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Iterator
 
 import pytest
 import yaml
 
 from tests.e2e import controlplane
-from tests.e2e.cluster import REPOSITORY, KubeCluster, Scenario, wait_for
+from tests.e2e.cluster import REPOSITORY, KubeCluster, Scenario
 
 RBAC_FILES = ("deploy/rbac.yaml", "deploy/rbac-hpa-floor.yaml")
 RBAC_PATHS = {
@@ -55,15 +54,6 @@ def grant_compactor_rbac(cluster: KubeCluster) -> None:
 @pytest.fixture
 def scenario(kube_cluster: KubeCluster, request: pytest.FixtureRequest) -> Iterator[Scenario]:
     base = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower().removeprefix("test_"))[:40].strip("-")
-    namespace = f"{base}-{uuid.uuid4().hex[:5]}"
-    kube_cluster.create(
-        "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
-    )
-    # Pods are refused until the ServiceAccount controller has made the namespace's default account.
-    wait_for(
-        f"namespace {namespace} has its default ServiceAccount",
-        lambda: kube_cluster.find(f"/api/v1/namespaces/{namespace}/serviceaccounts/default"),
-    )
-    test = Scenario(kube_cluster, namespace)
+    test = Scenario(kube_cluster, kube_cluster.new_namespace(base))
     yield test
     test.close()

@@ -21,7 +21,6 @@ import argparse
 import json
 import statistics
 import tempfile
-import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
@@ -32,7 +31,7 @@ import orjson
 
 from compactor.simulation import machines, runner, scenario
 from tests.e2e import controlplane
-from tests.e2e.cluster import KubeCluster, Scenario, node_of, wait_for
+from tests.e2e.cluster import KubeCluster, Scenario, node_of
 
 POOL = "default-pool"
 MACHINE = "e2-standard-4"
@@ -47,12 +46,7 @@ Layout = dict[str, Counter[str]]  # app -> node -> pods
 def real_layouts(plane: controlplane.ControlPlane) -> tuple[Layout, Layout, dict[str, str]]:
     """Scale up, then in, on kwok nodes with the real controllers and scheduler; the two layouts and node zones."""
     cluster = KubeCluster(plane)
-    namespace = f"calibrate-{uuid.uuid4().hex[:5]}"
-    cluster.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    wait_for(
-        f"namespace {namespace} has its default ServiceAccount",
-        lambda: cluster.find(f"/api/v1/namespaces/{namespace}/serviceaccounts/default"),
-    )
+    namespace = cluster.new_namespace("calibrate")
     test = Scenario(cluster, namespace)
     allocatable = machines.allocatable(MACHINE)
     zones: dict[str, str] = {}

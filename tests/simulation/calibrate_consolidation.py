@@ -45,7 +45,6 @@ import json
 import statistics
 import tempfile
 import time
-import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -255,12 +254,7 @@ def settled(cluster: KubeCluster, namespace: str) -> bool:
 
 def real_side(cluster: KubeCluster, runs: int, keep: Path | None, index: int) -> tuple[dict[str, Any], list[Record]]:
     """Lay out the pool, snapshot it, then `runs` node-compactor runs each followed by the STAND-IN."""
-    namespace = f"consolidate-{uuid.uuid4().hex[:5]}"
-    cluster.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    wait_for(
-        f"namespace {namespace} has its default ServiceAccount",
-        lambda: cluster.find(f"/api/v1/namespaces/{namespace}/serviceaccounts/default"),
-    )
+    namespace = cluster.new_namespace("consolidate")
     test = Scenario(cluster, namespace)
     allocatable = machines.allocatable(MACHINE)
     records: list[Record] = []

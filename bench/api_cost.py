@@ -11,7 +11,7 @@ API server in a process of its own (`bench.live_scale.serving`). Then `--repeat`
 each measuring, in a fresh child process and one after another:
 
 - `today`: `Cluster.read_snapshot()` as before issue 27, pages of 500 without gzip;
-- `paged+gzip`: the default: pages of `compactor.kube.PAGE_SIZE` with `Accept-Encoding: gzip`;
+- `paged+gzip`: the default: pages of `compactor.kube.client.PAGE_SIZE` with `Accept-Encoding: gzip`;
 - `watch-list`: streaming lists (`COMPACTOR_LIST_METHOD=watch-list`);
 - `dry run today` / `dry run`: `python -m compactor run --dry-run --json` end to end, as
   before issue 27 (pages of 500, no gzip: patched in the child) and as it is now;
@@ -66,7 +66,7 @@ IDLE_WINDOWS = 6
 SETTLE_SECONDS = 2.0
 SMALL_OUTPUT = 64 * 1024 * 1024  # a child's stdout read back (reports, the children's JSON lines)
 VARIANTS = ("today", "paged+gzip", "watch-list", "dry run today", "dry run", "kubectl", "kubectl's requests")
-# Before issue 27 the reader listed in pages of 500 without gzip; now in pages of compactor.kube.PAGE_SIZE.
+# Before issue 27 the reader listed in pages of 500 without gzip; now in pages of compactor.kube.client.PAGE_SIZE.
 TODAY_PAGE_SIZE = 500
 READS: dict[str, tuple[str, bool, int | None]] = {
     "today": ("paged-list", False, TODAY_PAGE_SIZE),
@@ -79,7 +79,7 @@ KUBECTL_UP_TO = 1000
 KUBECTL_PAGE = 500  # kubectl's --chunk-size default
 # The dry run as before issue 27: the same command with the reader's gzip header emptied.
 _DRY_RUN_TODAY = (
-    "import runpy, sys; import compactor.kube as kube; kube.GZIP_HEADERS.clear(); "
+    "import runpy, sys; import compactor.kube.client as kube; kube.GZIP_HEADERS.clear(); "
     f"kube.Cluster.__init__.__kwdefaults__ = {{'page_size': {TODAY_PAGE_SIZE}}}; "
     "sys.argv = ['compactor', *sys.argv[1:]]; runpy.run_module('compactor', run_name='__main__')"
 )
@@ -142,7 +142,7 @@ def child_read(kubeconfig: str, method: str, gzip: bool, page_size: int | None) 
     import urllib3
 
     from compactor import service
-    from compactor.kube import LIST_METHODS, Cluster
+    from compactor.kube.client import LIST_METHODS, Cluster
 
     urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
     api_client = service.kubernetes_client(kubeconfig, {})

@@ -61,7 +61,8 @@ import logging, sys, time, orjson, urllib3
 from compactor.errors import CompactorError
 from datetime import UTC, datetime, timedelta
 urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
-from compactor import integrity, service
+from compactor import service
+from compactor.kube import integrity
 kubeconfig, config, budget, now = sys.argv[1:5]
 reads = []
 def counted(cluster, pool_autoscaling):
@@ -122,9 +123,9 @@ def candidates(kubeconfig: Path, config: dict[str, Any], now: datetime) -> list[
     """Nodes the planner would drain on the loaded cluster: its choice, then those ranked after it
     (blocked by nothing else), most pods to move first."""
     from compactor import service
-    from compactor.config import Config
     from compactor.core import planner
-    from compactor.kube import Cluster
+    from compactor.kube.client import Cluster
+    from compactor.settings.config import Config
 
     urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
     cluster = Cluster(service.kubernetes_client(str(kubeconfig), {}))

@@ -18,7 +18,7 @@ not the client's. Then, `--repeat` times, interleaved, each in a fresh child:
   (only up to `--models-up-to` nodes: at 10,000 it takes minutes and GiBs);
 - on the same data, the snapshot file the cluster was loaded from:
   `orjson.loads` of the whole file with the collector off, and the floor, a
-  bare typed decode of the whole file into `compactor.decoding`'s Structs.
+  bare typed decode of the whole file into `compactor.kube.decoding`'s Structs.
 
 Wall time is the child's, interpreter start and imports included; "in
 process" is what the child timed around the work itself (for `run`, the
@@ -79,7 +79,7 @@ if str(REPO) not in sys.path:  # run as a script: `python bench/live_scale.py`
 from bench import synth  # noqa: E402
 
 PODS_PER_NODE = 30
-PAGE_SIZE = 2000  # compactor.kube.PAGE_SIZE: both sides list in pages of the same size
+PAGE_SIZE = 2000  # compactor.kube.client.PAGE_SIZE: both sides list in pages of the same size
 REQUEST_TIMEOUT = (5.0, 60.0)
 PROFILE_TOP = 15
 OUT_DIR = synth.OUT_DIR / "live"
@@ -106,7 +106,7 @@ def _status_mib(field: str) -> float:
 
 def _child_read(kubeconfig: str, _config: str) -> dict[str, Any]:
     from compactor import service
-    from compactor.kube import Cluster
+    from compactor.kube.client import Cluster
 
     cluster = Cluster(service.kubernetes_client(kubeconfig, os.environ))
     start = time.perf_counter()
@@ -162,10 +162,10 @@ def _child_models(kubeconfig: str, _config: str) -> dict[str, Any]:
 
 def _child_phases(kubeconfig: str, config_path: str) -> dict[str, Any]:
     """Where a dry run's time goes: the steps of `service.run` (read, plan, report), timed one by one."""
-    from compactor import config as config_source
     from compactor import report, service
     from compactor.core import planner
-    from compactor.kube import Cluster
+    from compactor.kube.client import Cluster
+    from compactor.settings import config as config_source
 
     config = config_source.parse(Path(config_path).read_bytes(), source=config_path)
     cluster = Cluster(service.kubernetes_client(kubeconfig, os.environ))
@@ -188,7 +188,8 @@ def _child_floor(kubeconfig: str, _config: str) -> dict[str, Any]:
     """The pod pages fetched raw, then `orjson.loads` and the typed page decode timed on the same bytes."""
     from kubernetes import client
 
-    from compactor import decoding, service
+    from compactor import service
+    from compactor.kube import decoding
 
     core = client.CoreV1Api(service.kubernetes_client(kubeconfig, os.environ))
     gc.disable()  # as read_snapshot does
@@ -252,7 +253,7 @@ def _child_file_floor(_kubeconfig: str, config_path: str) -> dict[str, Any]:
     """The floor: a bare typed decode of the same file into the reader's Structs, nothing built from them."""
     import msgspec
 
-    from compactor import decoding
+    from compactor.kube import decoding
 
     document_type = msgspec.defstruct("Document", [("items", list[decoding.Item])])
     gc.disable()
@@ -266,10 +267,10 @@ def _child_file_floor(_kubeconfig: str, config_path: str) -> dict[str, Any]:
 
 
 def _child_profile(kubeconfig: str, config_path: str) -> dict[str, Any]:
-    from compactor import config as config_source
     from compactor import service
     from compactor.core import planner
-    from compactor.kube import Cluster
+    from compactor.kube.client import Cluster
+    from compactor.settings import config as config_source
 
     cluster = Cluster(service.kubernetes_client(kubeconfig, os.environ))
     read_profile = cProfile.Profile()

@@ -14,7 +14,7 @@ absent, then measured in fresh processes so each peak is its own:
    bytecode cache written first, as any machine has it after the first run;
 4. beside them, on the same file: `orjson.loads` of the whole file with the
    collector off, and the floor, a bare typed decode of the whole file into
-   `compactor.decoding`'s Structs (msgspec, nothing built from them). Both
+   `compactor.kube.decoding`'s Structs (msgspec, nothing built from them). Both
    include reading the file; each is printed as a ratio to ours. The floor
    holds the whole file and every item at once (about 1.5 GiB at 5,000
    nodes), so its system time, the kernel faulting that memory in, varies
@@ -104,7 +104,7 @@ def _peak_mib() -> float:
 
 
 def _child_parse(snapshot_path: str) -> dict[str, Any]:
-    from compactor import snapshot
+    from compactor.kube import snapshot
 
     gc.collect()
     baseline = _rss_mib()
@@ -156,7 +156,7 @@ def _child_floor(snapshot_path: str) -> dict[str, Any]:
     """The floor: a bare typed decode of the whole file into the reader's Structs, nothing built from them."""
     import msgspec
 
-    from compactor import decoding
+    from compactor.kube import decoding
 
     document_type = msgspec.defstruct("Document", [("items", list[decoding.Item])])
     gc.disable()
@@ -191,9 +191,10 @@ def _report(result: dict[str, Any]) -> int:
 
 
 def _child_plan(snapshot_path: str, config_path: str, now_text: str) -> dict[str, Any]:
-    from compactor import cli, report, snapshot
-    from compactor import config as config_source
+    from compactor import cli, report
     from compactor.core import planner
+    from compactor.kube import snapshot
+    from compactor.settings import config as config_source
 
     config = config_source.parse(Path(config_path).read_bytes(), source=config_path)
     now = cli.parse_now(now_text)
@@ -258,9 +259,10 @@ def _outcome(plan: Any) -> dict[str, Any]:
 
 
 def _child_profile(snapshot_path: str, config_path: str, now_text: str) -> dict[str, Any]:
-    from compactor import cli, snapshot
-    from compactor import config as config_source
+    from compactor import cli
     from compactor.core import planner
+    from compactor.kube import snapshot
+    from compactor.settings import config as config_source
 
     config = config_source.parse(Path(config_path).read_bytes(), source=config_path)
     now = cli.parse_now(now_text)

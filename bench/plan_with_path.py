@@ -23,10 +23,10 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script: `python bench/plan_with_path.py`
     sys.path.insert(0, str(REPO))
 
-from compactor import config as config_source  # noqa: E402
-from compactor import snapshot  # noqa: E402
 from compactor.cli import parse_now  # noqa: E402
 from compactor.core import path  # noqa: E402
+from compactor.kube import snapshot  # noqa: E402
+from compactor.settings import config as config_source  # noqa: E402
 
 
 def main() -> int:

@@ -22,9 +22,10 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script: `python bench/plan_worst_case.py`
     sys.path.insert(0, str(REPO))
 
-from compactor import cli, snapshot  # noqa: E402
-from compactor import config as config_module  # noqa: E402
+from compactor import cli  # noqa: E402
 from compactor.core import planner  # noqa: E402
+from compactor.kube import snapshot  # noqa: E402
+from compactor.settings import config as config_module  # noqa: E402
 
 
 def main() -> None:

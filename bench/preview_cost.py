@@ -30,10 +30,10 @@ if str(REPO) not in sys.path:  # run as a script: `python bench/preview_cost.py`
     sys.path.insert(0, str(REPO))
 
 from bench import synth  # noqa: E402
-from compactor import config as config_source  # noqa: E402
-from compactor import snapshot  # noqa: E402
 from compactor.core import configcheck, path, preview, timing  # noqa: E402
 from compactor.core.model import UNDERUTILIZED_SINCE, Snapshot  # noqa: E402
+from compactor.kube import snapshot  # noqa: E402
+from compactor.settings import config as config_source  # noqa: E402
 
 
 def cpu_median(work: Callable[[], Any], runs: int) -> float:

@@ -34,11 +34,11 @@ if str(REPO) not in sys.path:  # run as a script: `python bench/surge_cost.py`
     sys.path.insert(0, str(REPO))
 
 from bench import synth  # noqa: E402
-from compactor import config as config_module  # noqa: E402
-from compactor import snapshot as reading  # noqa: E402
 from compactor.core import planner, surge  # noqa: E402
 from compactor.core.model import Deployment, ReplicaSet, Snapshot  # noqa: E402
 from compactor.core.timing import parse_rfc3339  # noqa: E402
+from compactor.kube import snapshot as reading  # noqa: E402
+from compactor.settings import config as config_module  # noqa: E402
 
 # The planner's calls into core.surge, and what each returns when no pool opts in.
 STUBS: dict[str, Callable[..., Any]] = {

@@ -46,7 +46,7 @@ from typing import Any, Literal
 
 import orjson
 
-from compactor import arguments, permissions
+from compactor import permissions
 from compactor.core.model import (
     DELETION_COST,
     DISABLED,
@@ -63,6 +63,7 @@ from compactor.errors import EXIT_OK, CompactorError, LeaseHeldError, RunFailedE
 from compactor.hpa import planner as hpa_planner
 from compactor.hpa import reading as hpa_reading
 from compactor.hpa.model import BASE_MIN_REPLICAS, ENABLED, MIN_REPLICAS_REASON
+from compactor.settings import arguments
 
 log = logging.getLogger(__name__)
 
@@ -248,7 +249,7 @@ def run(
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> Result:
     """Hold both Leases (a dry run only checks them), read, write each change, delete the Leases."""
-    from compactor import kube
+    from compactor.kube import client as kube
 
     result = Result(dry_run)
     holder = f"node-compactor-cleanup-{kube.new_run_id().rsplit('-', 1)[-1]}"
@@ -332,7 +333,7 @@ def _send(cluster: Any, change: Change) -> None:
 
 def _write(cluster: Any, change: Change, result: Result) -> None:
     """Send the change; on a 409 read the object again and send what is still to do, ATTEMPTS times at most."""
-    from compactor.kube import ConflictError, NotFoundError
+    from compactor.kube.client import ConflictError, NotFoundError
 
     current: Change | None = change
     for _ in range(ATTEMPTS):
@@ -363,7 +364,7 @@ def _write(cluster: Any, change: Change, result: Result) -> None:
 
 
 def _delete_lease(cluster: Any, namespace: str, name: str, holder: str, *, existed: bool, result: Result) -> None:
-    from compactor.kube import ConflictError, NotFoundError
+    from compactor.kube.client import ConflictError, NotFoundError
 
     lease = cluster.lease(namespace, name)
     if lease is None:
@@ -409,7 +410,7 @@ def add_parser(commands: Any) -> None:
 
 def command(args: argparse.Namespace) -> int:
     from compactor import logs, service
-    from compactor.kube import Cluster
+    from compactor.kube.client import Cluster
 
     logs.configure(sys.stderr)  # stdout carries the report
     namespace = args.lease_namespace or os.environ.get(service.ENV_LEASE_NAMESPACE) or service.DEFAULT_LEASE_NAMESPACE

@@ -20,10 +20,12 @@ from typing import TYPE_CHECKING, NoReturn
 
 import orjson
 
-from compactor import arguments, integrity, report, snapshot
-from compactor import config as config_source
+from compactor import report
 from compactor.core import configcheck, path, planner, timing
 from compactor.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, BadInputError, CompactorError, exit_code
+from compactor.kube import integrity, snapshot
+from compactor.settings import arguments
+from compactor.settings import config as config_source
 
 if TYPE_CHECKING:
     from compactor.simulation.model import Setup  # the simulator is imported only by `simulate`
@@ -103,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _read_firestore(document: str, database: str | None) -> str:
-    from compactor import firestore  # only when the configuration lives there
+    from compactor.gcp import firestore  # only when the configuration lives there
 
     return firestore.read_config_document(document, database)
 

@@ -34,8 +34,9 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from compactor import logs, service, strictjson
+from compactor import logs, service
 from compactor.errors import BadInputError, CompactorError, PathNotFoundError, RequestTooLargeError, http_status
+from compactor.settings import strictjson
 
 log = logging.getLogger(__name__)
 

@@ -50,7 +50,7 @@ class RbacRule(NamedTuple):
     lease_namespace: bool = False
 
 
-# The Leases the two jobs hold for a run (compactor.kube.LEASE_NAME, compactor.hpa.cluster.LEASE_NAME).
+# The Leases the two jobs hold for a run (compactor.kube.client.LEASE_NAME, compactor.hpa.cluster.LEASE_NAME).
 COMPACTOR_LEASE = "node-compactor"
 HPA_FLOOR_LEASE = "node-compactor-hpa"
 DEFAULT_LEASE_NAMESPACE = "kube-system"
@@ -104,7 +104,7 @@ HPA_FLOOR_RBAC_RULES: tuple[RbacRule, ...] = (
     RbacRule("coordination.k8s.io", "leases", ("get", "update"), (HPA_FLOOR_LEASE,), lease_namespace=True),
 )
 
-# Pools with surgeSingleReplicas (`compactor.surging`): the compactor also lists Deployments, ReplicaSets
+# Pools with surgeSingleReplicas (`compactor.actuation.surging`): the compactor also lists Deployments, ReplicaSets
 # and PersistentVolumeClaims (which pods a rolling restart moves), reads a Deployment again and patches
 # its pod template's restartedAt. Granted beside the lists above only when some pool opts in (Terraform
 # derives it from the configuration or takes surge_single_replicas; deploy/rbac-surge.yaml in RBAC mode);

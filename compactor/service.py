@@ -19,17 +19,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from compactor import config as config_source
-from compactor import integrity, report
+from compactor import report
+from compactor.actuation.executor import Budget, Executor, Guard, Outcome
 from compactor.core import configcheck, path, planner
 from compactor.core.model import Snapshot
 from compactor.core.plan import Plan
 from compactor.errors import BadInputError, ClusterAccessError, CompactorError, KubeconfigError, LeaseHeldError
-from compactor.executor import Budget, Executor, Guard, Outcome
-from compactor.snapshot import paused_gc
+from compactor.kube import integrity
+from compactor.kube.snapshot import paused_gc
+from compactor.settings import config as config_source
 
 if TYPE_CHECKING:
-    from compactor.kube import ListMethod
+    from compactor.kube.client import ListMethod
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +90,7 @@ def run_budget(env: Mapping[str, str]) -> int:
 
 def list_method(env: Mapping[str, str]) -> ListMethod:
     """How the cluster is read: `paged-list` (the default) or `watch-list` (streaming lists, KEP-3157)."""
-    from compactor import kube
+    from compactor.kube import client as kube
 
     text = env.get(ENV_LIST_METHOD) or kube.DEFAULT_LIST_METHOD
     for method in kube.LIST_METHODS:
@@ -104,7 +105,7 @@ def connector_from(
     """How to reach the cluster: GKE (`--gke` / COMPACTOR_CLUSTER), else a kubeconfig, else in-cluster."""
     cluster = gke_cluster or (None if kubeconfig else env.get(ENV_CLUSTER))
     if cluster:
-        from compactor import gke
+        from compactor.gcp import gke
 
         gke.parse_cluster_name(cluster)  # a bad name is bad input, found before any call
         mode = env.get(ENV_ENDPOINT_MODE) or "dns"
@@ -146,7 +147,7 @@ def kubernetes_client(kubeconfig: str | None, env: Mapping[str, str]) -> Any:
         # In a KUBECONFIG list the client skips missing files; a single path must exist.
         if len(files) == 1 or os.path.exists(file):
             _check_kubeconfig_file(file)
-    from compactor import kubeconfig as checks
+    from compactor.kube import kubeconfig as checks
 
     checks.check(path or shown, shown)
     try:
@@ -256,8 +257,8 @@ def _run(
     first_backoff: float,
     started: float,
 ) -> RunResult:
-    from compactor import firestore
-    from compactor.kube import Cluster, new_run_id
+    from compactor.gcp import firestore
+    from compactor.kube.client import Cluster, new_run_id
 
     budget_seconds = run_budget(env)
     method = list_method(env)

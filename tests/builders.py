@@ -10,9 +10,6 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from compactor import config as config_module
-from compactor import quantity
-from compactor.config import Config
 from compactor.core import planner
 from compactor.core.model import (
     UNDERUTILIZED_SINCE,
@@ -36,6 +33,9 @@ from compactor.core.model import (
 )
 from compactor.core.plan import NodeReport, Plan
 from compactor.core.timing import format_stamp
+from compactor.kube import quantity
+from compactor.settings import config as config_module
+from compactor.settings.config import Config
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 LONG_AGO = NOW - timedelta(days=7)

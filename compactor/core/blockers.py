@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from compactor.config import Config
 from compactor.core.cluster import PdbIndex
 from compactor.core.model import Pdb, Pod
+from compactor.settings.config import Config
 
 SYSTEM_NAMESPACE = "kube-system"
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime
 
-from compactor.config import PoolConfig
 from compactor.core import inflight, pools, surge, unschedulable, windows
 from compactor.core.blockers import Blocker, node_pods_blockers
 from compactor.core.cluster import ClusterView, NodeState
@@ -24,6 +23,7 @@ from compactor.core.model import (
 )
 from compactor.core.timing import format_stamp, human, parse_stamp, seconds_between
 from compactor.core.wording import percent
+from compactor.settings.config import PoolConfig
 
 
 def node_blockers(

@@ -8,10 +8,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from compactor.config import Config
 from compactor.core import coexistence
 from compactor.core.model import TERMINAL_PHASES, Node, Pdb, Pod, Resources, Snapshot
 from compactor.core.selectors import selector_matches
+from compactor.settings.config import Config
 
 
 @dataclass(frozen=True, slots=True)

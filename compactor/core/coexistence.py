@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
-from compactor.config import Config, PoolConfig
 from compactor.core.model import COMPUTE_CLASS_LABEL, ComputeClass, Node, Snapshot
+from compactor.settings.config import Config, PoolConfig
 
 # A limit suggested above a threshold: node-compactor+threshold's, measured (0.9 beside 75%).
 LIMIT_ABOVE_THRESHOLD = 0.15

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from compactor.config import Config
 from compactor.core.model import Snapshot
+from compactor.settings.config import Config
 
 # Names listed in one sentence; a cluster of hundreds of pools or unlabeled nodes gets a count for the rest.
 MAX_NAMES = 10

@@ -43,7 +43,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from compactor.config import PoolConfig
 from compactor.core import fit, proof, unschedulable
 from compactor.core.blockers import API_ENFORCED, pod_blockers
 from compactor.core.cluster import ClusterView, NodeState
@@ -57,6 +56,7 @@ from compactor.core.model import (
 )
 from compactor.core.plan import Decision
 from compactor.core.timing import human, parse_stamp, seconds_between
+from compactor.settings.config import PoolConfig
 
 # Controllers that create a replacement as soon as the pod they lost starts terminating: a
 # terminating pod of theirs on the draining node already has its replacement, waiting for the

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from compactor.config import PoolConfig
 from compactor.core.cluster import NodeState
 from compactor.core.model import DISABLED, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE
 from compactor.core.timing import parse_stamp
+from compactor.settings.config import PoolConfig
 
 
 def is_underutilized(state: NodeState, pool: PoolConfig | None) -> bool:

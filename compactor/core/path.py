@@ -28,12 +28,12 @@ from datetime import datetime, timedelta
 
 from msgspec import structs
 
-from compactor.config import Config
 from compactor.core import planner, pools, preview
 from compactor.core.cluster import ClusterView, PdbIndex
 from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE, Pod, Snapshot
 from compactor.core.plan import ConsolidationPath, Decision, PathStep, Plan
 from compactor.core.timing import format_stamp
+from compactor.settings.config import Config
 
 MAX_STEPS = 50
 WORK_LIMIT = 150_000  # pods planned over the steps after the first: one more plan at 150,000 pods

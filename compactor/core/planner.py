@@ -13,13 +13,13 @@ import math
 from collections import Counter
 from datetime import datetime
 
-from compactor.config import Config
 from compactor.core import candidates, fit, inflight, marks, pools, proof, ranking, steering, surge
 from compactor.core.blockers import Blocker
 from compactor.core.cluster import ClusterView, NodeState, PdbIndex
 from compactor.core.model import PREFER_NO_SCHEDULE, RESERVED_TAINT, SOFT_TAINT, Pod, Snapshot
 from compactor.core.plan import Decision, NodeReport, Plan, PoolReport
 from compactor.core.wording import mebibytes, percent
+from compactor.settings.config import Config
 
 # Fit simulations per run. Each costs about one predicate check per pod when
 # pods fit; one that fails scans every target for a pod. The bound keeps a

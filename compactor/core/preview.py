@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from compactor.config import Config, PoolConfig
 from compactor.core import planner, windows
 from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, Node, Snapshot
 from compactor.core.plan import ConsolidationPath, Plan, Preview
 from compactor.core.timing import format_stamp, human, parse_stamp
+from compactor.settings.config import Config, PoolConfig
 
 
 def from_path(

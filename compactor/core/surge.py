@@ -7,7 +7,7 @@ the pod: a Deployment whose rolling update surges (maxSurge >= 1,
 maxUnavailable 0) starts the new pod on another node, the drained node being
 cordoned, and removes the old pod only once the new one is Ready, so the
 workload never has no Ready pod. The executor writes the restart
-(`compactor.surging`); this module decides, from the snapshot alone:
+(`compactor.actuation.surging`); this module decides, from the snapshot alone:
 
 - `verdicts`: for each single-replica pod of a node (the only pod of its
   Deployment, of its controller, or one a PDB allows no disruption), what a

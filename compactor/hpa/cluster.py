@@ -1,6 +1,6 @@
 """The HPA floor's Kubernetes adapter: list HPAs and ReplicaSets, patch one HPA, Events on it.
 
-Built on `compactor.kube.Cluster` (paginated raw lists, the Lease, Events), so
+Built on `compactor.kube.client.Cluster` (paginated raw lists, the Lease, Events), so
 both jobs share one client behaviour. Writes are exactly those of
 `permissions.HPA_FLOOR_RBAC_RULES`: HPA merge patches, Events, the Lease.
 """
@@ -14,9 +14,9 @@ from typing import Any
 import urllib3
 from kubernetes import client
 
-from compactor import kube
 from compactor.hpa import reading
 from compactor.hpa.model import Cluster, Hpa
+from compactor.kube import client as kube
 
 LEASE_NAME = "node-compactor-hpa"
 HPA_API_VERSION = "autoscaling/v2"

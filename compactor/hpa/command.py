@@ -15,11 +15,11 @@ from typing import Any
 
 import orjson
 
-from compactor import arguments, jsonfiles
 from compactor.errors import EXIT_OK, BadInputError
 from compactor.hpa import planner, reading, report, results
 from compactor.hpa import settings as hpa_settings
 from compactor.hpa.model import Answer
+from compactor.settings import arguments, jsonfiles
 
 # A query's answer is a few hundred bytes; even thousands of HPAs stay far below this.
 MAX_METRICS_BYTES = 64 << 20

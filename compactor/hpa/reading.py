@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from compactor import jsonfiles
 from compactor.errors import SnapshotError
 from compactor.hpa.model import Cluster, Hpa
+from compactor.settings import jsonfiles
 
 HPA_KIND = "HorizontalPodAutoscaler"
 REPLICA_SET_KIND = "ReplicaSet"

@@ -5,7 +5,7 @@ anything is read (bad input = zero writes); a dry run takes no Lease and
 writes nothing (no patch, no Event); otherwise the `node-compactor-hpa`
 Lease is held for the run. Cluster access and the configuration sources
 (`dryRun` of the compactor's configuration applies here too) are the
-compactor's own (`compactor.service`, `compactor.config`).
+compactor's own (`compactor.service`, `compactor.settings.config`).
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from compactor import config as config_source
 from compactor import service as compactor_service
 from compactor.errors import CompactorError, LeaseHeldError
 from compactor.hpa import planner, report
 from compactor.hpa import settings as hpa_settings
 from compactor.hpa.model import Answer, Decision, Plan, Query
+from compactor.settings import config as config_source
 
 if TYPE_CHECKING:
     from compactor.hpa.cluster import HpaCluster
@@ -82,7 +82,7 @@ def prometheus_from(env: Mapping[str, str], deadline: float, *, gke_cluster: str
 def _project(env: Mapping[str, str], gke_cluster: str | None) -> str | None:
     cluster = gke_cluster or env.get(compactor_service.ENV_CLUSTER)
     if cluster:
-        from compactor import gke
+        from compactor.gcp import gke
 
         return gke.parse_cluster_name(cluster).project
     return env.get(ENV_PROJECT) or None
@@ -150,9 +150,9 @@ def _run(
     monotonic: Callable[[], float],
     querier_factory: Callable[[Mapping[str, str], float], QueryRunner] | None,
 ) -> HpaRunResult:
-    from compactor import firestore
+    from compactor.gcp import firestore
     from compactor.hpa.cluster import LEASE_NAME, HpaCluster
-    from compactor.kube import new_run_id
+    from compactor.kube.client import new_run_id
 
     started = monotonic()
     settings = hpa_settings.from_env(env)

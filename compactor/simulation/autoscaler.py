@@ -35,12 +35,12 @@ from typing import Any
 
 from msgspec import structs
 
-from compactor import config as config_module
-from compactor import snapshot as parsing
 from compactor.core import fit
 from compactor.core.blockers import pod_blockers
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.model import CA_SCALE_DOWN_DISABLED, HOSTNAME_LABEL, ZERO, Pod, Resources
+from compactor.kube import snapshot as parsing
+from compactor.settings import config as config_module
 from compactor.simulation import objects
 from compactor.simulation.controllers import Controllers
 from compactor.simulation.metrics import CLUSTER_AUTOSCALER

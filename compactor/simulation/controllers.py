@@ -21,8 +21,8 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from compactor import snapshot as parsing
 from compactor.core.model import ZERO, Resources
+from compactor.kube import snapshot as parsing
 from compactor.simulation import objects, rollouts
 from compactor.simulation.model import CronJobSpec, DaemonSetSpec, Setup, WorkloadSpec
 from compactor.simulation.world import OwnerKey, World

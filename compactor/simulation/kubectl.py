@@ -17,13 +17,14 @@ from collections import Counter, defaultdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from compactor import config as config_module
-from compactor import integrity, jsonfiles
-from compactor import snapshot as parsing
-from compactor.config import Config
 from compactor.core import coexistence, timing
 from compactor.core.model import MIRROR_POD
 from compactor.errors import SnapshotError
+from compactor.kube import integrity
+from compactor.kube import snapshot as parsing
+from compactor.settings import config as config_module
+from compactor.settings import jsonfiles
+from compactor.settings.config import Config
 from compactor.simulation import objects
 from compactor.simulation.model import (
     AutoscalerSettings,
@@ -38,7 +39,7 @@ from compactor.simulation.scenario import default_config
 from compactor.simulation.world import owner_of
 
 NODE_SPECIFIC_LABELS = ("kubernetes.io/hostname", objects.ZONE_LABEL, "failure-domain.beta.kubernetes.io/zone")
-# What `plan --snapshot` reads as one document when it is not in kubectl's layout (compactor.snapshot).
+# What `plan --snapshot` reads as one document when it is not in kubectl's layout (compactor.kube.snapshot).
 MAX_SNAPSHOT_BYTES = 1 << 30
 TRANSIENT_TAINTS = ("node.kubernetes.io/", "ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler")
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from compactor.config import Config
 from compactor.core import coexistence
+from compactor.settings.config import Config
 
 JsonObject = dict[str, Any]
 

@@ -1,6 +1,6 @@
 """Kubernetes JSON for the objects the simulation creates: nodes, pods, PodDisruptionBudgets.
 
-Shaped like what the API server returns on GKE, so `compactor.snapshot`
+Shaped like what the API server returns on GKE, so `compactor.kube.snapshot`
 parses them exactly as it parses a live cluster.
 """
 

@@ -2,7 +2,7 @@
 
 Node and pod objects go out as Kubernetes JSON, node patches go through the
 world's merge patch with its resourceVersion precondition (ConflictError,
-NotFoundError as from `compactor.kube`), evictions through the world's
+NotFoundError as from `compactor.kube.client`), evictions through the world's
 Eviction API, Events into the world's log.
 
 Time inside a run. The executor evicts with a thread pool and retries a
@@ -31,8 +31,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from compactor import executor
-from compactor.kube import EvictionResult
+from compactor.actuation import executor
+from compactor.kube.client import EvictionResult
 from compactor.simulation.world import World
 
 TERMINAL = ("evicted", "gone", "failed")

@@ -36,11 +36,11 @@ from typing import Any
 
 import orjson
 
-from compactor import workloads
-from compactor.config import Config
 from compactor.core import surge
 from compactor.core.model import Deployment, ReplicaSet
-from compactor.kube import ConflictError, NotFoundError
+from compactor.kube import workloads
+from compactor.kube.client import ConflictError, NotFoundError
+from compactor.settings.config import Config
 from compactor.simulation import objects
 from compactor.simulation.model import JsonObject, WorkloadSpec
 from compactor.simulation.port import SimulatedCluster
@@ -258,7 +258,7 @@ class Rollouts:
         return answer
 
     def records(self, at: datetime) -> tuple[tuple[Deployment, ...], tuple[ReplicaSet, ...]]:
-        """The Deployments and ReplicaSets as `compactor.workloads` reads them from the API."""
+        """The Deployments and ReplicaSets as `compactor.kube.workloads` reads them from the API."""
         deployments: list[Deployment] = []
         replica_sets: list[ReplicaSet] = []
         for found in self._deployments.values():

@@ -37,9 +37,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from compactor import snapshot as parsing
-from compactor.config import Config
 from compactor.core.model import Resources
+from compactor.kube import snapshot as parsing
+from compactor.settings.config import Config
 from compactor.simulation import availability, rollouts
 from compactor.simulation.autoscaler import BOOTSTRAP_AGE, Autoscaler
 from compactor.simulation.controllers import Controllers

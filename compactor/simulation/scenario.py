@@ -19,10 +19,10 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
-from compactor import config as config_module
-from compactor import quantity
-from compactor.config import Config
 from compactor.errors import BadInputError
+from compactor.kube import quantity
+from compactor.settings import config as config_module
+from compactor.settings.config import Config
 from compactor.simulation import machines, objects, rollouts
 from compactor.simulation.model import (
     AutoscalerSettings,

@@ -39,11 +39,11 @@ from datetime import datetime
 
 from msgspec import structs
 
-from compactor.config import Config
 from compactor.core import fit
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.model import PREFER_NO_SCHEDULE, ZERO, Node, Pod, Snapshot
 from compactor.core.selectors import node_affinity_matches
+from compactor.settings.config import Config
 from compactor.simulation.world import World
 
 _NO_POOLS = Config.model_validate({})

@@ -30,12 +30,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from compactor import executor as live
-from compactor.config import Config
+from compactor.actuation import executor as live
 from compactor.core import planner
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.timing import format_stamp
 from compactor.errors import RunFailedError
+from compactor.settings.config import Config
 from compactor.simulation.port import SimulatedCluster
 from compactor.simulation.rollouts import Rollouts, SimulatedDeployments
 from compactor.simulation.world import World

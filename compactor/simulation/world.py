@@ -2,7 +2,7 @@
 
 Objects are stored as the API server would return them, with a
 resourceVersion counter, and each also as the planner's parsed record
-(`compactor.snapshot`), kept in step so a snapshot costs no parsing. Objects
+(`compactor.kube.snapshot`), kept in step so a snapshot costs no parsing. Objects
 are replaced on every change, never mutated in place, so a dict handed out
 stays valid. The API's rules live here: a merge patch with a resourceVersion
 precondition, and the Eviction API, which refuses what a
@@ -26,10 +26,10 @@ from typing import Any
 
 from msgspec import structs
 
-from compactor import snapshot as parsing
 from compactor.core.model import Deployment, Node, Pdb, Pod, PoolAutoscaling, ReplicaSet, Snapshot
 from compactor.core.selectors import selector_matches
-from compactor.kube import ConflictError, EvictionResult, NotFoundError
+from compactor.kube import snapshot as parsing
+from compactor.kube.client import ConflictError, EvictionResult, NotFoundError
 from compactor.simulation import availability
 from compactor.simulation.metrics import Recorder
 from compactor.simulation.model import JsonObject, PoolSpec

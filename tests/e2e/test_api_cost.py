@@ -18,7 +18,7 @@ from kubernetes import client
 
 from compactor import service
 from compactor.core.model import Snapshot
-from compactor.kube import PAGED_LIST, WATCH_LIST, Cluster, ListMethod, ReadStats
+from compactor.kube.client import PAGED_LIST, WATCH_LIST, Cluster, ListMethod, ReadStats
 from tests.e2e.cluster import REPOSITORY, KubeCluster, Scenario, wait_for
 from tests.e2e.controlplane import COMPACTOR_USER, RBAC_PLACEHOLDER
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from compactor import kube, service
+from compactor import service
+from compactor.kube import client as kube
 from tests.e2e.cluster import Scenario, wait_for
 from tests.e2e.controlplane import COMPACTOR_USER
 from tests.e2e.proxy import Seen, api_proxy

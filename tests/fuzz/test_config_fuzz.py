@@ -23,10 +23,11 @@ import pytest
 from hypothesis import given, reject
 from hypothesis import strategies as st
 
-from compactor import cli, firestore, report
-from compactor import config as config_source
+from compactor import cli, report
 from compactor.core import planner
 from compactor.errors import ConfigError
+from compactor.gcp import firestore
+from compactor.settings import config as config_source
 from tests.builders import NOW
 from tests.fuzz import mutations, profiles
 from tests.fuzz.mutations import Json, Mutation
@@ -51,7 +52,7 @@ def config_paths() -> list[mutations.Path]:
 
 @functools.cache
 def small_snapshot() -> Any:
-    from compactor import snapshot
+    from compactor.kube import snapshot
 
     return snapshot.read_stream(io.BytesIO(mutations.encode(small_list(), pretty=True)), name=NAME)
 

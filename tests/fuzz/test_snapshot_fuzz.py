@@ -25,9 +25,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compactor import report, snapshot
+from compactor import report
 from compactor.core import planner
 from compactor.errors import SnapshotError
+from compactor.kube import snapshot
 from tests.builders import NOW, make_config
 from tests.fakeapi import builders as k8s
 from tests.fuzz import mutations, profiles
@@ -143,7 +144,7 @@ def assert_names_the_problem(error: SnapshotError, base: str, mutation: Mutation
     assert names_object, f"no problem names the object: {text}"
 
 
-# What each suffix multiplies by, written out here apart from compactor.quantity.
+# What each suffix multiplies by, written out here apart from compactor.kube.quantity.
 SUFFIXES = {
     "": Decimal(1),
     "n": Decimal("1e-9"),

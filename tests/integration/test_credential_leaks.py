@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from compactor import cli
-from compactor.kubeconfig import EXEC_PLUGIN_FAILED
+from compactor.kube.kubeconfig import EXEC_PLUGIN_FAILED
 from tests.fakeapi import FakeApiServer
 from tests.integration.conftest import CONFIG, TOKEN, light_cluster
 

@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from compactor import quantity
 from compactor.core.model import (
     CA_SCALE_DOWN_DISABLED,
     DISABLED,
@@ -29,6 +28,7 @@ from compactor.core.model import (
     UNDERUTILIZED_SINCE,
 )
 from compactor.core.timing import format_stamp
+from compactor.kube import quantity
 from tests.fakeapi import FakeApiServer, Fault
 from tests.fakeapi import builders as k8s
 from tests.integration.conftest import (

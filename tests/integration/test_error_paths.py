@@ -19,7 +19,7 @@ import pytest
 from compactor import cli
 from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE
 from compactor.errors import RunFailedError
-from compactor.kube import Cluster
+from compactor.kube.client import Cluster
 from tests.fakeapi import FakeApiServer, Fault
 from tests.fakeapi import builders as k8s
 from tests.fakeapi.statuses import failure_body

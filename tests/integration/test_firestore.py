@@ -11,9 +11,9 @@ import orjson
 import pytest
 from google.cloud import firestore
 
-from compactor import config
 from compactor.errors import ClusterAccessError, ConfigError
-from compactor.firestore import read_config_document
+from compactor.gcp.firestore import read_config_document
+from compactor.settings import config
 from tests.integration.firestore_emulator import FirestoreEmulator, firestore_emulator, firestore_environment
 
 __all__ = ["firestore_emulator", "firestore_environment"]  # fixtures, used by name
@@ -209,7 +209,7 @@ def test_an_unreachable_firestore_is_a_cluster_access_error_within_the_deadline(
 ) -> None:
     # Nothing listens on port 9 of 127.0.0.1; a short deadline keeps the test fast.
     monkeypatch.setenv("FIRESTORE_EMULATOR_HOST", "127.0.0.1:9")
-    monkeypatch.setattr("compactor.firestore.TIMEOUT_SECONDS", 1.0)
+    monkeypatch.setattr("compactor.gcp.firestore.TIMEOUT_SECONDS", 1.0)
 
     with pytest.raises(ClusterAccessError, match="cannot read firestore document compactor-tests/unreachable"):
         read_config_document("compactor-tests/unreachable", None)

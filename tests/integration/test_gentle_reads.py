@@ -16,7 +16,7 @@ from kubernetes import client
 from compactor import service
 from compactor.core.model import Snapshot
 from compactor.errors import BadInputError, BudgetExhaustedError, ClusterAccessError
-from compactor.kube import PAGED_LIST, WATCH_LIST, Cluster, ListMethod
+from compactor.kube.client import PAGED_LIST, WATCH_LIST, Cluster, ListMethod
 from tests.fakeapi import FakeApiServer, Fault
 from tests.fakeapi import builders as k8s
 from tests.integration.conftest import CONFIG, FakeTime, connector_for, env_with, light_cluster, run_once

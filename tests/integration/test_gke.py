@@ -23,9 +23,9 @@ import pytest
 import urllib3
 from google.cloud import container_v1
 
-from compactor import gke
 from compactor.core.model import PoolAutoscaling
 from compactor.errors import BadInputError, ClusterAccessError
+from compactor.gcp import gke
 
 CLUSTER = "projects/shop-prod/locations/europe-west1/clusters/main"
 DNS_ENDPOINT = "gke-0123456789abcdef0123456789abcdef-123456789012.europe-west1.gke.goog"

@@ -23,7 +23,7 @@ from compactor import report, service
 from compactor.core.model import DRAIN_STARTED_AT, UNDERUTILIZED_SINCE
 from compactor.core.timing import format_stamp
 from compactor.errors import CompactorError, LeaseHeldError, RunFailedError
-from compactor.kube import micro_time
+from compactor.kube.client import micro_time
 from tests.fakeapi import FakeApiServer, Fault
 from tests.fakeapi import builders as k8s
 from tests.integration.conftest import (

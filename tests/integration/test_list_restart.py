@@ -8,9 +8,9 @@ import orjson
 import pytest
 from kubernetes import client
 
-from compactor import snapshot
 from compactor.errors import ClusterAccessError, SnapshotError
-from compactor.kube import LIST_RESTARTS, Cluster
+from compactor.kube import snapshot
+from compactor.kube.client import LIST_RESTARTS, Cluster
 from tests.fakeapi import FakeApiServer
 from tests.fakeapi import builders as k8s
 

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from compactor import config as config_module
 from compactor import service
+from compactor.actuation.executor import Budget, Executor
 from compactor.core import planner
 from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE
 from compactor.errors import ClusterAccessError, LeaseHeldError, RunFailedError
-from compactor.executor import Budget, Executor
-from compactor.kube import Cluster
+from compactor.kube.client import Cluster
+from compactor.settings import config as config_module
 from tests.fakeapi import FakeApiServer, Fault
 from tests.fakeapi import builders as k8s
 from tests.integration.conftest import (

@@ -51,7 +51,7 @@ IAM_KINDS = {
 # GKE authorizes a patch with the `update` permission; an eviction has a permission of its own.
 IAM_VERBS = {"patch": "update"}
 IAM_SUBRESOURCES = {("pods", "eviction", "create"): "container.pods.evict"}
-# Permissions of the GKE API, not of the Kubernetes API: `compactor/gke.py` uses them to find the
+# Permissions of the GKE API, not of the Kubernetes API: `compactor/gcp/gke.py` uses them to find the
 # cluster and connect; the fake API server cannot see them.
 GKE_API_PERMISSIONS = frozenset({"container.clusters.get", "container.clusters.connect"})
 

@@ -1,4 +1,4 @@
-"""The rolling-restart step (`compactor.surging`) against the fake API server and its Deployment controller."""
+"""The rolling-restart step (`compactor.actuation.surging`) against the fake API server's Deployment controller."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from compactor import surging
+from compactor.actuation import surging
 from compactor.core.model import DRAIN_STARTED_AT, RESTARTED_AT
 from compactor.errors import ClusterAccessError
-from compactor.kube import Cluster
+from compactor.kube.client import Cluster
 from tests.fakeapi import FakeApiServer, Fault
 from tests.fakeapi import builders as k8s
 from tests.integration.conftest import MARKED, NOW, POOL_CONFIG, TOKEN, FakeTime, env_with, run_once

@@ -22,11 +22,12 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from compactor import cli, surging
+from compactor import cli
+from compactor.actuation import surging
 from compactor.core.model import DRAIN_STARTED_AT, PREFER_NO_SCHEDULE, RESERVED_TAINT, SOFT_TAINT, UNDERUTILIZED_SINCE
 from compactor.core.timing import format_stamp
 from compactor.errors import ClusterAccessError
-from compactor.kube import Cluster
+from compactor.kube.client import Cluster
 from tests.fakeapi import FakeApiServer, Fault
 from tests.fakeapi import builders as k8s
 from tests.integration.conftest import (

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from compactor.config import DEFAULT_POOL_LABEL
+from compactor.settings.config import DEFAULT_POOL_LABEL
 from compactor.simulation import objects, runner, scenario
 from compactor.simulation.model import PoolSpec, Setup
 from compactor.simulation.world import World

@@ -3,7 +3,7 @@ above it, as the README tells an operator beside a ComputeClass."""
 
 from __future__ import annotations
 
-from compactor.config import Config
+from compactor.settings.config import Config
 from compactor.simulation import runner
 from compactor.simulation.model import coexisting
 from tests.simulation.builders import POOL, SCENARIO, setup_from

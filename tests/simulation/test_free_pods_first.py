@@ -9,10 +9,10 @@ scheduler shows the strand; the planner must not start that drain.
 
 from __future__ import annotations
 
-from compactor.config import Config
 from compactor.core import planner
 from compactor.core.model import UNDERUTILIZED_SINCE
 from compactor.core.timing import format_stamp
+from compactor.settings.config import Config
 from compactor.simulation import objects
 from compactor.simulation.scheduler import Scheduler
 from compactor.simulation.world import World

@@ -39,7 +39,7 @@ def test_only_the_command_line_reaches_the_simulator() -> None:
 def test_loading_the_function_and_the_command_line_loads_neither_the_simulator_nor_matplotlib() -> None:
     code = (
         "import sys\n"
-        "import compactor.cli, compactor.service, compactor.executor\n"
+        "import compactor.cli, compactor.service, compactor.actuation.executor\n"
         "bad = sorted(m for m in sys.modules if m.startswith(('compactor.simulation', 'matplotlib')))\n"
         "print(','.join(bad))"
     )

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from compactor import config as config_module
-from compactor.config import Config
+from compactor.actuation.executor import Budget, Executor, Outcome
 from compactor.core import planner
 from compactor.core.model import DRAIN_STARTED_AT, RESERVED_TAINT
-from compactor.executor import Budget, Executor, Outcome
+from compactor.settings import config as config_module
+from compactor.settings.config import Config
 from compactor.simulation.port import SimulatedCluster
 from compactor.simulation.scheduler import Scheduler
 from compactor.simulation.world import World

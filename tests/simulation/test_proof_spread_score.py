@@ -11,10 +11,10 @@ the spread score sends the small pod to t2, away from its siblings, and with 105
 
 from __future__ import annotations
 
-from compactor.config import Config
 from compactor.core import planner
 from compactor.core.model import UNDERUTILIZED_SINCE
 from compactor.core.timing import format_stamp
+from compactor.settings.config import Config
 from compactor.simulation.scheduler import Scheduler
 from compactor.simulation.world import World
 from tests.simulation.builders import LONG_AGO, POOL, START, add_node, add_pod, pool_spec, world

@@ -6,9 +6,9 @@ from datetime import datetime
 
 import pytest
 
-from compactor import quantity
 from compactor.core.cluster import ClusterView
 from compactor.errors import BadInputError
+from compactor.kube import quantity
 from compactor.simulation import machines, runner, scenario
 from tests.simulation.builders import SCENARIO, setup_from
 

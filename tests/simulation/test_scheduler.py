@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from compactor.config import Config
+from compactor.settings.config import Config
 from compactor.simulation.scheduler import Scheduler
 from compactor.simulation.world import World
 from tests.simulation.builders import START, add_node, add_pod, world

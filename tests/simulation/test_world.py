@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from compactor.kube import ConflictError, NotFoundError
+from compactor.kube.client import ConflictError, NotFoundError
 from tests.simulation.builders import START, add_node, add_pdb, add_pod, world
 
 

@@ -21,7 +21,8 @@ import pytest
 import yaml
 from hcl2.utils import SerializationOptions
 
-from compactor import gke, permissions
+from compactor import permissions
+from compactor.gcp import gke
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ROOT_DIR = REPO_ROOT / "terraform"
@@ -545,7 +546,7 @@ def test_the_lease_is_granted_in_its_namespace_only_and_by_name_except_create(ma
 
 
 def test_the_lease_names_are_the_ones_the_code_holds() -> None:
-    from compactor import kube
+    from compactor.kube import client as kube
     from compactor.hpa import cluster
 
     assert (permissions.COMPACTOR_LEASE, permissions.HPA_FLOOR_LEASE) == (kube.LEASE_NAME, cluster.LEASE_NAME)

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from compactor import cli, jsonfiles
+from compactor import cli
 from compactor.errors import BadInputError
+from compactor.settings import jsonfiles
 
 EXAMPLE = "examples/offpeak-snapshot.json"
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from compactor import config as config_module
 from compactor.core.model import Node, Pod
 from compactor.errors import ConfigError
+from compactor.settings import config as config_module
 from tests.builders import POOL, make_config, make_node, make_pod, run_plan
 
 COEXISTING = {POOL: {"scaleDownCPURequestRatioLimit": 0.9, "computeClassConsolidationThreshold": 0.75}}

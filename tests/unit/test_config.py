@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from compactor import config
 from compactor.errors import ConfigError
+from compactor.settings import config
 
 ESTAFETTE = (
     '{ "nodePools": { "mynodepool": { "enabled": true, "scaleDownCPURequestRatioLimit": 0.75, '

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactor import integrity
 from compactor.errors import SnapshotError
+from compactor.kube import integrity
 from tests.builders import make_node, make_pdb, make_pod, make_snapshot
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from compactor import config, strictjson
 from compactor.core import timing
 from compactor.errors import ConfigError
+from compactor.settings import config, strictjson
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kubernetes.utils import parse_quantity
 
-from compactor import quantity
 from compactor.errors import BadInputError
+from compactor.kube import quantity
 from compactor.simulation import scenario
 
 

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactor import snapshot
 from compactor.core.cluster import PdbIndex
 from compactor.errors import SnapshotError
+from compactor.kube import snapshot
 
 
 def container(cpu: str | None = None, memory: str | None = None, **extra: Any) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from compactor.core import ranking, steering
 from compactor.core.cluster import ClusterView
 from compactor.core.model import DELETION_COST, STEERED_COST, Node, Pod
-from compactor.snapshot import deletion_cost_of
+from compactor.kube.snapshot import deletion_cost_of
 from tests.builders import busy, make_config, make_node, make_pod, make_snapshot, run_plan
 
 

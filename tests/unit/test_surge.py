@@ -10,12 +10,12 @@ import msgspec
 import pytest
 
 from compactor import cli
-from compactor.config import Config
 from compactor.core import planner, surge
 from compactor.core.cluster import ClusterView
 from compactor.core.model import DRAIN_STARTED_AT, Claim, Deployment, Pdb, Pod, ReplicaSet, Snapshot
 from compactor.core.plan import Decision, Plan, SurgeVerdict
 from compactor.errors import ConfigError
+from compactor.settings.config import Config
 from tests.builders import (
     NOW,
     ago,

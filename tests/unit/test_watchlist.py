@@ -12,10 +12,10 @@ from collections.abc import Iterator
 import orjson
 import pytest
 
-from compactor import watchlist
 from compactor.core.model import Snapshot
 from compactor.errors import SnapshotError
-from compactor.snapshot import SnapshotBuilder
+from compactor.kube import watchlist
+from compactor.kube.snapshot import SnapshotBuilder
 from tests.fakeapi import builders as k8s
 
 

@@ -6,7 +6,7 @@ decoded, and handed page by page to the same typed decoder `plan --snapshot`
 uses; the client's model objects are never built for the lists. They ask
 for gzip (`Accept-Encoding`), which kube-apiserver applies to answers over
 128 KiB; urllib3 inflates a page as it reads it. With `list_method =
-"watch-list"` each list is instead one streaming list (`compactor.watchlist`),
+"watch-list"` each list is instead one streaming list (`compactor.kube.watchlist`),
 and a server that refuses it is read with paged lists. Finished pods are
 left out by the API server (fieldSelector on `status.phase`), a read whose
 list expired while paging (410 Gone) starts again, and a read the server
@@ -37,7 +37,6 @@ import orjson
 import urllib3
 from kubernetes import client
 
-from compactor import decoding, watchlist
 from compactor.core.model import PoolAutoscaling, Snapshot
 from compactor.core.timing import format_stamp, parse_stamp
 from compactor.errors import (
@@ -49,7 +48,8 @@ from compactor.errors import (
     SnapshotError,
     TransientError,
 )
-from compactor.snapshot import SnapshotBuilder, paused_gc
+from compactor.kube import decoding, watchlist
+from compactor.kube.snapshot import SnapshotBuilder, paused_gc
 
 log = logging.getLogger(__name__)
 
@@ -374,7 +374,7 @@ class Cluster:
             raise
 
     def _read_workloads(self, builder: SnapshotBuilder, stats: ReadStats) -> None:
-        """Deployments, ReplicaSets and PersistentVolumeClaims (`compactor.workloads`), in paged lists:
+        """Deployments, ReplicaSets and PersistentVolumeClaims (`compactor.kube.workloads`), in paged lists:
         only pools with surgeSingleReplicas need them, so no other run pays for them."""
         for kind, what, list_call in (
             ("Deployment", "list Deployments", self.apps.list_deployment_for_all_namespaces),
@@ -723,7 +723,7 @@ class Cluster:
         )
 
     def patch_deployment(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
-        """A JSON merge patch of a Deployment (`compactor.surging` writes only its pod template's
+        """A JSON merge patch of a Deployment (`compactor.actuation.surging` writes only its pod template's
         restartedAt), resourceVersion in it a precondition as for `patch_node`."""
         return self._patch(
             "Deployment",

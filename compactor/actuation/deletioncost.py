@@ -20,11 +20,11 @@ import logging
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from compactor.actuation.tainting import write_each
 from compactor.core.model import DELETION_COST, STEERED_COST
 from compactor.core.steering import STEER_COST
 from compactor.errors import CompactorError, TransientError
-from compactor.kube import ConflictError, NotFoundError
-from compactor.tainting import write_each
+from compactor.kube.client import ConflictError, NotFoundError
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ the live list pages (one page at a time) and the events of a streaming list
 
 The Structs are deliberately strict: a value of an unexpected type or
 range fails the typed decode, and the caller then reads that one object
-the long way (`compactor.snapshot`), which either accepts it or names the
+the long way (`compactor.kube.snapshot`), which either accepts it or names the
 object and the field that is wrong. Nothing here judges values: that
 stays with the reader, so both ways agree by construction.
 

@@ -5,7 +5,7 @@ nodes,pods,poddisruptionbudgets -A -o json` List, cut into items and decoded
 one item at a time, so a 300,000-pod file never sits in memory whole) and the
 live reader, which hands it one page of a paginated list at a time.
 
-The fast path decodes bytes straight into `compactor.decoding`'s typed
+The fast path decodes bytes straight into `compactor.kube.decoding`'s typed
 Structs (only the fields the planner reads) and builds the records from them.
 An object the Structs refuse, or whose values do not read (a bad quantity or
 time), is read again as plain JSON by the functions that take mappings
@@ -28,7 +28,6 @@ from typing import Any, BinaryIO, TypeVar
 
 import msgspec
 
-from compactor import decoding, quantity, workloads
 from compactor.core import requests as pod_requests
 from compactor.core import timing
 from compactor.core.model import (
@@ -59,6 +58,7 @@ from compactor.core.model import (
     Toleration,
 )
 from compactor.errors import SnapshotError
+from compactor.kube import decoding, quantity, workloads
 
 MAX_REPORTED_PROBLEMS = 20
 
@@ -562,7 +562,7 @@ def parse_pdb(obj: Mapping[str, Any]) -> Pdb:
 
 # -- the typed fast path ------------------------------------------------------------------------
 #
-# The same records from `compactor.decoding`'s Structs, field for field as the functions above
+# The same records from `compactor.kube.decoding`'s Structs, field for field as the functions above
 # build them from dicts. The Structs only admit well-typed values; anything these functions
 # cannot accept as it is (a bad quantity or time, an odd nested value) raises, and the object
 # is read again the long way above, which names the object and the field.
@@ -955,7 +955,7 @@ class SnapshotBuilder:
     nodes: list[Node] = field(default_factory=list)
     pods: list[Pod] = field(default_factory=list)
     pdbs: list[Pdb] = field(default_factory=list)
-    # Read for pools with surgeSingleReplicas (`compactor.workloads`).
+    # Read for pools with surgeSingleReplicas (`compactor.kube.workloads`).
     deployments: list[Deployment] = field(default_factory=list)
     replica_sets: list[ReplicaSet] = field(default_factory=list)
     claims: list[Claim] = field(default_factory=list)

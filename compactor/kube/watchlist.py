@@ -7,22 +7,22 @@ BOOKMARK whose metadata carries the annotation `k8s.io/initial-events-end:
 server sends before that bookmark (MODIFIED, DELETED: the state moved while
 the initial events were sent) are applied, so the snapshot is the cluster at
 the bookmark. The events are newline-delimited JSON, decoded a batch of
-whole lines at a time into `compactor.decoding.Event`, whose object is the
+whole lines at a time into `compactor.kube.decoding.Event`, whose object is the
 same typed `Item` a list page holds, and handed to the same
 `SnapshotBuilder`.
 
 This module turns bytes into records; it never opens a connection and never
 decides whether a server is asked for a streaming list or a paged one
-(`compactor.kube` does both).
+(`compactor.kube.client` does both).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from compactor import decoding
 from compactor.errors import SnapshotError
-from compactor.snapshot import SnapshotBuilder
+from compactor.kube import decoding
+from compactor.kube.snapshot import SnapshotBuilder
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 # Whole lines are decoded once this much has come, like a list page of 500 pods (3.5 MB): one decoder

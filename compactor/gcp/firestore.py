@@ -3,7 +3,7 @@
 Two layouts are accepted: a single string field `config` holding the JSON
 text (what the Terraform module writes), or the document's fields being the
 configuration object itself (what a person typing in the console does). The
-text returned is validated by `compactor.config`, not here.
+text returned is validated by `compactor.settings.config`, not here.
 
 This module never writes to Firestore, and never waits long: every call has a
 short deadline so a run cannot hang on an unreachable database.
@@ -22,8 +22,8 @@ import orjson
 from google.api_core import exceptions as api_exceptions
 from google.api_core import retry as api_retry
 
-from compactor.config import ENV_FIRESTORE_DATABASE, ENV_FIRESTORE_DOCUMENT
 from compactor.errors import ClusterAccessError, ConfigError
+from compactor.settings.config import ENV_FIRESTORE_DATABASE, ENV_FIRESTORE_DOCUMENT
 
 DEFAULT_DATABASE = "(default)"
 CONFIG_FIELD = "config"
@@ -31,7 +31,7 @@ TIMEOUT_SECONDS = 10.0
 
 
 def read_config_document(document: str, database: str | None, *, client: Any = None) -> str:
-    """The configuration JSON text of `collection/document` (a `compactor.config.FirestoreReader`).
+    """The configuration JSON text of `collection/document` (a `compactor.settings.config.FirestoreReader`).
 
     `client` replaces the `google.cloud.firestore.Client` built from the
     environment (its project and database then come from the client).

@@ -1,7 +1,7 @@
 """JSON object files people hand to the command line, read with a bound.
 
 One reader for the files that are not kubectl node/pod snapshots (those have
-`compactor.snapshot`'s streaming reader): the HPA job's snapshot and metrics
+`compactor.kube.snapshot`'s streaming reader): the HPA job's snapshot and metrics
 files and the simulator's kubectl snapshot. Reading stops one byte past the
 limit, so `/dev/zero` or a wrong multi-gigabyte file ends at once with a
 message instead of a MemoryError.

@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from compactor import workloads
 from compactor.core import surge
 from compactor.core.model import DRAIN_STARTED_AT, RESTARTED_AT, Deployment
 from compactor.core.plan import SurgeVerdict
 from compactor.core.timing import format_stamp
 from compactor.errors import CompactorError, TransientError
-from compactor.kube import ConflictError, NotFoundError
+from compactor.kube import workloads
+from compactor.kube.client import ConflictError, NotFoundError
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ EVENT_REASON = "NodeCompactorRollingRestart"
 
 
 class DeploymentPort(Protocol):
-    """What the step needs of a cluster: `compactor.kube.Cluster` live. Objects are Kubernetes JSON;
+    """What the step needs of a cluster: `compactor.kube.client.Cluster` live. Objects are Kubernetes JSON;
     `patch_deployment` applies a JSON merge patch whose metadata.resourceVersion is a precondition
     (ConflictError), and raises NotFoundError for a missing Deployment."""
 

@@ -22,9 +22,9 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from compactor import strictjson
 from compactor.core import windows
 from compactor.errors import ConfigError
+from compactor.settings import strictjson
 
 DEFAULT_POOL_LABEL = "cloud.google.com/gke-nodepool"
 

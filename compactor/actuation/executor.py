@@ -57,16 +57,16 @@ from typing import Any, Protocol
 
 import msgspec
 
-from compactor import deletioncost, surging, tainting
-from compactor import snapshot as parsing
-from compactor.config import Config
+from compactor.actuation import deletioncost, surging, tainting
 from compactor.core import inflight, planner
 from compactor.core.cluster import ClusterView
 from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE, Pod, Snapshot
 from compactor.core.plan import Decision, Plan, SurgeVerdict
 from compactor.core.timing import format_stamp, parse_stamp, seconds_between
 from compactor.errors import ClusterAccessError, CompactorError, RunFailedError, TransientError
-from compactor.kube import ConflictError, EvictionResult, NotFoundError
+from compactor.kube import snapshot as parsing
+from compactor.kube.client import ConflictError, EvictionResult, NotFoundError
+from compactor.settings.config import Config
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ SnapshotReader = Callable[[], Snapshot]
 
 
 class ClusterPort(Protocol):
-    """What the executor needs of a cluster: `compactor.kube.Cluster` live, an in-memory model in simulations.
+    """What the executor needs of a cluster: `compactor.kube.client.Cluster` live, an in-memory model in simulations.
 
     Node and pod objects are Kubernetes JSON. `patch_node` applies a JSON merge
     patch, honouring `metadata.resourceVersion` in it as a precondition

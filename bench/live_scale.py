@@ -905,10 +905,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.real:
-        from bench import api_cost
-
+        # Its own process: api_cost builds on this module, so importing it here would make a circle.
         sizes = ",".join(str(size) for size in args.sizes)
-        return api_cost.main(["--server", "real", "--sizes", sizes, "--repeat", str(args.repeat)])
+        command = [sys.executable, str(Path(__file__).with_name("api_cost.py")), "--server", "real"]
+        return subprocess.run([*command, "--sizes", sizes, "--repeat", str(args.repeat)], check=False).returncode
     if args.child:
         result = CHILDREN[args.child](args.kubeconfig, args.config)
         sys.stdout.buffer.write(orjson.dumps(result) + b"\n")

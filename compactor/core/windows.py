@@ -13,20 +13,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from cronsim import CronSim, CronSimError
+from cronsim import CronSim
 
-# The macros Karpenter's budgets accept (robfig/cron's descriptors), as five fields.
-MACROS = {
-    "@yearly": "0 0 1 1 *",
-    "@annually": "0 0 1 1 *",
-    "@monthly": "0 0 1 * *",
-    "@weekly": "0 0 * * 0",
-    "@daily": "0 0 * * *",
-    "@midnight": "0 0 * * *",
-    "@hourly": "0 * * * *",
-}
+from compactor.settings.cron import expression, zone
 
 
 class Window(Protocol):
@@ -41,27 +31,6 @@ class Window(Protocol):
 class WindowState:
     open: bool
     next_open: datetime | None  # when closed: the next time a window opens (None: never)
-
-
-def expression(schedule: str) -> str:
-    text = schedule.strip()
-    return MACROS.get(text.lower(), text)
-
-
-def schedule_problem(schedule: str) -> str | None:
-    """Why a schedule is not a cron expression we can read, or None."""
-    try:
-        CronSim(expression(schedule), datetime(2000, 1, 1))
-    except CronSimError as error:
-        return f"schedule {schedule!r} is not a cron expression: {error}"
-    return None
-
-
-def zone(name: str) -> ZoneInfo:
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as error:
-        raise ValueError(f"{name!r} is not an IANA time zone name (e.g. Europe/Amsterdam)") from error
 
 
 def state(windows: Iterable[Window], time_zone: str, now: datetime) -> WindowState:

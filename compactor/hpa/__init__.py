@@ -7,4 +7,6 @@ The floors are computed by a pure planner (`planner`) from records
 (`model`, read by `reading`) and query answers (`results`); the adapters
 (`cluster`, `prometheus`) and the shell (`service`, `http`, `command`) do the
 I/O. It never touches `maxReplicas`, nor estafette's own state annotation.
+It may import the compactor's shell it shares (`service`, `http`), `kube`,
+`gcp`, `settings` and the leaves; only `cli` and `cleanup` import it.
 """

@@ -22,9 +22,8 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from compactor.core import windows
 from compactor.errors import ConfigError
-from compactor.settings import strictjson
+from compactor.settings import cron, strictjson
 
 DEFAULT_POOL_LABEL = "cloud.google.com/gke-nodepool"
 
@@ -52,7 +51,7 @@ class DisruptionWindow(BaseModel):
     @field_validator("schedule")
     @classmethod
     def _valid_cron(cls, value: str) -> str:
-        problem = windows.schedule_problem(value)
+        problem = cron.schedule_problem(value)
         if problem is not None:
             raise ValueError(problem)
         return value
@@ -152,7 +151,7 @@ class Config(BaseModel):
     @field_validator("time_zone")
     @classmethod
     def _known_time_zone(cls, value: str) -> str:
-        windows.zone(value)  # raises ValueError naming the zone
+        cron.zone(value)  # raises ValueError naming the zone
         return value
 
     def pool(self, name: str | None) -> PoolConfig | None:

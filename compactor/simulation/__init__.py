@@ -9,5 +9,7 @@ executor's ClusterPort over the world), `strategies`, `runner` (the time
 loop), `metrics`, `report`, `plot`; `scenario` and `kubectl` build the start.
 
 Nothing here is part of the Cloud Function: `compactor.core`, `main.py` and
-the live path never import this package (a test keeps that true).
+the live path never import this package (a test keeps that true). It may
+import the rooms a live run uses (`actuation`, `kube`, `core`, `settings`)
+and the leaves; of the entry points only `cli` imports it.
 """

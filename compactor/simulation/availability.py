@@ -17,12 +17,34 @@ measured period ends counts up to that end.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from compactor.simulation.world import World
+from compactor.simulation.metrics import Recorder
 
 CONTROLLERS = "controllers"
+
+Workload = tuple[str, str, str]  # namespace, kind, name
+
+
+class World(Protocol):
+    """What the bookkeeping reads of the modelled cluster (`world.World`), so that the world can call it."""
+
+    @property
+    def recorder(self) -> Recorder: ...
+
+    @property
+    def ready_at(self) -> dict[str, datetime]: ...
+
+    @property
+    def scales(self) -> dict[Workload, int]: ...
+
+    def pod_owner(self, key: str) -> Workload | None: ...
+
+    def is_ready(self, key: str, at: datetime) -> bool: ...
+
+    def workload_of(self, owner: Workload) -> Workload: ...
+
+    def workload_pods(self, workload: Workload) -> list[str]: ...
 
 
 def removed(world: World, key: str, *, actor: str, disrupted: bool, at: datetime) -> None:
@@ -59,7 +81,7 @@ def finish(world: World, at: datetime) -> None:
         _book(world, workload, since, max(since, at), actor)
 
 
-def _book(world: World, workload: tuple[str, str, str], since: datetime, end: datetime, actor: str) -> None:
+def _book(world: World, workload: Workload, since: datetime, end: datetime, actor: str) -> None:
     recorder = world.recorder
     del recorder.no_ready_since[workload]
     recorder.no_ready_seconds[actor] += (end - since).total_seconds()

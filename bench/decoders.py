@@ -7,7 +7,7 @@ when missing) with: `orjson.loads` and msgspec untyped (every field, as
 dicts), msgspec into `compactor.kube.decoding`'s Structs (only the fields the
 planner reads), and pydantic v2 `validate_json` into models of the same
 fields (pydantic is already a dependency). Best of three, collector off.
-The numbers behind the README's dependency table; run by hand.
+The numbers behind docs/dependencies.md's table; run by hand.
 """
 
 from __future__ import annotations

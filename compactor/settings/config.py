@@ -87,7 +87,7 @@ class PoolConfig(BaseModel):
     surge_single_replicas: bool = Field(False, alias="surgeSingleReplicas")
     # The consolidationThreshold of the GKE ComputeClass the pool's nodes follow, as a fraction (75 -> 0.75).
     # The Cluster Autoscaler removes the nodes below it itself, so node-compactor's cpu limit must be above
-    # it to add anything (README, "Beside a ComputeClass threshold"); a limit at or below it is refused.
+    # it to add anything (docs/savings.md, "Beside a ComputeClass threshold"); a limit at or below it is refused.
     compute_class_threshold: float | None = Field(None, alias="computeClassConsolidationThreshold", gt=0, le=1)
 
     @model_validator(mode="before")

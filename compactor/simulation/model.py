@@ -166,13 +166,13 @@ def compute_class(
     )
 
 
-# node-compactor's cpu limit beside a ComputeClass threshold, above it (README, "Beside a ComputeClass
+# node-compactor's cpu limit beside a ComputeClass threshold, above it (docs/savings.md, "Beside a ComputeClass
 # threshold"): the threshold plus this, at most 1; also what a run's warning suggests.
 COEXISTING_LIMIT_ABOVE = coexistence.LIMIT_ABOVE_THRESHOLD
 
 
 def coexisting(config: Config, thresholds: Mapping[str, float]) -> Config:
-    """node-compactor's configuration as the README tells an operator to set it on pools that follow a
+    """node-compactor's configuration as docs/compute-class.md tells an operator to set it on pools that follow a
     ComputeClass: `computeClassConsolidationThreshold` at the class's threshold, and a cpu (and memory)
     limit at or below it raised to `COEXISTING_LIMIT_ABOVE` above it."""
     pools = {}

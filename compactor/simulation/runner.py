@@ -15,7 +15,7 @@ optimize-utilization profile from the end of the warm-up on;
 ComputeClass on each pool node-compactor consolidates (`consolidationThreshold`
 at the pool's cpu limit, `consolidationDelayMinutes` at its default), and
 `node-compactor+threshold` node-compactor on such a cluster, configured as
-the README tells an operator to (`model.coexisting`: the class's threshold
+docs/compute-class.md tells an operator to (`model.coexisting`: the class's threshold
 declared, its cpu limit above it), and
 `node-compactor+surge` node-compactor with `surgeSingleReplicas` on in every
 enabled pool (single-replica Deployments moved by a rolling restart,

@@ -314,6 +314,6 @@ def test_the_uncordon_check_reads_the_live_node_not_the_snapshot(api: FakeApiSer
     assert "NodeCompactorDrainInterrupted" in event_reasons(api, "n1")
     assert "NodeCompactorDrainCompleted" not in event_reasons(api, "n1")
     assert not cordoned(api, "n1"), "the person's uncordon stands"
-    # The next run gives the node back as the README says (drain-failed-at, no drain-started-at).
+    # The next run gives the node back as docs/running.md says (drain-failed-at, no drain-started-at).
     follow_up = run_once(api, at=NOW + timedelta(seconds=60))
     assert follow_up.report["decision"]["action"] == "rollback"

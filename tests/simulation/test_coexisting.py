@@ -1,5 +1,5 @@
 """`node-compactor+threshold`'s configuration: the ComputeClass's threshold declared and the cpu limit
-above it, as the README tells an operator beside a ComputeClass."""
+above it, as docs/compute-class.md tells an operator beside a ComputeClass."""
 
 from __future__ import annotations
 

@@ -19,11 +19,12 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
+from compactor.core import machines
 from compactor.errors import BadInputError
 from compactor.kube import quantity
 from compactor.settings import config as config_module
 from compactor.settings.config import Config
-from compactor.simulation import machines, objects, rollouts
+from compactor.simulation import objects, rollouts
 from compactor.simulation.model import (
     AutoscalerSettings,
     CronJobSpec,

@@ -29,7 +29,8 @@ from typing import Any
 
 import orjson
 
-from compactor.simulation import machines, runner, scenario
+from compactor.core import machines
+from compactor.simulation import runner, scenario
 from tests.e2e import controlplane
 from tests.e2e.cluster import KubeCluster, Scenario, node_of
 

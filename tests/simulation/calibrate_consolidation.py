@@ -51,11 +51,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from compactor.core import fit
+from compactor.core import fit, machines
 from compactor.core.cluster import NodeState
 from compactor.core.model import DRAIN_STARTED_AT, Pod
 from compactor.settings import config as config_module
-from compactor.simulation import kubectl, machines, runner, scheduler
+from compactor.simulation import kubectl, runner, scheduler
 from compactor.simulation.strategies import RUN_INTERVAL, NodeCompactor
 from tests.e2e import controlplane
 from tests.e2e.cluster import (

@@ -6,10 +6,11 @@ from datetime import datetime
 
 import pytest
 
+from compactor.core import machines
 from compactor.core.cluster import ClusterView
 from compactor.errors import BadInputError
 from compactor.kube import quantity
-from compactor.simulation import machines, runner, scenario
+from compactor.simulation import runner, scenario
 from tests.simulation.builders import SCENARIO, setup_from
 
 EXAMPLES = (

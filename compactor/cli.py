@@ -23,6 +23,7 @@ import orjson
 from compactor import report
 from compactor.core import configcheck, path, planner, timing
 from compactor.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, BadInputError, CompactorError, exit_code
+from compactor.gcp import pricefile
 from compactor.kube import integrity, snapshot
 from compactor.settings import arguments
 from compactor.settings import config as config_source
@@ -94,6 +95,16 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--plot", metavar="PNG", help="also draw the node count over time (needs matplotlib)")
     simulate.add_argument("--json", action="store_true", help="print the JSON results instead of the table")
 
+    prices = commands.add_parser(
+        "prices", help="node prices per hour: the built-in table, or today's from the Cloud Billing Catalog API"
+    )
+    prices.add_argument(
+        "--refresh", action="store_true", help="read today's Compute Engine prices (needs Google credentials)"
+    )
+    prices.add_argument("--out", metavar="FILE", help="with --refresh: the price file to write (docs/prices.md)")
+    prices.add_argument("--currency", default="USD", metavar="CODE", help="with --refresh: ISO 4217 (default: USD)")
+    prices.add_argument("--json", action="store_true", help="print the built-in table as a price file")
+
     from compactor.hpa import command as hpa_command  # the HPA floor job: its own arguments
 
     hpa_command.add_parser(commands)
@@ -145,10 +156,11 @@ def _plan(args: argparse.Namespace) -> int:
     warnings += integrity.check_kinds(cluster, args.snapshot)
     warnings += configcheck.for_snapshot(cluster, config)
     warn(warnings)
+    prices = pricefile.for_config(config)
     if args.path_steps == 0:
-        result = planner.plan(cluster, config, now=now)
+        result = planner.plan(cluster, config, now=now, prices=prices)
     else:
-        result = path.plan_with_path(cluster, config, now=now, max_steps=args.path_steps)
+        result = path.plan_with_path(cluster, config, now=now, max_steps=args.path_steps, prices=prices)
     if result.surge_note:  # the planner's own warning: the report lists it too
         warn([result.surge_note])
     warn(result.compute_class_warnings)  # the planner's, about ComputeClasses: the report lists them too
@@ -222,6 +234,42 @@ def _simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _prices(args: argparse.Namespace) -> int:
+    from compactor.core import pricing
+
+    if not args.refresh:
+        if args.out is not None or args.currency != "USD":
+            raise BadInputError("--out and --currency go with --refresh (the built-in table: --json > FILE)")
+        if args.json:
+            sys.stdout.buffer.write(pricing.to_json(pricing.BUILT_IN))
+            return EXIT_OK
+        table = pricing.BUILT_IN
+        families = sorted({family for family, _, _ in table.rates})
+        regions = sorted({region for _, region, _ in table.rates})
+        sys.stdout.write(
+            f"Built-in prices as of {table.as_of} ({table.currency} per hour, list prices without discounts)\n"
+            f"Source: {table.source}\nFamilies ({len(families)}): {', '.join(families)}\n"
+            f"Regions ({len(regions)}): {', '.join(regions)}\n"
+            "Spot prices change up to daily: `prices --refresh --out FILE`, then set priceFile (docs/prices.md).\n"
+        )
+        return EXIT_OK
+    if args.out is None or args.json:
+        raise BadInputError("--refresh writes a price file: give --out FILE (and no --json)")
+    if not re.fullmatch(r"[A-Z]{3}", args.currency):
+        raise BadInputError(f"--currency: {args.currency!r} is not an ISO 4217 code such as USD or EUR")
+    from compactor.gcp import billing  # only here: it brings the Cloud Billing client
+
+    today = datetime.now(UTC).date().isoformat()
+    reading = billing.read_catalog(as_of=today, currency=args.currency, endpoint=os.environ.get(billing.ENV_ENDPOINT))
+    try:
+        with open(args.out, "wb") as out:
+            out.write(pricing.to_json(reading.table))
+    except OSError as error:
+        raise BadInputError(f"--out: cannot write {args.out}: {error.strerror or error}") from error
+    print(f"{reading.summary()}; wrote {args.out}", file=sys.stderr)
+    return EXIT_OK
+
+
 def simulation_warnings(setup: Setup, snapshot_file: str | None) -> list[str]:
     """The configuration's pools that the simulated cluster lacks; for a snapshot, its nodes without the
     pool label and a missing PodDisruptionBudget list."""
@@ -258,6 +306,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(args)
         if args.command == "simulate":
             return _simulate(args)
+        if args.command == "prices":
+            return _prices(args)
         if args.command == "hpa":
             from compactor.hpa import command as hpa_command
 

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from compactor.core.plan import ConsolidationPath, Plan, PoolReport, Preview
+from compactor.core.plan import ConsolidationPath, Plan, PoolReport, Preview, Replacement
 from compactor.core.planner import BLOCKER_SUMMARY
 from compactor.core.timing import format_stamp, human, seconds_between
 from compactor.core.wording import percent
@@ -35,6 +35,24 @@ class DecisionModel(_Model):
     # Pods moved by a rolling restart of their Deployment instead of an eviction: pod -> Deployment
     # ("namespace/name" both; pools with surgeSingleReplicas).
     restarts: dict[str, str] = Field(default_factory=dict)
+    # drain and continue-drain: what the node costs per hour, saved once the Cluster Autoscaler removes it.
+    savings_per_hour: float | None = Field(None, serialization_alias="savingsPerHour")
+
+
+class ReplacementModel(_Model):
+    """Node replacement (DESIGN "Node replacement"): the one under way or started by this run."""
+
+    step: str  # create, wait, drain, delete, give-up
+    placeholder: str
+    nodes: list[str]
+    target_pool: str = Field(serialization_alias="targetPool")
+    machine_type: str | None = Field(serialization_alias="machineType")
+    zone: str | None
+    price_per_hour: float | None = Field(serialization_alias="pricePerHour")
+    removed_price_per_hour: float | None = Field(serialization_alias="removedPricePerHour")
+    savings_per_hour: float | None = Field(serialization_alias="savingsPerHour")
+    reason: str
+    failed: list[str] = Field(default_factory=list)
 
 
 class SingleReplicaModel(_Model):
@@ -68,6 +86,9 @@ class NodeModel(_Model):
     single_replica_pods: list[SingleReplicaModel] | None = Field(
         None, serialization_alias="singleReplicaPods", exclude_if=lambda value: value is None
     )
+    price_per_hour: float | None = Field(None, serialization_alias="pricePerHour")
+    # Pools with replacement enabled: why a replacement was or was not chosen for the node, with the prices.
+    replacement: str | None = Field(None, exclude_if=lambda value: value is None)
 
 
 class PoolModel(_Model):
@@ -91,6 +112,11 @@ class PoolModel(_Model):
     left_to_autoscaler: str | None = Field(
         None, serialization_alias="leftToAutoscaler", exclude_if=lambda value: value is None
     )
+    # What the pool's nodes cost per hour, and its lower bound of nodes at its cheapest node's price (null
+    # when a node has no price: `priceNote` says why).
+    price_per_hour: float | None = Field(None, serialization_alias="pricePerHour")
+    cost_lower_bound_per_hour: float | None = Field(None, serialization_alias="costLowerBoundPerHour")
+    price_note: str | None = Field(None, serialization_alias="priceNote", exclude_if=lambda value: value is None)
 
 
 class PathStepModel(_Model):
@@ -152,6 +178,10 @@ class ReportModel(_Model):
     # Where the configuration came from: "--config FILE", "firestore:collection/document",
     # "COMPACTOR_CONFIG" or "defaults"; absent where the caller did not say.
     config_source: str | None = Field(None, serialization_alias="configSource")
+    # The currency of every price in the report (the price table's).
+    currency: str = "USD"
+    # Node replacement under way or started by this run; absent when there is none.
+    replacement: ReplacementModel | None = Field(None, exclude_if=lambda value: value is None)
 
 
 def _ratio(value: float | None) -> float | None:
@@ -176,6 +206,7 @@ def to_model(
             placements=dict(decision.placements),
             held=decision.held,
             restarts=dict(decision.restarts),
+            savings_per_hour=_savings(plan),
         ),
         marks=MarksModel(add=list(plan.marks_add), remove=list(plan.marks_remove)),
         nodes=[
@@ -198,6 +229,8 @@ def to_model(
                 ]
                 if node.single_replicas
                 else None,
+                price_per_hour=_money(node.price_per_hour),
+                replacement=node.replacement,
             )
             for node in plan.nodes
         ],
@@ -213,6 +246,9 @@ def to_model(
                 threshold_source=pool.compute_class.source if pool.compute_class else None,
                 compute_class=pool.compute_class.compute_class if pool.compute_class else None,
                 left_to_autoscaler=pool.compute_class.left_to_autoscaler if pool.compute_class else None,
+                price_per_hour=_money(pool.price_per_hour),
+                cost_lower_bound_per_hour=_money(pool.cost_lower_bound_per_hour),
+                price_note=pool.price_note,
             )
             for pool in plan.pools
         ],
@@ -230,8 +266,46 @@ def to_model(
         restamp=list(plan.restamp),
         outcome=outcome,
         preview=_preview_model(plan.preview),
-        warnings=[*warnings, *([plan.surge_note] if plan.surge_note else []), *plan.compute_class_warnings],
+        warnings=[
+            *warnings,
+            *([plan.surge_note] if plan.surge_note else []),
+            *plan.compute_class_warnings,
+            *plan.price_warnings,
+        ],
         config_source=config_source,
+        currency=plan.currency,
+        replacement=_replacement_model(plan.replacement),
+    )
+
+
+def _money(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def _savings(plan: Plan) -> float | None:
+    """A drain saves its node's price per hour (once the Cluster Autoscaler removes it)."""
+    decision = plan.decision
+    if decision.action not in ("drain", "continue-drain") or decision.node is None:
+        return None
+    price = next((node.price_per_hour for node in plan.nodes if node.name == decision.node), None)
+    return _money(price)
+
+
+def _replacement_model(replacement: Replacement | None) -> ReplacementModel | None:
+    if replacement is None:
+        return None
+    return ReplacementModel(
+        step=replacement.step,
+        placeholder=replacement.placeholder,
+        nodes=list(replacement.nodes),
+        target_pool=replacement.target_pool,
+        machine_type=replacement.machine_type,
+        zone=replacement.zone,
+        price_per_hour=_money(replacement.price_per_hour),
+        removed_price_per_hour=_money(replacement.removed_price_per_hour),
+        savings_per_hour=_money(replacement.savings_per_hour),
+        reason=replacement.reason,
+        failed=list(replacement.failed),
     )
 
 
@@ -334,7 +408,8 @@ def _enabled_cell(pool: PoolReport) -> str:
 
 def to_table(plan: Plan) -> str:
     lines: list[str] = []
-    pool_rows = [["POOL", "ENABLED", "NODES", "UNDERUTILIZED", "LOWER BOUND", "EXCESS"]]
+    per_hour = f"{plan.currency}/H"
+    pool_rows = [["POOL", "ENABLED", "NODES", "UNDERUTILIZED", "LOWER BOUND", "EXCESS", per_hour, f"BOUND {per_hour}"]]
     for pool in plan.pools:
         pool_rows.append(
             [
@@ -344,11 +419,13 @@ def to_table(plan: Plan) -> str:
                 str(pool.underutilized),
                 str(pool.lower_bound_nodes),
                 str(pool.excess_nodes),
+                _price(pool.price_per_hour),
+                _price(pool.cost_lower_bound_per_hour),
             ]
         )
-    lines += _columns(pool_rows, right={2, 3, 4, 5})
+    lines += _columns(pool_rows, right={2, 3, 4, 5, 6, 7})
     lines.append("")
-    node_rows = [["NODE", "POOL", "CPU", "MEM", "MARKED FOR", "CANDIDATE"]]
+    node_rows = [["NODE", "POOL", "CPU", "MEM", per_hour, "MARKED FOR", "CANDIDATE"]]
     first_blockers = ["FIRST BLOCKER"]
     for node in plan.nodes:
         node_rows.append(
@@ -357,12 +434,13 @@ def to_table(plan: Plan) -> str:
                 node.pool or "-",
                 percent(node.cpu_ratio, missing="-"),
                 percent(node.memory_ratio, missing="-"),
+                _price(node.price_per_hour),
                 _marked_for(node.marked_since, plan.now),
                 "yes" if node.candidate else "no",
             ]
         )
         first_blockers.append(node.blockers[0] if node.blockers else "-")
-    node_lines = _columns(node_rows, right={2, 3, 4})
+    node_lines = _columns(node_rows, right={2, 3, 4, 5})
     before_blocker = max(len(line) for line in node_lines) + 2
     room = WIDTH - before_blocker
     for line, blocker in zip(node_lines, first_blockers, strict=True):
@@ -378,6 +456,14 @@ def to_table(plan: Plan) -> str:
     subject = f" {decision.node}" if decision.node else ""
     dry = " (dry run: nothing is written)" if plan.dry_run else ""
     lines += _wrap(f"Decision: {decision.action}{subject}{dry}. {decision.reason}.")
+    if plan.replacement is not None:
+        replacement = plan.replacement
+        lines += _wrap(
+            f"Node replacement ({replacement.step}, {replacement.placeholder}): {_names(replacement.nodes)} -> "
+            f"pool {replacement.target_pool}. {replacement.reason}."
+        )
+    for name, note in ((node.name, node.replacement) for node in plan.nodes if node.replacement):
+        lines += _wrap(f"Replacement of {name}: {note}.")
     held = held_by(plan)
     if held is not None:
         lines += _wrap(f"Held back by: {held['kind']} ({held['summary']}).")
@@ -400,6 +486,10 @@ def to_table(plan: Plan) -> str:
             f"taken back from {len(plan.deletion_costs_remove)})."
         )
     return "\n".join(lines) + "\n"
+
+
+def _price(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def _single_replica_lines(plan: Plan) -> list[str]:

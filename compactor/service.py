@@ -24,7 +24,14 @@ from compactor.actuation.executor import Budget, Executor, Guard, Outcome
 from compactor.core import configcheck, path, planner
 from compactor.core.model import Snapshot
 from compactor.core.plan import Plan
-from compactor.errors import BadInputError, ClusterAccessError, CompactorError, KubeconfigError, LeaseHeldError
+from compactor.errors import (
+    BadInputError,
+    ClusterAccessError,
+    CompactorError,
+    KubeconfigError,
+    LeaseHeldError,
+)
+from compactor.gcp import pricefile
 from compactor.kube import integrity
 from compactor.kube.snapshot import paused_gc
 from compactor.settings import config as config_source
@@ -299,11 +306,12 @@ def _run(
             gc.freeze()
             # Planning makes no reference cycles: the collector would only rescan the planner's indexes.
             with paused_gc():
+                prices = pricefile.for_config(config)
                 if dry_run:
                     # A dry run is how people look before they let it act: show where the drains would lead.
-                    plan = path.plan_with_path(snapshot, config, now=clock())
+                    plan = path.plan_with_path(snapshot, config, now=clock(), prices=prices)
                 else:
-                    plan = planner.plan(snapshot, config, now=clock())
+                    plan = planner.plan(snapshot, config, now=clock(), prices=prices)
             for warning in plan.compute_class_warnings:  # the report lists them too
                 log.warning(warning, extra={"fields": {"event": "compute-class-warning"}})
             executor = Executor(
@@ -317,6 +325,7 @@ def _run(
                 snapshot_reader=functools.partial(_read_again, cluster, connection.pool_autoscaling),
                 deployments=cluster if config.surges else None,
                 read_seconds=read_seconds,
+                replacements=cluster,
             )
             try:
                 outcome = executor.execute(plan, snapshot)

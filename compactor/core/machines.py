@@ -65,6 +65,12 @@ def _reserved_memory_bytes(memory_gib: Fraction) -> int:
 
 def allocatable(machine_type: str) -> dict[str, str]:
     """`status.allocatable` of a node of this machine type, as Kubernetes quantities."""
+    cpu, memory = allocatable_amounts(machine_type)
+    return {"cpu": f"{cpu}m", "memory": f"{memory // 1024}Ki", "pods": str(MAX_PODS)}
+
+
+def allocatable_amounts(machine_type: str) -> tuple[int, int]:
+    """The allocatable cpu (millicores) and memory (bytes) of a node of this machine type."""
     known = MACHINES.get(machine_type)
     if known is None:
         names = ", ".join(sorted({name.rsplit("-", 1)[0] for name in MACHINES}))
@@ -75,4 +81,4 @@ def allocatable(machine_type: str) -> dict[str, str]:
     cores, memory_gib = known
     cpu = cores * 1000 - _reserved_cpu_millis(cores)
     memory = int(memory_gib * GIB) - _reserved_memory_bytes(memory_gib)
-    return {"cpu": f"{cpu}m", "memory": f"{memory // 1024}Ki", "pods": str(MAX_PODS)}
+    return cpu, memory

@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 
 from msgspec import structs
 
-from compactor.core import planner, pools, preview
+from compactor.core import planner, pools, preview, pricing
 from compactor.core.cluster import ClusterView, PdbIndex
 from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE, Pod, Snapshot
 from compactor.core.plan import ConsolidationPath, Decision, PathStep, Plan
@@ -97,12 +97,19 @@ def consolidation_path(
     return _path(steps, reached, stopped, config, schedule_minutes, removal_minutes)
 
 
-def plan_with_path(snapshot: Snapshot, config: Config, *, now: datetime, max_steps: int | None = None) -> Plan:
+def plan_with_path(
+    snapshot: Snapshot,
+    config: Config,
+    *,
+    now: datetime,
+    max_steps: int | None = None,
+    prices: pricing.PriceTable | None = None,
+) -> Plan:
     """The plan made now with its consolidation path and the preview taken from it; the plans share
     one PDB index, so the PodDisruptionBudgets covering each pod are found once and not once a plan,
-    and each plan's view of the cluster is built from the one before."""
+    and each plan's view of the cluster is built from the one before. `prices`: as for `planner.plan`."""
     view = ClusterView(snapshot, config)
-    first = planner.plan(snapshot, config, now=now, view=view)
+    first = planner.plan(snapshot, config, now=now, view=view, prices=prices)
     found = consolidation_path(snapshot, config, first, now=now, max_steps=max_steps, view=view)
     # When nothing is drained now, the path's first step is the drain the waits hold back: the preview.
     return dataclasses.replace(first, path=found, preview=preview.from_path(snapshot, config, first, found, now=now))

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Literal
 
 from compactor.core.coexistence import PoolThreshold
+from compactor.core.model import Resources, Taint
 
 Action = Literal["drain", "continue-drain", "rollback", "none"]
 
@@ -63,6 +64,10 @@ class NodeReport:
     pods_to_move: int
     # In a pool with surgeSingleReplicas: its single-replica pods and whether a rolling restart moves each.
     single_replicas: tuple[SurgeVerdict, ...] = ()
+    # What the node costs per hour (`core.costs`); None when its machine type or region has no price.
+    price_per_hour: float | None = None
+    # In a pool with replacement enabled: why a replacement was or was not chosen for it, with the prices.
+    replacement: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +81,43 @@ class PoolReport:
     # Enabled pools: the ComputeClass threshold the pool follows and whether it is left to the Cluster
     # Autoscaler (`core.coexistence`); None for pools that are not enabled.
     compute_class: PoolThreshold | None = None
+    # What the pool's nodes cost per hour together, and the lower bound of nodes at the pool's cheapest
+    # node's price; None when a node of the pool has no price (`price_note` says why).
+    price_per_hour: float | None = None
+    cost_lower_bound_per_hour: float | None = None
+    price_note: str | None = None
+
+
+ReplacementStep = Literal["create", "wait", "drain", "delete", "give-up"]
+
+
+@dataclass(frozen=True, slots=True)
+class Replacement:
+    """A node replacement (DESIGN "Node replacement", rule 10) and this run's step of it (`core.replacement`).
+
+    create: make the placeholder pod that asks the Cluster Autoscaler for the new node (after `replaced-by`
+    on the nodes); wait: the placeholder is not running on a Ready node yet; drain: it is, and the
+    decision drains the next replaced node; delete: every replaced node is drained, or the replacement
+    is over, and the placeholder goes; give-up: it did not run within timeoutSeconds, or a replaced
+    node can no longer be drained: the placeholder goes and the undrained nodes get
+    `replacement-failed-at`."""
+
+    step: ReplacementStep
+    placeholder: str
+    nodes: tuple[str, ...]  # the replaced nodes, in drain order
+    target_pool: str
+    reason: str
+    machine_type: str | None = None
+    zone: str | None = None
+    price_per_hour: float | None = None  # the new node's
+    removed_price_per_hour: float | None = None  # the replaced nodes' together
+    savings_per_hour: float | None = None
+    # For create: what the placeholder asks for, and where (the target pool's label and zone; its taints).
+    requests: Resources | None = None
+    node_selector: tuple[tuple[str, str], ...] = ()
+    taints: tuple[Taint, ...] = ()
+    # For give-up: the nodes that get replacement-failed-at.
+    failed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,3 +185,11 @@ class Plan:
     surge_note: str | None = None
     # About the ComputeClasses read and the pools left to the Cluster Autoscaler (`core.coexistence`).
     compute_class_warnings: tuple[str, ...] = ()
+    # Node replacement (`core.replacement`): the one under way or started in this run, placeholders that
+    # no replaced node points to (deleted), nodes whose `replaced-by` names no placeholder (removed), and
+    # warnings (unknown prices, target pools that cannot be used).
+    replacement: Replacement | None = None
+    placeholders_remove: tuple[str, ...] = ()
+    replaced_by_remove: tuple[str, ...] = ()
+    price_warnings: tuple[str, ...] = ()
+    currency: str = "USD"

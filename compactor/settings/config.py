@@ -57,6 +57,49 @@ class DisruptionWindow(BaseModel):
         return value
 
 
+# The most a node may cost per hour, as a sanity bound on prices from the configuration or a price file:
+# Compute Engine's largest machines list near 100 USD per hour (and a few currencies count ten times more).
+MAX_PRICE_PER_HOUR = 10_000.0
+DEFAULT_PLACEHOLDER_NAMESPACE = "node-compactor"
+
+
+class Replacement(BaseModel):
+    """Node replacement (DESIGN "Node replacement"): drain up to `maxNodes` nodes of the pool once ONE new,
+    cheaper node of a target pool is up, when their pods fit on it and the other nodes."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    enabled: bool = False
+    target_pools: tuple[str, ...] = Field((), alias="targetPools")
+    # Karpenter's multi-node consolidation replaces up to this many nodes with one.
+    max_nodes: int = Field(3, alias="maxNodes", ge=1, le=10)
+    min_savings_percent: float = Field(20.0, alias="minSavingsPercent", ge=0, lt=100, allow_inf_nan=False)
+    # How long the placeholder may wait for its node (a stockout, a quota, a pool at its maximum).
+    timeout_seconds: int = Field(900, alias="timeoutSeconds", ge=60, le=24 * 3600)
+
+    @field_validator("target_pools", mode="before")
+    @classmethod
+    def _list_of_pools(cls, value: Any) -> Any:
+        # JSON has lists, not tuples; strict mode accepts a tuple only.
+        return tuple(value) if isinstance(value, list) else value
+
+    @field_validator("target_pools")
+    @classmethod
+    def _distinct_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not name for name in value):
+            raise ValueError("a target pool name is empty")
+        repeated = sorted({name for name in value if value.count(name) > 1})
+        if repeated:
+            raise ValueError(f"target pool(s) named more than once: {', '.join(repeated)}")
+        return value
+
+    @model_validator(mode="after")
+    def _targets_when_enabled(self) -> Replacement:
+        if self.enabled and not self.target_pools:
+            raise ValueError("targetPools must name at least one pool when replacement is enabled")
+        return self
+
+
 class PoolConfig(BaseModel):
     """How one node pool (by its `poolLabel` value) is compacted."""
 
@@ -89,6 +132,9 @@ class PoolConfig(BaseModel):
     # The Cluster Autoscaler removes the nodes below it itself, so node-compactor's cpu limit must be above
     # it to add anything (docs/savings.md, "Beside a ComputeClass threshold"); a limit at or below it is refused.
     compute_class_threshold: float | None = Field(None, alias="computeClassConsolidationThreshold", gt=0, le=1)
+    # What one node of the pool costs per hour, over the built-in table and the priceFile (`core.pricing`).
+    price_per_hour: float | None = Field(None, alias="pricePerHour", gt=0, le=MAX_PRICE_PER_HOUR, allow_inf_nan=False)
+    replacement: Replacement | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -113,6 +159,12 @@ class PoolConfig(BaseModel):
                 f"({threshold}): the Cluster Autoscaler removes the nodes below the threshold itself, so "
                 "node-compactor only acts on nodes between the two (0.9 beside a threshold of 0.75, for example)"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _replacement_needs_the_pool(self) -> PoolConfig:
+        if self.replacement is not None and self.replacement.enabled and not self.enabled:
+            raise ValueError("replacement.enabled needs the pool enabled: a replaced node is drained like any other")
         return self
 
     @model_validator(mode="after")
@@ -147,12 +199,32 @@ class Config(BaseModel):
     # The Cluster Autoscaler removes an empty node only while what stays on it (DaemonSet and mirror pods)
     # requests less than this share of its allocatable (its --scale-down-utilization-threshold; 0.5 on GKE).
     ca_utilization_threshold: float = Field(0.5, alias="clusterAutoscalerUtilizationThreshold", gt=0, le=1)
+    # A price file written by `python -m compactor prices --refresh --out FILE`, read over the built-in table.
+    price_file: str | None = Field(None, alias="priceFile", min_length=1)
+    # Where replacement's placeholder pods live (their PriorityClass and this namespace come from terraform).
+    placeholder_namespace: str = Field(
+        DEFAULT_PLACEHOLDER_NAMESPACE,
+        alias="placeholderNamespace",
+        min_length=1,
+        max_length=63,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+    )
 
     @field_validator("time_zone")
     @classmethod
     def _known_time_zone(cls, value: str) -> str:
         cron.zone(value)  # raises ValueError naming the zone
         return value
+
+    @model_validator(mode="after")
+    def _replacement_targets_are_other_pools(self) -> Config:
+        for name, pool in self.node_pools.items():
+            if pool.replacement is not None and name in pool.replacement.target_pools:
+                raise ValueError(
+                    f"nodePools.{name}.replacement.targetPools names the pool itself: a node of the same "
+                    "pool costs the same, so replacing one with another saves nothing"
+                )
+        return self
 
     def pool(self, name: str | None) -> PoolConfig | None:
         """The pool's settings, or None when the pool is not configured."""

@@ -80,10 +80,11 @@ def test_the_table_shows_pools_nodes_and_the_decision(capsys: pytest.CaptureFixt
     code, out, _ = run(capsys, "plan", "--snapshot", EXAMPLE, "--config", CONFIG, "--now", NOW)
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split() == ["POOL", "ENABLED", "NODES", "UNDERUTILIZED", "LOWER", "BOUND", "EXCESS"]
+    columns = ["POOL", "ENABLED", "NODES", "UNDERUTILIZED", "LOWER", "BOUND", "EXCESS", "USD/H", "BOUND", "USD/H"]
+    assert lines[0].split() == columns
     assert lines[1].split()[:3] == ["default-pool", "yes", "11"]
     header = next(line for line in lines if line.startswith("NODE "))
-    assert header.split()[:6] == ["NODE", "POOL", "CPU", "MEM", "MARKED", "FOR"]
+    assert header.split()[:7] == ["NODE", "POOL", "CPU", "MEM", "USD/H", "MARKED", "FOR"]
     chosen = next(line for line in lines if line.startswith("gke-shop-prod-default-pool-8c1f-7wq9"))
     assert " yes " in chosen and "50m" in chosen
     decision = next(i for i, line in enumerate(lines) if line.startswith("Decision: "))

@@ -57,7 +57,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from compactor.actuation import deletioncost, surging, tainting
+from compactor.actuation import deletioncost, placeholders, surging, tainting
 from compactor.core import inflight, planner
 from compactor.core.cluster import ClusterView
 from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE, Pod, Snapshot
@@ -150,6 +150,8 @@ class Outcome:
     restarted: list[str] = field(default_factory=list)
     moved_by_restart: list[str] = field(default_factory=list)
     waiting: dict[str, str] = field(default_factory=dict)  # pod -> why it is still there (PDB, 5xx, time)
+    # Node replacement's writes (`placeholders`): pods created and deleted, nodes annotated.
+    replacement: placeholders.Written = field(default_factory=placeholders.Written)
     errors: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -179,6 +181,11 @@ class Outcome:
             "restarted": sorted(self.restarted),
             "movedByRestart": sorted(self.moved_by_restart),
             "waiting": dict(sorted(self.waiting.items())),
+            "placeholdersCreated": sorted(self.replacement.created),
+            "placeholdersDeleted": sorted(self.replacement.deleted),
+            "replacedByAdded": sorted(self.replacement.marked_replaced),
+            "replacedByRemoved": sorted(self.replacement.cleared),
+            "replacementFailed": sorted(self.replacement.marked_failed),
             "errors": list(self.errors),
         }
 
@@ -210,6 +217,7 @@ class Executor:
         deployments: surging.DeploymentPort | None = None,
         restart_wait: bool = True,
         read_seconds: float = 0.0,
+        replacements: placeholders.PlaceholderPort | None = None,
     ) -> None:
         """`snapshot_reader` reads the cluster for the proof before each later batch of evictions;
         without one (the simulations' in-memory port) only the node is re-read between batches.
@@ -217,8 +225,10 @@ class Executor:
         without it such pods stay where they are. `restart_wait` False checks the rollouts once instead of
         waiting for them: where no time passes inside a run (the simulator), the next run sees them done.
         `read_seconds`, what the run's own read of the cluster took, stands for a proof's duration until
-        the run has timed one (`PROOF_INTERVAL_PROOFS`)."""
+        the run has timed one (`PROOF_INTERVAL_PROOFS`). `replacements` creates and deletes node replacement's
+        placeholder pods; without it a replacement is only reported."""
         self.cluster = cluster
+        self.replacements = replacements
         self.deployments = deployments
         self.restart_wait = restart_wait
         self._single_replicas: tuple[SurgeVerdict, ...] = ()
@@ -251,6 +261,7 @@ class Executor:
         self._step("soft taints", lambda: self._soft_taints(plan))
         self._step("pod-deletion-costs", lambda: self._deletion_costs(plan))
         self._step("drain-started-at", lambda: self._restamp(plan))
+        self._step("node replacement", lambda: self._replacement(plan))
         decision = plan.decision
         self._single_replicas = next((n.single_replicas for n in plan.nodes if n.name == decision.node), ())
         if decision.action == "continue-drain" and decision.node:
@@ -269,6 +280,29 @@ class Executor:
                 f"the run could not finish: {len(self.outcome.errors)} error(s)", list(self.outcome.errors)
             )
         return self.outcome
+
+    def _replacement(self, plan: Plan) -> None:
+        """Node replacement's writes for this run (`placeholders`): leftovers first, then the step."""
+        port = self.replacements
+        if port is None:
+            return
+        namespace = self.config.placeholder_namespace
+        written = self.outcome.replacement
+        if plan.placeholders_remove:
+            placeholders.delete(port, namespace, plan.placeholders_remove, written)
+        if plan.replaced_by_remove:
+            placeholders.clear(port, plan.replaced_by_remove, written)
+        underway = plan.replacement
+        if underway is None:
+            return
+        try:
+            if underway.step == "create":
+                placeholders.start(port, underway, namespace, self.clock(), written)
+            elif underway.step in ("delete", "give-up"):
+                placeholders.finish(port, underway, namespace, self.clock(), written)
+        except ClusterAccessError as error:
+            # What was written stays readable: the next run removes a pointer that names no placeholder.
+            self._error(f"node replacement ({underway.step} {underway.placeholder}): {error}")
 
     def _step(self, what: str, step: Callable[[], None]) -> None:
         try:

@@ -57,6 +57,15 @@ ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io
 # Phases of a finished pod, which counts for nothing.
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
+# Node replacement (DESIGN "Node replacement"): the state lives on the placeholder pod and the replaced nodes.
+PLACEHOLDER_LABEL = "node-compactor.dev/placeholder"  # "true" on a placeholder pod
+REPLACES = "node-compactor.dev/replaces"  # on the placeholder: the replaced nodes, comma-separated
+CREATED_AT = "node-compactor.dev/created-at"  # on the placeholder: when it was created (RFC 3339)
+REPLACED_BY = "node-compactor.dev/replaced-by"  # on a replaced node: its placeholder's name
+REPLACEMENT_FAILED_AT = "node-compactor.dev/replacement-failed-at"  # on a node whose replacement failed
+PLACEHOLDER_PRIORITY_CLASS = "node-compactor-placeholder"  # value -10, preemptionPolicy Never (terraform)
+PLACEHOLDER_PREFIX = "node-compactor-placeholder-"
+
 
 class Resources(msgspec.Struct, frozen=True, gc=False):
     """An amount of node resources. `extended` is sorted (name, thousandths)."""
@@ -171,6 +180,13 @@ class HostPort(msgspec.Struct, frozen=True, gc=False):
         return self.host_ip in wildcard or other.host_ip in wildcard or self.host_ip == other.host_ip
 
 
+class Placeholder(msgspec.Struct, frozen=True, gc=False):
+    """What a placeholder pod's annotations say: the nodes it replaces and when it was created (as written)."""
+
+    replaces: tuple[str, ...]
+    created_at: str | None
+
+
 class Pod(msgspec.Struct, frozen=True, gc=False):
     namespace: str
     name: str
@@ -203,6 +219,9 @@ class Pod(msgspec.Struct, frozen=True, gc=False):
     # Pods a drain leaves in place: DaemonSet, mirror (static) and finished pods. Derived from the
     # fields above whenever a Pod is made (a value passed for it is replaced), read often.
     stays_on_node: bool = False
+    # A node replacement's placeholder pod (`core.replacement`): what it replaces and since when. The
+    # snapshot keeps placeholders apart from the other pods (`Snapshot.placeholders`).
+    placeholder: Placeholder | None = None
 
     def __post_init__(self) -> None:
         stays = self.controller_kind == "DaemonSet" or self.is_mirror or self.phase in TERMINAL_PHASES
@@ -324,6 +343,25 @@ class PoolAutoscaling(msgspec.Struct, frozen=True, gc=False):
     enabled: bool
     min_node_count: int = 0  # per zone
     total_min_node_count: int = 0  # whole pool; 0 = not set
+    max_node_count: int = 0  # per zone; 0 = not known
+    total_max_node_count: int = 0  # whole pool; 0 = not set
+    zones: int = 0  # the pool's zones (node locations); 0 = not known
+    # The pool's node template, for a replacement into a pool with no node yet (`core.replacement`).
+    machine_type: str | None = None
+    spot: bool = False
+    labels: Mapping[str, str] = msgspec.field(default_factory=dict)  # a dict: pools travel to simulation workers
+    taints: tuple[Taint, ...] = ()
+    locations: tuple[str, ...] = ()
+
+    def can_grow(self, nodes: int) -> bool:
+        """Whether the autoscaler may add a node to a pool of `nodes` nodes (enabled and below its maximum)."""
+        if not self.enabled:
+            return False
+        if self.total_max_node_count > 0:
+            return nodes < self.total_max_node_count
+        if self.max_node_count > 0 and self.zones > 0:
+            return nodes < self.max_node_count * self.zones
+        return True
 
 
 class ComputeClass(msgspec.Struct, frozen=True, gc=False):
@@ -356,3 +394,6 @@ class Snapshot(msgspec.Struct, frozen=True, gc=False):
     # none); `compute_classes_unread` says why they could not be read (a 403), None when they were.
     compute_classes: tuple[ComputeClass, ...] = ()
     compute_classes_unread: str | None = None
+    # Node replacement's placeholder pods (`core.replacement`), kept out of `pods`: any pod may preempt one,
+    # so the room it holds is free to every proof.
+    placeholders: tuple[Pod, ...] = ()

@@ -11,13 +11,27 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import replace
 from datetime import datetime
 
-from compactor.core import candidates, fit, inflight, marks, pools, proof, ranking, steering, surge
+from compactor.core import (
+    candidates,
+    costs,
+    fit,
+    inflight,
+    marks,
+    pools,
+    pricing,
+    proof,
+    ranking,
+    replacement,
+    steering,
+    surge,
+)
 from compactor.core.blockers import Blocker
 from compactor.core.cluster import ClusterView, NodeState, PdbIndex
-from compactor.core.model import PREFER_NO_SCHEDULE, RESERVED_TAINT, SOFT_TAINT, Pod, Snapshot
-from compactor.core.plan import Decision, NodeReport, Plan, PoolReport
+from compactor.core.model import DRAIN_STARTED_AT, PREFER_NO_SCHEDULE, RESERVED_TAINT, SOFT_TAINT, Pod, Snapshot
+from compactor.core.plan import Decision, NodeReport, Plan, PoolReport, Replacement
 from compactor.core.wording import mebibytes, percent
 from compactor.settings.config import Config
 
@@ -68,7 +82,11 @@ BLOCKER_SUMMARY = {
     "rollback": "a node is given back first",
     "no-fit": "with pods that fit nowhere else",
     "not-simulated": "not simulated",
+    "replacement": "waiting for the node replacement under way",
 }
+
+# A replaced node with one of these can no longer be drained for its replacement, which is given up.
+REPLACEMENT_STOPPERS = frozenset({"pool", "compute-class", "opt-out", "being-deleted", "not-ready", "cordoned", "pod"})
 
 
 # Blocker kinds found by the node checks (`candidates.node_blockers`); the others are pool or
@@ -104,13 +122,14 @@ def plan(
     pdbs: PdbIndex | None = None,
     view: ClusterView | None = None,
     explain: bool = True,
+    prices: pricing.PriceTable | None = None,
 ) -> Plan:
     """The decision for this snapshot; `pdbs` may carry an index of the same PDBs from an earlier plan,
     `view` the caller's view of this snapshot and config (`core.path` builds each from the one before).
 
     With `explain` false (the consolidation path's plans), each node's blockers stop at the first
     one: the decision, `held_by` and the summary read only that one, so they are the same, and the
-    node reports list only it."""
+    node reports list only it. `prices`: the price table (the built-in one when None; a priceFile's)."""
     if view is None:
         view = ClusterView(snapshot, config, pdbs)
     states = sorted(view.nodes.values(), key=lambda state: state.name)
@@ -129,6 +148,10 @@ def plan(
     running = inflight.in_flight(view, now)
     started = running.started
     given_back = running.given_back
+    table = prices if prices is not None else pricing.BUILT_IN
+    # The consolidation path's plans (explain false) are never carried out: no prices, no replacement.
+    node_costs = costs.node_costs(view, table) if explain else costs.Costs(table.currency, {})
+    replacing = replacement.in_flight(view, snapshot.placeholders, now, running) if explain else replacement.NOTHING
 
     blockers: dict[str, list[Blocker]] = {}
     for state in states:
@@ -160,21 +183,45 @@ def plan(
         blockers[state.name].extend(pool_gates.get(state.pool, ()))
         blockers[state.name].extend(cluster_gates)
     eligible = [state for state in eligible if not blockers[state.name]]
+    if replacing.holds:
+        # A replacement under way is the one node being evicted: while it waits for its node nothing
+        # else starts, and once the node is up only the nodes it replaces are drained.
+        active = replacing.replacement
+        assert active is not None
+        for state in eligible:
+            if state.name not in replacing.drain_only:
+                blockers[state.name].append(Blocker("replacement", f"{active.placeholder}: {active.reason}"))
+        eligible = [state for state in eligible if state.name in replacing.drain_only]
 
     # Reservations stay while a drain is under way: its pods are still to be placed.
     drain_under_way = running.draining is not None
-    soft_add, soft_remove, unreserve, avoided = _soft_taints(states, config, mark_changes, drain_under_way)
+    hosts = frozenset(pod.node_name for pod in snapshot.placeholders if pod.node_name)
+    soft_add, soft_remove, unreserve, avoided = _soft_taints(states, config, mark_changes, drain_under_way, hosts)
     chosen = (
         _choose(view, eligible, blockers, avoided, reserve=config.reserve_room_for_drains)
         if running.decision is None
         else None
     )
+    search = replacement.Search(None, {}, ())
+    if explain and replacing.replacement is None and running.decision is None and chosen is None:
+        # Rule 10: only when no node of any pool can simply be deleted.
+        fit_blocked = [state for state in eligible if blockers[state.name] and _only_the_fit(blockers[state.name])]
+        search = replacement.choose(view, table, node_costs, fit_blocked, avoided, now)
+    underway = replacing.replacement
+    if underway is not None and underway.step == "drain":
+        underway = _judge_replaced(view, underway, blockers, chosen)
     if running.decision is not None:
         decision = running.decision
     elif chosen is not None:
         decision = chosen
+        if underway is not None and chosen.node in underway.nodes:
+            decision = replace(chosen, reason=f"{chosen.reason}, the new node of {underway.placeholder} among them")
     else:
         decision = Decision("none", None, None, _summary(states, blockers))
+        if search.chosen is not None:
+            decision = replace(decision, reason=f"replacing nodes with a cheaper one first: {search.chosen.reason}")
+        elif underway is not None:
+            decision = replace(decision, reason=f"node replacement under way ({underway.step}): {underway.reason}")
     # Pods a rolling restart moves leave the evictions (pools with surgeSingleReplicas).
     decision = surge.split(decision, view)
     # Steered from where the cluster goes after this decision; the consolidation path's plans are
@@ -202,6 +249,8 @@ def plan(
                 if explain and (underutilized[state.name] or state.name == decision.node)
                 else surge.NO_VERDICTS
             ),
+            price_per_hour=_per_hour(node_costs.of(state.name)),
+            replacement=search.notes.get(state.name),
         )
         for state in states
     )
@@ -210,7 +259,7 @@ def plan(
         marks_add=tuple(name for name, change in mark_changes.items() if change.add),
         marks_remove=tuple(name for name, change in mark_changes.items() if change.remove),
         nodes=node_reports,
-        pools=_pool_reports(view, underutilized),
+        pools=_pool_reports(view, underutilized, node_costs),
         dry_run=config.dry_run,
         now=now,
         held_by=_held_by(decision, running, states, blockers, underutilized),
@@ -225,14 +274,62 @@ def plan(
         deletion_costs_remove=steered.remove,
         surge_note=surge.missing_note(view),
         compute_class_warnings=beside.warnings,
+        replacement=search.chosen or underway,
+        placeholders_remove=replacing.placeholders_remove,
+        replaced_by_remove=replacing.replaced_by_remove,
+        price_warnings=_price_warnings(view, node_costs, search.warnings),
+        currency=node_costs.currency,
     )
 
 
+def _only_the_fit(found: list[Blocker]) -> bool:
+    return all(blocker.kind in ("no-fit", "not-simulated") for blocker in found)
+
+
+def _per_hour(price: costs.Price | None) -> float | None:
+    return price.per_hour if price is not None else None
+
+
+def _judge_replaced(
+    view: ClusterView, underway: Replacement, blockers: dict[str, list[Blocker]], chosen: Decision | None
+) -> Replacement:
+    """A replacement whose next node can no longer be drained (opted out, cordoned by a person, a blocking
+    pod, gone from an enabled pool) is given up: the placeholder goes and the nodes not drained yet get
+    `replacement-failed-at`. Otherwise it goes on (the fit or a pool gate only holds it for now)."""
+    left = [name for name in underway.nodes if name in view.nodes and name not in (chosen.node if chosen else None,)]
+    stopped = {
+        name: blocker.text
+        for name in left
+        for blocker in blockers.get(name, ())
+        if blocker.kind in REPLACEMENT_STOPPERS and DRAIN_STARTED_AT not in view.nodes[name].node.annotations
+    }
+    if not stopped:
+        return underway
+    name, why = next(iter(sorted(stopped.items())))
+    undrained = tuple(n for n in left if DRAIN_STARTED_AT not in view.nodes[n].node.annotations)
+    return replace(underway, step="give-up", reason=f"{name} can no longer be drained ({why})", failed=undrained)
+
+
+def _price_warnings(view: ClusterView, node_costs: costs.Costs, found: tuple[str, ...]) -> tuple[str, ...]:
+    """A pool whose nodes have no price, when replacement or its report needs them: replacement is off there."""
+    warnings = []
+    for pool, why in sorted(node_costs.unknown.items()):
+        settings = view.config.enabled_pool(pool)
+        if settings is not None and settings.replacement is not None and settings.replacement.enabled:
+            warnings.append(f"pool {pool}: replacement is off, a node has no price: {why}")
+    return (*warnings, *found)
+
+
 def _soft_taints(
-    states: list[NodeState], config: Config, mark_changes: dict[str, marks.MarkChange], drain_under_way: bool
+    states: list[NodeState],
+    config: Config,
+    mark_changes: dict[str, marks.MarkChange],
+    drain_under_way: bool,
+    placeholder_hosts: frozenset[str] = frozenset(),
 ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], frozenset[str]]:
     """Which nodes gain or lose the PreferNoSchedule taint, which lose a drain's reservation, and which
-    nodes the scheduler will avoid.
+    nodes the scheduler will avoid. A node a replacement's placeholder runs on never gets the taint: the
+    pods of the nodes it replaces must land there.
 
     A schedulable node carries the taint while it is marked in an enabled pool; a cordoned node is
     left as it is (a person's cordon, or a drain's). A reservation (`RESERVED_TAINT`) lasts while the
@@ -249,6 +346,7 @@ def _soft_taints(
         reserved = any(taint.key == RESERVED_TAINT and taint.effect == PREFER_NO_SCHEDULE for taint in node.taints)
         marked = mark_changes[state.name].marked_since is not None
         wanted = config.soft_taint_marked_nodes and config.enabled_pool(state.pool) is not None and marked
+        wanted = wanted and state.name not in placeholder_hosts
         if not node.unschedulable and wanted != has:
             (add if wanted else remove).append(state.name)
             has = wanted
@@ -425,12 +523,14 @@ def _summary(states: list[NodeState], blockers: dict[str, list[Blocker]]) -> str
     return f"no node can be drained ({len(states)} node(s): {parts})"
 
 
-def _pool_reports(view: ClusterView, underutilized: dict[str, bool]) -> tuple[PoolReport, ...]:
+def _pool_reports(view: ClusterView, underutilized: dict[str, bool], node_costs: costs.Costs) -> tuple[PoolReport, ...]:
     reports = []
     for name in sorted(view.nodes_by_pool, key=lambda pool: (pool is None, pool or "")):
         members = view.nodes_by_pool[name]
         bound = pools.lower_bound_nodes(members)
         threshold = view.coexistence.pools.get(name) if name is not None else None
+        total = costs.pool_price(node_costs, members)
+        cheapest = min((node_costs.nodes[m.name].per_hour for m in members if m.name in node_costs.nodes), default=None)
         reports.append(
             PoolReport(
                 name=name if name is not None else "",
@@ -440,6 +540,9 @@ def _pool_reports(view: ClusterView, underutilized: dict[str, bool]) -> tuple[Po
                 lower_bound_nodes=bound,
                 excess_nodes=max(0, len(members) - bound),
                 compute_class=threshold,
+                price_per_hour=total,
+                cost_lower_bound_per_hour=bound * cheapest if total is not None and cheapest is not None else None,
+                price_note=node_costs.unknown.get(name) if name is not None else None,
             )
         )
     return tuple(reports)

@@ -754,6 +754,50 @@ class Cluster:
             return {"kind": kind, "metadata": dict(metadata)}
         return result
 
+    def create_pod(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Create a pod (node replacement's placeholder, the only pod node-compactor creates); a pod of that
+        name already there is a ConflictError, a missing namespace a NotFoundError."""
+        name = str(body.get("metadata", {}).get("name", ""))
+        what = f"pod {namespace}/{name}"
+        try:
+            response = self._waiting(
+                f"create {what}",
+                lambda: self.core.create_namespaced_pod(
+                    namespace, body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+                ),
+            )
+        except client.ApiException as error:
+            if error.status == 409:
+                raise ConflictError(f"{what} already exists") from error
+            if error.status == 404:
+                raise NotFoundError(f"namespace {namespace} does not exist") from error
+            raise access_error(f"create {what}", error) from error
+        except urllib3.exceptions.HTTPError as error:
+            raise access_error(f"create {what}", error) from error
+        try:
+            created = orjson.loads(response.data or b"{}")
+        except orjson.JSONDecodeError:
+            created = None
+        return created if isinstance(created, dict) else {"kind": "Pod", "metadata": {"name": name}}
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        """Delete node replacement's placeholder pod (never a workload's: those are evicted); gone already is
+        a NotFoundError."""
+        what = f"pod {namespace}/{name}"
+        try:
+            self._waiting(
+                f"delete {what}",
+                lambda: self.core.delete_namespaced_pod(
+                    name, namespace, grace_period_seconds=0, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+                ),
+            )
+        except client.ApiException as error:
+            if error.status == 404:
+                raise NotFoundError(f"{what} no longer exists") from error
+            raise access_error(f"delete {what}", error) from error
+        except urllib3.exceptions.HTTPError as error:
+            raise access_error(f"delete {what}", error) from error
+
     def evict(self, namespace: str, name: str) -> EvictionResult:
         """Ask the Eviction API to evict one pod; PDBs are enforced by the API server (429).
 

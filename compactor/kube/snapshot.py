@@ -31,10 +31,13 @@ import msgspec
 from compactor.core import requests as pod_requests
 from compactor.core import timing
 from compactor.core.model import (
+    CREATED_AT,
     DELETION_COST,
     DO_NOT_DISRUPT,
     EMPTY,
     MIRROR_POD,
+    PLACEHOLDER_LABEL,
+    REPLACES,
     SAFE_TO_EVICT,
     STEERED_COST,
     ZERO,
@@ -46,6 +49,7 @@ from compactor.core.model import (
     Node,
     NodeSelectorTerm,
     Pdb,
+    Placeholder,
     Pod,
     PodAffinityTerm,
     PoolAutoscaling,
@@ -357,7 +361,7 @@ def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: 
 
     affinity = _dict(spec, "affinity", "spec")
     no_affinity: tuple[PodAffinityTerm, ...] = ()
-    return Pod(
+    pod = Pod(
         namespace=namespace,
         name=name,
         node_name=node_name,
@@ -386,6 +390,7 @@ def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: 
         unschedulable=unschedulable and node_name is None,
         terminating=meta.get("deletionTimestamp") is not None,
     )
+    return _as_placeholder(pod, annotations) if REPLACES in annotations else pod
 
 
 def _container_requests(container: object, kind: str, index: int) -> Resources:
@@ -726,7 +731,7 @@ def _pod_of(item: decoding.Item, recent: _Recent | None = None) -> Pod:
     # Positional, in the order of Pod's fields: a Struct matches keyword arguments by name, which
     # costs more than the rest of making the record. A field out of place shows in
     # test_the_typed_path_reads_every_object_as_the_long_way_does (the long way names them).
-    return Pod(
+    pod = Pod(
         namespace,
         name,
         node_name,
@@ -754,6 +759,18 @@ def _pod_of(item: decoding.Item, recent: _Recent | None = None) -> Pod:
         unschedulable and node_name is None,  # unschedulable
         meta.deletionTimestamp is not None,  # terminating
     )
+    if annotations and REPLACES in annotations:  # a placeholder carries the annotation; others almost never
+        return _as_placeholder(pod, annotations)
+    return pod
+
+
+def _as_placeholder(pod: Pod, annotations: Mapping[str, str]) -> Pod:
+    """A pod labelled as node replacement's placeholder, with what its annotations say (`core.replacement`);
+    any other pod as it is (the annotation alone makes no placeholder)."""
+    if pod.labels.get(PLACEHOLDER_LABEL) != "true":
+        return pod
+    replaces = tuple(name.strip() for name in annotations.get(REPLACES, "").split(",") if name.strip())
+    return msgspec.structs.replace(pod, placeholder=Placeholder(replaces, annotations.get(CREATED_AT)))
 
 
 def deletion_cost_of(annotations: Mapping[str, str]) -> tuple[int, bool, bool]:
@@ -1108,9 +1125,13 @@ class SnapshotBuilder:
             raise SnapshotError(
                 f"the cluster snapshot has {len(self.problems)} unreadable object(s)", list(self.problems)
             )
-        snapshot = Snapshot(tuple(self.nodes), tuple(self.pods), tuple(self.pdbs))
+        pods = tuple(self.pods)
+        placeholders = tuple([pod for pod in pods if pod.placeholder is not None])
+        if placeholders:
+            pods = tuple([pod for pod in pods if pod.placeholder is None])
+        snapshot = Snapshot(tuple(self.nodes), pods, tuple(self.pdbs), placeholders=placeholders)
         if pool_autoscaling is not None:
-            snapshot = Snapshot(snapshot.nodes, snapshot.pods, snapshot.pdbs, pool_autoscaling)
+            snapshot = msgspec.structs.replace(snapshot, pool_autoscaling=pool_autoscaling)
         if self.deployments or self.replica_sets or self.claims:
             snapshot = msgspec.structs.replace(
                 snapshot,

@@ -1,0 +1,198 @@
+"""Node replacement against the fake API server: the placeholder asked for, waited for, given up, adopted,
+and the drain onto the new node (DESIGN "Node replacement").
+
+The test plays the Cluster Autoscaler (it adds the node) and kube-scheduler's preemption (it binds the
+placeholder, then removes it for the evicted pods' replacements): the fake schedules no created pod. The
+real control plane does both in tests/e2e/test_replacement.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from compactor.core.model import (
+    CREATED_AT,
+    DRAIN_STARTED_AT,
+    PLACEHOLDER_LABEL,
+    PLACEHOLDER_PRIORITY_CLASS,
+    REPLACED_BY,
+    REPLACEMENT_FAILED_AT,
+    REPLACES,
+)
+from compactor.errors import RunFailedError
+from tests.fakeapi import FakeApiServer, Fault
+from tests.fakeapi import builders as k8s
+from tests.integration.conftest import MARKED, POOL_CONFIG, env_with, later, node_annotations, run_once
+
+NAMESPACE = "node-compactor"
+BIG, SMALL = "big-pool", "small-pool"
+CONFIG: dict[str, Any] = {
+    "nodePools": {
+        BIG: {
+            **POOL_CONFIG,
+            "pricePerHour": 0.40,
+            "replacement": {"enabled": True, "targetPools": [SMALL], "timeoutSeconds": 600},
+        },
+        SMALL: {"pricePerHour": 0.13},
+    }
+}
+
+
+def cluster(api: FakeApiServer) -> None:
+    """b1 and b2 (8 cpu) hold 4.8 cpu each in 1.2-cpu pods: neither takes all of the other's. s1 (4 cpu) has 2 free."""
+    for name, marked in (("b1", MARKED), ("b2", None)):
+        annotations = {"node-compactor.dev/underutilized-since": marked} if marked else {}
+        api.add(k8s.node(name, cpu="8", memory="32Gi", pool=BIG, machine_type="n2-standard-8", annotations=annotations))
+        for index in range(4):
+            api.add(k8s.pod(f"web{name[-1]}-{index}", node=name, cpu="1200m", memory="1Gi"))
+    api.add(k8s.node("s1", pool=SMALL))
+    api.add(k8s.pod("small-0", node="s1", cpu="2"))
+
+
+def placeholders(api: FakeApiServer) -> list[dict[str, Any]]:
+    return [
+        pod
+        for pod in api.objects("Pod", NAMESPACE)
+        if (pod["metadata"].get("labels") or {}).get(PLACEHOLDER_LABEL) == "true"
+    ]
+
+
+def the_autoscaler_adds_a_node_and_the_placeholder_runs_there(api: FakeApiServer, node: str = "s2") -> None:
+    api.add(k8s.node(node, pool=SMALL, created="2026-11-21T11:59:00Z"))
+    (placeholder,) = placeholders(api)
+    placeholder["spec"]["nodeName"] = node
+    placeholder["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    api.add(placeholder)
+
+
+def test_a_replacement_asks_for_the_node_waits_drains_onto_it_and_deletes_the_placeholder(
+    api: FakeApiServer,
+) -> None:
+    cluster(api)
+    first = run_once(api, env=env_with(CONFIG))
+    report = first.report
+    assert report["replacement"]["step"] == "create"
+    assert report["replacement"]["nodes"] == ["b1"]
+    assert report["replacement"]["savingsPerHour"] == pytest.approx(0.27)
+    (placeholder,) = placeholders(api)
+    name = placeholder["metadata"]["name"]
+    assert node_annotations(api, "b1")[REPLACED_BY] == name
+    assert placeholder["metadata"]["annotations"][REPLACES] == "b1"
+    assert CREATED_AT in placeholder["metadata"]["annotations"]
+    spec = placeholder["spec"]
+    assert spec["priorityClassName"] == PLACEHOLDER_PRIORITY_CLASS
+    assert spec["terminationGracePeriodSeconds"] == 0
+    assert spec["nodeSelector"] == {
+        "cloud.google.com/gke-nodepool": SMALL,
+        "topology.kubernetes.io/zone": "europe-west1-b",
+    }
+    assert spec["containers"][0]["resources"]["requests"]["cpu"] == "4000m"  # 4.8 cpu capped at s1's 4
+    assert api.evictions == []
+
+    waiting = run_once(api, at=later(60), env=env_with(CONFIG))
+    assert waiting.report["replacement"]["step"] == "wait"
+    assert waiting.report["decision"]["action"] == "none"
+    assert api.evictions == []
+
+    the_autoscaler_adds_a_node_and_the_placeholder_runs_there(api)
+    draining = run_once(api, at=later(120), env=env_with(CONFIG))
+    assert draining.report["decision"]["action"] == "drain"
+    assert draining.report["decision"]["node"] == "b1"
+    assert draining.report["decision"]["savingsPerHour"] == pytest.approx(0.40)
+    assert DRAIN_STARTED_AT in node_annotations(api, "b1")
+    assert api.evictions  # the first batch went; the rest waits for room (the fake does not preempt)
+
+    # kube-scheduler preempts the placeholder for the evicted pods' replacements.
+    api.delete("Pod", name, NAMESPACE)
+    api.schedule_pending()
+    for offset in (180, 240, 300):
+        run_once(api, at=later(offset), env=env_with(CONFIG))
+        api.schedule_pending()
+    assert not any(pod["spec"].get("nodeName") == "b1" for pod in api.objects("Pod", "default"))
+    assert REPLACED_BY not in node_annotations(api, "b1")  # its placeholder is gone: the pointer is removed
+    assert all(pod["spec"].get("nodeName") for pod in api.objects("Pod", "default"))
+
+
+def test_a_placeholder_that_never_runs_is_deleted_at_its_timeout_and_nothing_is_drained(api: FakeApiServer) -> None:
+    cluster(api)
+    run_once(api, env=env_with(CONFIG))
+    assert len(placeholders(api)) == 1
+    result = run_once(api, at=later(601), env=env_with(CONFIG))
+    assert result.report["replacement"]["step"] == "give-up"
+    assert placeholders(api) == []
+    annotations = node_annotations(api, "b1")
+    assert REPLACED_BY not in annotations
+    assert REPLACEMENT_FAILED_AT in annotations
+    assert api.evictions == []
+    assert any(
+        event.get("reason") == "NodeCompactorReplacementFailed" and event.get("type") == "Warning"
+        for event in api.objects("Event", "default")
+    )
+    # Backing off: b1 is not replaced again (b2, marked long enough by now, may be).
+    again = run_once(api, at=later(660), env=env_with(CONFIG))
+    assert "b1" not in again.report.get("replacement", {}).get("nodes", [])
+    assert (
+        "its replacement failed" in next(node for node in again.report["nodes"] if node["name"] == "b1")["replacement"]
+    )
+
+
+def test_a_run_that_fails_before_the_placeholder_exists_leaves_a_pointer_the_next_run_removes(
+    api: FakeApiServer,
+) -> None:
+    cluster(api)
+    api.add_fault(Fault(method="POST", path_regex=f"/namespaces/{NAMESPACE}/pods$", status=403, times=1))
+    with pytest.raises(RunFailedError):
+        run_once(api, env=env_with(CONFIG))
+    assert placeholders(api) == []
+    assert REPLACED_BY in node_annotations(api, "b1")
+    result = run_once(api, at=later(60), env=env_with(CONFIG))
+    outcome = result.report["outcome"]
+    assert outcome["replacedByRemoved"] == ["b1"]
+    # The same run asks again: the pointer is written anew and the placeholder made.
+    assert len(placeholders(api)) == 1
+    assert node_annotations(api, "b1")[REPLACED_BY] == placeholders(api)[0]["metadata"]["name"]
+
+
+def test_a_create_whose_answer_was_lost_is_adopted(api: FakeApiServer) -> None:
+    cluster(api)
+    api.add_fault(
+        Fault(method="POST", path_regex=f"/namespaces/{NAMESPACE}/pods$", drop_connection=True, applied=True, times=1)
+    )
+    result = run_once(api, env=env_with(CONFIG))
+    assert len(placeholders(api)) == 1
+    assert result.report["outcome"]["placeholdersCreated"] == [placeholders(api)[0]["metadata"]["name"]]
+
+
+def test_a_placeholder_preempted_before_the_drain_leaves_the_new_node_to_a_plain_drain(api: FakeApiServer) -> None:
+    cluster(api)
+    run_once(api, env=env_with(CONFIG))
+    the_autoscaler_adds_a_node_and_the_placeholder_runs_there(api)
+    (placeholder,) = placeholders(api)
+    api.delete("Pod", placeholder["metadata"]["name"], NAMESPACE)  # someone else's pod preempted it
+    result = run_once(api, at=later(120), env=env_with(CONFIG))
+    assert result.report["outcome"]["replacedByRemoved"] == ["b1"]
+    # The new node's room is there without a placeholder: b1 is drained as any node whose pods fit.
+    assert result.report["decision"]["action"] == "drain"
+    assert result.report["decision"]["node"] == "b1"
+
+
+def test_an_orphan_placeholder_is_deleted(api: FakeApiServer) -> None:
+    cluster(api)
+    orphan = k8s.pod("node-compactor-placeholder-0123456789", namespace=NAMESPACE, owner_kind=None, phase="Pending")
+    orphan["metadata"]["labels"] = {PLACEHOLDER_LABEL: "true"}
+    orphan["metadata"]["annotations"] = {REPLACES: "gone-node", CREATED_AT: "2026-11-21T11:00:00Z"}
+    api.add(orphan)
+    result = run_once(api, env=env_with({"nodePools": {BIG: POOL_CONFIG}}))
+    assert result.report["outcome"]["placeholdersDeleted"] == ["node-compactor-placeholder-0123456789"]
+    assert placeholders(api) == []
+
+
+def test_a_dry_run_reports_the_replacement_and_creates_nothing(api: FakeApiServer) -> None:
+    cluster(api)
+    result = run_once(api, env=env_with(CONFIG), dry_run=True)
+    assert result.report["replacement"]["step"] == "create"
+    assert placeholders(api) == []
+    assert REPLACED_BY not in node_annotations(api, "b1")
+    assert api.writes_of("Pod", "POST") == []

@@ -1,0 +1,352 @@
+"""Node replacement in the planner (DESIGN "Node replacement", rule 10): the search, and the steps of one under way."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from compactor.core import planner, replacement
+from compactor.core.model import (
+    DRAIN_FAILED_AT,
+    DRAIN_STARTED_AT,
+    PLACEHOLDER_LABEL,
+    REPLACED_BY,
+    REPLACEMENT_FAILED_AT,
+    Node,
+    Placeholder,
+    Pod,
+    PoolAutoscaling,
+    Snapshot,
+)
+from compactor.core.plan import Plan
+from compactor.settings.config import Config
+from tests.builders import NOW, ago, make_config, make_node, make_pod, make_snapshot, node_report, stamp, taint
+
+BIG = "big-pool"
+SMALL = "small-pool"
+LARGE = "large-pool"
+NAMESPACE = "node-compactor"
+
+
+def config(*, targets: tuple[str, ...] = (SMALL,), **replace_settings: Any) -> Config:
+    """big-pool (0.40/h a node) replaces into small-pool (0.13/h) and large-pool (0.50/h)."""
+    settings: dict[str, Any] = {"enabled": True, "targetPools": list(targets), **replace_settings}
+    return make_config(
+        pools={
+            BIG: {"pricePerHour": 0.40, "replacement": settings},
+            SMALL: {"enabled": False, "pricePerHour": 0.13},
+            LARGE: {"enabled": False, "pricePerHour": 0.50},
+        }
+    )
+
+
+def big(name: str, **fields: Any) -> Node:
+    return make_node(name, cpu="8", memory="32Gi", pool=BIG, **fields)
+
+
+def small(name: str = "s1", **fields: Any) -> Node:
+    return make_node(name, cpu="4", memory="16Gi", pool=SMALL, marked_since=None, **fields)
+
+
+def large(name: str = "l1", **fields: Any) -> Node:
+    return make_node(name, cpu="16", memory="64Gi", pool=LARGE, marked_since=None, **fields)
+
+
+def pods_of(node: str, *cpus: str) -> list[Pod]:
+    return [make_pod(f"{node}-p{index}", node=node, cpu=cpu, memory="1Gi") for index, cpu in enumerate(cpus)]
+
+
+def plan_for(
+    nodes: list[Node],
+    pods: list[Pod],
+    settings: Config,
+    *,
+    placeholders: tuple[Pod, ...] = (),
+    autoscaling: Mapping[str, PoolAutoscaling] | None = None,
+    now_offset: float = 0,
+) -> Plan:
+    if autoscaling is not None:  # what GKE says of every pool, big-pool autoscaled as the others
+        autoscaling = {BIG: PoolAutoscaling(enabled=True), **autoscaling}
+    snapshot: Snapshot = make_snapshot(nodes, pods, pool_autoscaling=autoscaling)
+    if placeholders:
+        snapshot = Snapshot(
+            snapshot.nodes, snapshot.pods, snapshot.pdbs, snapshot.pool_autoscaling, placeholders=placeholders
+        )
+    return planner.plan(snapshot, settings, now=NOW + timedelta(seconds=now_offset))
+
+
+def two_big_nodes_that_cannot_take_each_others_pods() -> tuple[list[Node], list[Pod]]:
+    """b1 and b2 hold 4.8 of 8 cpu each (60%, underutilized at 0.75): neither takes the other's 1.2-cpu pods
+    all (3.2 free), so neither can simply be deleted; s1 of small-pool has 2 cpu free."""
+    nodes = [big("b1"), big("b2", marked_since=None), small()]
+    pods = pods_of("b1", "1200m", "1200m", "1200m", "1200m") + pods_of("b2", "1200m", "1200m", "1200m", "1200m")
+    pods += pods_of("s1", "2")
+    return nodes, pods
+
+
+def test_replaces_a_node_whose_pods_fit_only_with_one_new_cheaper_node() -> None:
+    nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
+    plan = plan_for(nodes, pods, config())
+    assert plan.decision.action == "none"
+    chosen = plan.replacement
+    assert chosen is not None
+    assert chosen.step == "create"
+    assert chosen.target_pool == SMALL
+    assert chosen.price_per_hour == pytest.approx(0.13)
+    assert chosen.removed_price_per_hour == pytest.approx(0.40)
+    assert chosen.savings_per_hour == pytest.approx(0.27)
+    assert chosen.placeholder.startswith("node-compactor-placeholder-")
+    assert chosen.placeholder == replacement.placeholder_name(chosen.nodes, SMALL)
+    assert dict(chosen.node_selector) == {
+        "cloud.google.com/gke-nodepool": SMALL,
+        "topology.kubernetes.io/zone": "zone-a",
+    }
+    # What the moving pods request, capped at the new node's allocatable (4 cpu, s1's DaemonSets none).
+    assert chosen.requests is not None
+    assert chosen.requests.cpu_millis == 4000
+    replaced = chosen.nodes[0]
+    assert (node_report(plan, replaced).replacement or "").startswith("replaced: ")
+    assert "saves USD 0.2700/h (68%)" in chosen.reason
+    assert "replacing nodes with a cheaper one first" in plan.decision.reason
+
+
+def test_deleting_without_a_new_node_always_wins() -> None:
+    nodes = [big("b1"), big("b2", marked_since=None), small()]
+    pods = pods_of("b1", "1"), pods_of("b2", "1")
+    plan = plan_for(nodes, [*pods[0], *pods[1]], config())
+    assert plan.decision.action == "drain"
+    assert plan.replacement is None
+
+
+def test_a_new_node_that_saves_less_than_min_savings_percent_is_not_asked_for() -> None:
+    nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
+    plan = plan_for(nodes, pods, config(minSavingsPercent=90))
+    assert plan.replacement is None
+    notes = " ".join(node.replacement or "" for node in plan.nodes)
+    assert "below minSavingsPercent (90%)" in notes
+
+
+def test_two_nodes_are_replaced_by_one_when_no_single_replacement_saves() -> None:
+    # Each big node holds one 4.8-cpu pod: it fits on no other node, nor on a small one. One large node
+    # (16 cpu, 0.50/h) takes both: 0.80/h for 0.50/h.
+    nodes = [big("b1"), big("b2"), big("b3", marked_since=None), large()]
+    pods = pods_of("b1", "4800m") + pods_of("b2", "4800m") + pods_of("b3", "7") + pods_of("l1", "15")
+    plan = plan_for(nodes, pods, config(targets=(SMALL, LARGE)))
+    chosen = plan.replacement
+    assert chosen is not None
+    assert chosen.target_pool == LARGE
+    assert set(chosen.nodes) == {"b1", "b2"}
+    assert chosen.savings_per_hour == pytest.approx(0.30)
+    assert chosen.requests is not None
+    assert chosen.requests.cpu_millis == 9600
+
+
+def test_max_nodes_bounds_the_set() -> None:
+    nodes = [big("b1"), big("b2"), big("b3", marked_since=None), large()]
+    pods = pods_of("b1", "4800m") + pods_of("b2", "4800m") + pods_of("b3", "7") + pods_of("l1", "15")
+    plan = plan_for(nodes, pods, config(targets=(SMALL, LARGE), maxNodes=1))
+    assert plan.replacement is None
+
+
+@pytest.mark.parametrize(
+    ("autoscaling", "warning"),
+    [
+        pytest.param({SMALL: PoolAutoscaling(enabled=False)}, "is not autoscaled", id="not-autoscaled"),
+        pytest.param(
+            {SMALL: PoolAutoscaling(enabled=True, total_max_node_count=1)}, "at its maximum size", id="at-max"
+        ),
+        pytest.param(
+            {SMALL: PoolAutoscaling(enabled=True, max_node_count=1, zones=1)}, "at its maximum size", id="zone-max"
+        ),
+    ],
+)
+def test_a_target_pool_that_cannot_grow_is_a_warning_and_not_used(
+    autoscaling: Mapping[str, PoolAutoscaling], warning: str
+) -> None:
+    nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
+    plan = plan_for(nodes, pods, config(), autoscaling=autoscaling)
+    assert plan.replacement is None
+    assert any(warning in text for text in plan.price_warnings)
+
+
+def test_a_target_pool_that_is_not_in_the_cluster_is_a_warning() -> None:
+    nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
+    plan = plan_for(nodes, pods, config(targets=("ghost-pool",)))
+    assert plan.replacement is None
+    assert any("ghost-pool has no node in the cluster" in text for text in plan.price_warnings)
+
+
+@pytest.mark.parametrize(
+    ("effect", "replaced"),
+    [
+        pytest.param("PreferNoSchedule", True, id="soft-taint"),
+        # Pods move only where rule 6 lets them: none of them tolerates the pool's taint.
+        pytest.param("NoSchedule", False, id="untolerated-taint"),
+    ],
+)
+def test_a_target_pool_with_no_node_is_built_from_gke_s_node_pool_config(effect: str, replaced: bool) -> None:
+    nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
+    nodes = [node for node in nodes if node.name != "s1"]
+    pods = [pod for pod in pods if pod.node_name != "s1"]
+    template = PoolAutoscaling(
+        enabled=True,
+        total_max_node_count=3,
+        machine_type="e2-standard-4",
+        locations=("zone-a", "zone-b"),
+        taints=(taint("dedicated", "batch", effect=effect),),
+    )
+    plan = plan_for(nodes, pods, config(), autoscaling={SMALL: template})
+    chosen = plan.replacement
+    if not replaced:
+        assert chosen is None
+        assert "taint it does not tolerate" in (node_report(plan, "b1").replacement or "")
+        return
+    assert chosen is not None
+    assert chosen.machine_type == "e2-standard-4"
+    assert chosen.zone == "zone-a"
+    assert chosen.taints == (taint("dedicated", "batch", effect=effect),)
+
+
+def test_a_node_without_a_price_is_a_warning_and_its_pool_is_not_replaced() -> None:
+    nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
+    settings = make_config(
+        pools={BIG: {"replacement": {"enabled": True, "targetPools": [SMALL]}}, SMALL: {"enabled": False}}
+    )
+    plan = plan_for(nodes, pods, settings)
+    assert plan.replacement is None
+    assert any(text.startswith(f"pool {BIG}: replacement is off, a node has no price") for text in plan.price_warnings)
+    # Prices are unknown, the nodes' reports say so; deletion is unaffected (none is possible here).
+    assert node_report(plan, "b1").price_per_hour is None
+
+
+def test_a_node_whose_replacement_failed_recently_is_not_replaced_again() -> None:
+    nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
+    nodes = [big("b1", annotations={REPLACEMENT_FAILED_AT: stamp(ago(60))}), *nodes[1:]]
+    plan = plan_for(nodes, pods, config())
+    assert plan.replacement is None or "b1" not in plan.replacement.nodes
+    assert "its replacement failed 1m ago" in (node_report(plan, "b1").replacement or "")
+
+
+def placeholder(
+    name: str, replaces: tuple[str, ...], *, node: str | None = None, created: float = 60, phase: str | None = None
+) -> Pod:
+    return make_pod(
+        name,
+        node=node,
+        namespace=NAMESPACE,
+        owner=None,
+        cpu="4",
+        memory="4Gi",
+        labels={PLACEHOLDER_LABEL: "true"},
+        phase=phase or ("Running" if node else "Pending"),
+        node_selector=(("cloud.google.com/gke-nodepool", SMALL),),
+        placeholder=Placeholder(replaces, stamp(ago(created))),
+    )
+
+
+def test_while_the_placeholder_waits_for_its_node_nothing_else_is_drained() -> None:
+    nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
+    name = replacement.placeholder_name(["b1"], SMALL)
+    nodes = [big("b1", annotations={REPLACED_BY: name}), *nodes[1:], big("b9")]  # b9 alone could be drained
+    plan = plan_for(nodes, pods, config(), placeholders=(placeholder(name, ("b1",)),))
+    assert plan.replacement is not None
+    assert plan.replacement.step == "wait"
+    assert plan.decision.action == "none"
+    assert "waiting for the node replacement" not in plan.decision.reason  # the reason is the replacement's
+    assert "node replacement under way (wait)" in plan.decision.reason
+    assert any(name in text for text in node_report(plan, "b9").blockers)
+
+
+def test_a_placeholder_not_running_within_the_timeout_is_given_up() -> None:
+    nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
+    name = replacement.placeholder_name(["b1"], SMALL)
+    nodes = [big("b1", annotations={REPLACED_BY: name}), *nodes[1:]]
+    plan = plan_for(nodes, pods, config(timeoutSeconds=600), placeholders=(placeholder(name, ("b1",), created=601),))
+    assert plan.replacement is not None
+    assert plan.replacement.step == "give-up"
+    assert plan.replacement.failed == ("b1",)
+    assert "did not run on a Ready node within 10m" in plan.replacement.reason
+
+
+def test_once_the_placeholder_runs_the_replaced_node_is_drained_onto_the_new_node() -> None:
+    nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
+    name = replacement.placeholder_name(["b1"], SMALL)
+    new = small("s2", created=ago(60))  # the node the autoscaler added: too young to be drained itself
+    nodes = [big("b1", annotations={REPLACED_BY: name}), *nodes[1:], new]
+    # The placeholder holds all 4 cpu of s2; its room is free to the proof (any pod preempts it).
+    plan = plan_for(nodes, pods, config(), placeholders=(placeholder(name, ("b1",), node="s2"),))
+    assert plan.decision.action == "drain"
+    assert plan.decision.node == "b1"
+    assert f"the new node of {name}" in plan.decision.reason
+    assert "s2" in dict(plan.decision.placements).values()
+    assert plan.replacement is not None
+    assert plan.replacement.step == "drain"
+    assert "s2" not in plan.soft_taints_add  # pods must land on the new node
+
+
+def test_the_placeholder_is_deleted_once_every_replaced_node_is_drained() -> None:
+    nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
+    name = replacement.placeholder_name(["b1"], SMALL)
+    drained = big("b1", annotations={REPLACED_BY: name, DRAIN_STARTED_AT: stamp(ago(120))}, unschedulable=True)
+    nodes = [drained, *nodes[1:], small("s2", created=ago(600))]
+    pods = [pod for pod in pods if pod.node_name != "b1"]
+    plan = plan_for(nodes, pods, config(), placeholders=(placeholder(name, ("b1",), node="s2"),))
+    assert plan.replacement is not None
+    assert plan.replacement.step == "delete"
+
+
+def test_a_replaced_node_given_back_gives_the_replacement_up() -> None:
+    nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
+    name = replacement.placeholder_name(["b1"], SMALL)
+    nodes = [big("b1", annotations={REPLACED_BY: name, DRAIN_FAILED_AT: stamp(ago(10))}), *nodes[1:]]
+    plan = plan_for(nodes, pods, config(), placeholders=(placeholder(name, ("b1",), node="s1", created=120),))
+    assert plan.replacement is not None
+    assert plan.replacement.step == "give-up"
+
+
+def test_a_replaced_node_a_person_opted_out_gives_the_replacement_up() -> None:
+    nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
+    name = replacement.placeholder_name(["b1"], SMALL)
+    opted_out = big("b1", annotations={REPLACED_BY: name, "node-compactor.dev/disabled": "true"})
+    nodes = [opted_out, *nodes[1:], small("s2", created=ago(60))]
+    plan = plan_for(nodes, pods, config(), placeholders=(placeholder(name, ("b1",), node="s2"),))
+    assert plan.replacement is not None
+    assert plan.replacement.step == "give-up"
+    assert plan.replacement.failed == ("b1",)
+    assert plan.decision.action == "none"
+
+
+def test_leftovers_of_a_stopped_run_are_cleared() -> None:
+    nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
+    # b1 points at a placeholder that was never created; an orphan placeholder points at nothing.
+    nodes = [big("b1", annotations={REPLACED_BY: "node-compactor-placeholder-gone"}), *nodes[1:]]
+    orphan = placeholder("node-compactor-placeholder-orphan", ("b7",))
+    plan = plan_for(nodes, pods, config(), placeholders=(orphan,))
+    assert plan.replaced_by_remove == ("b1",)
+    assert plan.placeholders_remove == ("node-compactor-placeholder-orphan",)
+
+
+def test_a_placeholder_in_another_namespace_is_not_node_compactor_s() -> None:
+    nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
+    foreign = Pod(
+        **{
+            **{f: getattr(placeholder("node-compactor-placeholder-x", ("b1",)), f) for f in Pod.__struct_fields__},
+            "namespace": "other",
+        }
+    )
+    plan = plan_for(nodes, pods, config(), placeholders=(foreign,))
+    assert plan.placeholders_remove == ()
+
+
+def test_replacement_is_off_unless_enabled_and_the_figures_stay_the_same() -> None:
+    nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
+    off = make_config(pools={BIG: {"pricePerHour": 0.40}, SMALL: {"enabled": False, "pricePerHour": 0.13}})
+    plan = plan_for(nodes, pods, off)
+    assert plan.replacement is None
+    assert all(node.replacement is None for node in plan.nodes)
+    pool = next(pool for pool in plan.pools if pool.name == BIG)
+    assert pool.price_per_hour == pytest.approx(0.80)
+    assert pool.cost_lower_bound_per_hour == pytest.approx(pool.lower_bound_nodes * 0.40)

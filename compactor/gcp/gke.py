@@ -47,7 +47,7 @@ import google.auth.transport.requests
 import kubernetes.client
 from google.api_core import exceptions as api_exceptions
 
-from compactor.core.model import PoolAutoscaling
+from compactor.core.model import PoolAutoscaling, Taint
 from compactor.errors import BadInputError, ClusterAccessError
 
 ENV_ENDPOINT_MODE = "COMPACTOR_ENDPOINT_MODE"
@@ -292,15 +292,32 @@ def _private_directory() -> str:
 
 
 def _pool_autoscaling(cluster: Any) -> Mapping[str, PoolAutoscaling]:
-    pools = {
-        pool.name: PoolAutoscaling(
-            enabled=bool(pool.autoscaling.enabled),
-            min_node_count=int(pool.autoscaling.min_node_count),
-            total_min_node_count=int(pool.autoscaling.total_min_node_count),
+    """Each node pool's autoscaling limits, and its node template for a replacement into a pool with no node
+    yet (machine type, Spot, labels, taints, zones: `core.replacement`)."""
+    pools = {}
+    for pool in cluster.node_pools:
+        autoscaling, config = pool.autoscaling, pool.config
+        pools[pool.name] = PoolAutoscaling(
+            enabled=bool(autoscaling.enabled),
+            min_node_count=int(autoscaling.min_node_count),
+            total_min_node_count=int(autoscaling.total_min_node_count),
+            max_node_count=int(autoscaling.max_node_count),
+            total_max_node_count=int(autoscaling.total_max_node_count),
+            zones=len(pool.locations),
+            machine_type=str(config.machine_type) or None,
+            spot=bool(config.spot or config.preemptible),
+            labels=dict(config.labels),
+            taints=tuple(
+                Taint(str(taint.key), str(taint.value), _TAINT_EFFECTS.get(int(taint.effect), "NoSchedule"))
+                for taint in config.taints
+            ),
+            locations=tuple(str(zone) for zone in pool.locations),
         )
-        for pool in cluster.node_pools
-    }
     return MappingProxyType(pools)
+
+
+# container.v1 NodeTaint.Effect -> a Kubernetes taint effect (1 NO_SCHEDULE, 2 PREFER_NO_SCHEDULE, 3 NO_EXECUTE).
+_TAINT_EFFECTS = {1: "NoSchedule", 2: "PreferNoSchedule", 3: "NoExecute"}
 
 
 class _Token:

@@ -23,7 +23,7 @@ import pytest
 import urllib3
 from google.cloud import container_v1
 
-from compactor.core.model import PoolAutoscaling
+from compactor.core.model import PoolAutoscaling, Taint
 from compactor.errors import BadInputError, ClusterAccessError
 from compactor.gcp import gke
 
@@ -567,8 +567,22 @@ def test_reads_the_autoscaling_settings_of_every_node_pool(
     gke_api.clusters[CLUSTER] = cluster_json(
         dns_endpoint=ENABLED_DNS_ENDPOINT,
         node_pools=[
-            {"name": "default-pool", "autoscaling": {"enabled": True, "minNodeCount": 1, "maxNodeCount": 10}},
-            {"name": "batch", "autoscaling": {"enabled": True, "totalMinNodeCount": 3, "totalMaxNodeCount": 30}},
+            {
+                "name": "default-pool",
+                "autoscaling": {"enabled": True, "minNodeCount": 1, "maxNodeCount": 10},
+                "locations": ["europe-west1-b", "europe-west1-c"],
+                "config": {"machineType": "e2-standard-4", "labels": {"team": "web"}},
+            },
+            {
+                "name": "batch",
+                "autoscaling": {"enabled": True, "totalMinNodeCount": 3, "totalMaxNodeCount": 30},
+                "locations": ["europe-west1-b"],
+                "config": {
+                    "machineType": "n2d-standard-8",
+                    "spot": True,
+                    "taints": [{"key": "dedicated", "value": "batch", "effect": "NO_SCHEDULE"}],
+                },
+            },
             {"name": "fixed"},
         ],
     )
@@ -576,10 +590,34 @@ def test_reads_the_autoscaling_settings_of_every_node_pool(
     connection = gke.connect(CLUSTER, credentials=CountingCredentials(), cluster_manager=cluster_manager)
 
     assert dict(connection.pool_autoscaling) == {
-        "default-pool": PoolAutoscaling(enabled=True, min_node_count=1, total_min_node_count=0),
-        "batch": PoolAutoscaling(enabled=True, min_node_count=0, total_min_node_count=3),
+        "default-pool": PoolAutoscaling(
+            enabled=True,
+            min_node_count=1,
+            total_min_node_count=0,
+            max_node_count=10,
+            zones=2,
+            machine_type="e2-standard-4",
+            labels={"team": "web"},
+            locations=("europe-west1-b", "europe-west1-c"),
+        ),
+        "batch": PoolAutoscaling(
+            enabled=True,
+            min_node_count=0,
+            total_min_node_count=3,
+            total_max_node_count=30,
+            zones=1,
+            machine_type="n2d-standard-8",
+            spot=True,
+            taints=(Taint("dedicated", "batch", "NoSchedule"),),
+            locations=("europe-west1-b",),
+        ),
         "fixed": PoolAutoscaling(enabled=False, min_node_count=0, total_min_node_count=0),
     }
+    # What a replacement asks of a target pool: may it grow by one node?
+    assert connection.pool_autoscaling["default-pool"].can_grow(19)
+    assert not connection.pool_autoscaling["default-pool"].can_grow(20)
+    assert not connection.pool_autoscaling["batch"].can_grow(30)
+    assert not connection.pool_autoscaling["fixed"].can_grow(0)
 
 
 # --- cache -----------------------------------------------------------------------------------------------------------

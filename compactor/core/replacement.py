@@ -215,6 +215,17 @@ def _step(
             remove,
             replaced_by_remove,
         )
+    # The new node is up, but a replaced node that cannot be drained must not hold every other drain for
+    # good: once the placeholder has waited its timeout and a drain's, with no replaced node draining, the
+    # rest is given up (the new node goes back to the autoscaler with the placeholder).
+    patience = timeout + (pool.drain_timeout_seconds if pool is not None else 900)
+    if left and age >= patience and running.draining not in nodes:
+        return done(
+            "give-up",
+            f"{', '.join(left)} could not be drained within {human(patience)} of asking for the new node "
+            "(timeoutSeconds and drainTimeoutSeconds)",
+            tuple(left),
+        )
     return InFlight(
         Replacement(
             "drain",

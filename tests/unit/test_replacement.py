@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
+import msgspec
 import pytest
 
 from compactor.core import planner, replacement
@@ -331,12 +332,7 @@ def test_leftovers_of_a_stopped_run_are_cleared() -> None:
 
 def test_a_placeholder_in_another_namespace_is_not_node_compactor_s() -> None:
     nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
-    foreign = Pod(
-        **{
-            **{f: getattr(placeholder("node-compactor-placeholder-x", ("b1",)), f) for f in Pod.__struct_fields__},
-            "namespace": "other",
-        }
-    )
+    foreign = msgspec.structs.replace(placeholder("node-compactor-placeholder-x", ("b1",)), namespace="other")
     plan = plan_for(nodes, pods, config(), placeholders=(foreign,))
     assert plan.placeholders_remove == ()
 
@@ -350,3 +346,22 @@ def test_replacement_is_off_unless_enabled_and_the_figures_stay_the_same() -> No
     pool = next(pool for pool in plan.pools if pool.name == BIG)
     assert pool.price_per_hour == pytest.approx(0.80)
     assert pool.cost_lower_bound_per_hour == pytest.approx(pool.lower_bound_nodes * 0.40)
+
+
+def test_a_replaced_node_that_never_becomes_drainable_does_not_hold_the_cluster_for_good() -> None:
+    nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
+    name = replacement.placeholder_name(["b1"], SMALL)
+    nodes = [big("b1", annotations={REPLACED_BY: name}), *nodes[1:], small("s2", created=ago(3600))]
+    # b1 got more pods since: they no longer fit, even with the new node.
+    pods = [*pods, *pods_of("b1", "3", "3")]
+    placeholder_pod = placeholder(name, ("b1",), node="s2", created=60)
+    held = plan_for(nodes, pods, config(timeoutSeconds=600), placeholders=(placeholder_pod,))
+    assert held.replacement is not None
+    assert held.replacement.step == "drain"
+    assert held.decision.action == "none"
+    # timeoutSeconds (600) and drainTimeoutSeconds (900) later, it is given up.
+    late = placeholder(name, ("b1",), node="s2", created=1500)
+    given_up = plan_for(nodes, pods, config(timeoutSeconds=600), placeholders=(late,))
+    assert given_up.replacement is not None
+    assert given_up.replacement.step == "give-up"
+    assert given_up.replacement.failed == ("b1",)

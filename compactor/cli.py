@@ -282,6 +282,9 @@ def simulation_warnings(setup: Setup, snapshot_file: str | None) -> list[str]:
     found = list(configcheck.pool_warnings(setup.config, [pool.name for pool in setup.pools], unlabeled))
     if snapshot_file is not None and not setup.pdbs:
         found.append(integrity.no_pdbs_warning(snapshot_file))
+    from compactor.simulation import prices  # only `simulate` reaches here
+
+    found += prices.warnings(setup)  # the report lists them too: a pool with no price makes every cost null
     return found
 
 

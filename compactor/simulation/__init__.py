@@ -2,11 +2,13 @@
 
 `python -m compactor simulate` runs each strategy (the Cluster Autoscaler
 alone, estafette's algorithm, node-compactor) on the same starting cluster
-and the same workload, and reports node-hours, evictions, pending pods and
-PDB violations next to the lower bound. One concern per module: `world` (the
-cluster's objects), `controllers`, `scheduler`, `autoscaler`, `port` (the
-executor's ClusterPort over the world), `strategies`, `runner` (the time
-loop), `metrics`, `report`, `plot`; `scenario` and `kubectl` build the start.
+and the same workload, and reports node-hours and their cost per day,
+evictions, pending pods and PDB violations next to the lower bound. One
+concern per module: `world` (the cluster's objects), `controllers`,
+`scheduler`, `autoscaler`, `port` (the executor's ClusterPort over the world),
+`strategies`, `runner` (the time loop), `metrics`, `prices` (what the nodes
+cost, and the cost lower bound), `report`, `plot`; `scenario` and `kubectl`
+build the start.
 
 Nothing here is part of the Cloud Function: `compactor.core`, `main.py` and
 the live path never import this package (a test keeps that true). It may

@@ -25,7 +25,7 @@ from compactor.kube import snapshot as parsing
 from compactor.settings import config as config_module
 from compactor.settings import jsonfiles
 from compactor.settings.config import Config
-from compactor.simulation import objects
+from compactor.simulation import objects, prices
 from compactor.simulation.model import (
     AutoscalerSettings,
     Curve,
@@ -68,6 +68,7 @@ def load(path: str, *, config: Config | None, hours: float) -> Setup:
     pools = _pools(nodes, pool_label)
     if config is None:
         config = default_config([pool.name for pool in pools], pool_label)
+    table = prices.table_for(config)
     return Setup(
         name=path.rsplit("/", 1)[-1],
         description=f"{len(nodes)} nodes and {len(pods)} pods from {path}, each owner at its current replica count",
@@ -89,6 +90,8 @@ def load(path: str, *, config: Config | None, hours: float) -> Setup:
         source=path,
         compute_classes=coexistence.class_thresholds(parsed, pool_label),
         compute_class_delays=coexistence.class_delays(parsed, pool_label),
+        prices=prices.of_pools(pools, config, table),
+        currency=table.currency,
     )
 
 

@@ -63,6 +63,20 @@ class PoolSpec:
     initial_nodes: int | None = None  # None: as many as the starting workload needs
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[JsonObject, ...] = ()
+    # The scenario's `pricePerHour`: what one node costs, over the configuration's and the price table's.
+    price_per_hour: float | None = None
+
+
+@dataclass(frozen=True)
+class PoolPrice:
+    """What one node of a pool costs per hour (`simulation.prices`), or why it has no price."""
+
+    per_hour: float | None  # in the Setup's `currency`; None: unknown, and `problem` says why
+    source: str  # where the price comes from: a pricePerHour, or the price table and its date
+    spot: bool = False
+    region: str | None = None
+    problem: str | None = None
+    as_of: str | None = None  # the price table's date, when the price is the table's
 
 
 @dataclass(frozen=True)
@@ -228,6 +242,10 @@ class Setup:
     compute_classes: Mapping[str, float] = field(default_factory=dict)
     # ... and the consolidationDelayMinutes of that class, in seconds, where it sets one (`coexistence.class_delays`).
     compute_class_delays: Mapping[str, int] = field(default_factory=dict)
+    # Each pool's node price, resolved where the Setup is built (`prices.of_pools`): plain data, so a copy of the
+    # cluster copies no price table. A pool missing here has no price.
+    prices: Mapping[str, PoolPrice] = field(default_factory=dict)
+    currency: str = "USD"
 
     def pool(self, name: str) -> PoolSpec | None:
         return next((pool for pool in self.pools if pool.name == name), None)

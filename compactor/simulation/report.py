@@ -1,7 +1,9 @@
 """A simulation's results for people (a table) and programs (JSON).
 
 Every figure is per strategy over the measured period: node-hours (nodes
-plus VMs being provisioned, what is billed), the headline figures (node-hours
+plus VMs being provisioned, what is billed) and what they cost per day at
+the pools' prices (`prices`; null for all when a pool has no price, with a
+warning naming it), the headline figures (node-hours
 above the lower bound, and against the best native strategy: the one of
 `runner.NATIVE` with the fewest node-hours), the change against the Cluster
 Autoscaler alone, the node count, the gap to the lower bound at the night
@@ -24,6 +26,7 @@ from typing import Any
 import orjson
 
 from compactor.core.planner import BLOCKER_SUMMARY
+from compactor.simulation import prices
 from compactor.simulation.runner import NATIVE, Results, StrategyResult
 from compactor.simulation.strategies import ACTIONS, FAILED_RUN
 
@@ -57,6 +60,8 @@ def summarize(results: Results) -> dict[str, Any]:
     lower = {
         "name": LOWER_BOUND,
         "nodeHours": round(bound_hours, 1),
+        # The cheapest capacity the requests may use, in fractional nodes (`prices.CheapestCapacity`).
+        "costPerDay": _money(_bound_cost(results)),
         "aboveLowerBound": 0.0,
         "vsBestNative": _change(bound_hours, native_hours),
         "vsCaAlone": _change(bound_hours, base_hours),
@@ -88,8 +93,59 @@ def summarize(results: Results) -> dict[str, Any]:
         "bestNative": {"name": native.name, "nodeHours": round(native_hours, 1)}
         if native is not None and native_hours is not None
         else None,
+        "prices": _prices(results),
+        "warnings": warnings(results),
         "seconds": round(results.seconds, 1),
     }
+
+
+def warnings(results: Results) -> list[str]:
+    """Why a cost is null: each pool without a price, and node-hours on nodes outside the pools."""
+    found = prices.warnings(results.setup)
+    pools = {pool.name for pool in results.setup.pools}
+    outside = sorted(
+        {
+            s.name
+            for s in results.strategies
+            for pool, series in s.series.nodes_by_pool.items()
+            if pool not in pools and any(series)
+        }
+    )
+    if outside:
+        found.append(f"nodes without the pool label have no price: costPerDay is null for {', '.join(outside)}")
+    return found
+
+
+def _prices(results: Results) -> dict[str, Any]:
+    setup = results.setup
+    pools: dict[str, Any] = {}
+    for pool in setup.pools:
+        price = setup.prices.get(pool.name)
+        pools[pool.name] = (
+            {"perHour": None, "spot": None, "region": None, "source": None, "asOf": None, "problem": "not priced"}
+            if price is None
+            else {
+                "perHour": price.per_hour,
+                "spot": price.spot,
+                "region": price.region,
+                "source": price.source or None,
+                "asOf": price.as_of,
+                "problem": price.problem,
+            }
+        )
+    return {"currency": setup.currency, "pools": pools}
+
+
+def _bound_cost(results: Results) -> float | None:
+    """The cost lower bound's mean cost per hour over the measured period, for 24 hours."""
+    costs = results.lower_bound_cost
+    if not costs:
+        return None
+    return sum(costs) / len(costs) * prices.HOURS_A_DAY
+
+
+def _money(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
 
 
 def best_native(results: Results) -> StrategyResult | None:
@@ -145,9 +201,13 @@ def _strategy(
         if nodes > bound
     ]
     decisions_above = _decisions(above, step_hours * 60) if decisions else None
+    measured_hours = len(result.series.nodes) * step_hours
+    by_pool = {pool: sum(series) * step_hours for pool, series in result.series.nodes_by_pool.items()}
     return {
         "name": result.name,
         "nodeHours": round(node_hours, 1),
+        # In the setup's currency, per 24 hours: the measured period's cost scaled to a day.
+        "costPerDay": _money(prices.per_day(results.setup, by_pool, measured_hours)),
         # The headline figures: node-hours above the lower bound, and against the best native strategy.
         "aboveLowerBound": _change(node_hours, bound_hours),
         "vsBestNative": _change(node_hours, native_hours),
@@ -264,6 +324,7 @@ def to_table(results: Results) -> str:
     header = [
         "STRATEGY",
         "NODE-HOURS",
+        "COST/DAY",
         "ABOVE BOUND",
         "VS BEST NATIVE",
         "VS CA ALONE",
@@ -287,6 +348,7 @@ def to_table(results: Results) -> str:
             [
                 item["name"],
                 f"{item['nodeHours']:.1f}",
+                "-" if item["costPerDay"] is None else f"{item['costPerDay']:.2f}",
                 "-" if bound else _percent(item["aboveLowerBound"]),
                 "-" if item["vsBestNative"] is None or item["name"] == native_name else _percent(item["vsBestNative"]),
                 "-" if item["vsCaAlone"] is None or item["name"] == "ca-alone" else f"{item['vsCaAlone'] * 100:+.1f}%",
@@ -326,6 +388,8 @@ def to_table(results: Results) -> str:
         "whose replacement found no node. NO READY POD-S: seconds workloads spent with no Ready pod after a pod "
         "was removed (for a single-replica service: from its eviction until the replacement is Ready)."
     )
+    lines.append(_cost_line(data))
+    lines.extend(f"warning: {warning}" for warning in data["warnings"])
     for item in data["strategies"]:
         lines.extend(_held_lines(item))
     for item in data["strategies"]:
@@ -333,6 +397,21 @@ def to_table(results: Results) -> str:
             lines.append(f"{item['name']}: {len(item['failures'])} failed run(s), first: {item['failures'][0]}")
     lines.append(f"Simulated in {data['seconds']:.1f} s.")
     return "\n".join(lines) + "\n"
+
+
+def _cost_line(data: dict[str, Any]) -> str:
+    priced = data["prices"]
+    pools = priced["pools"]
+    origins = [
+        f"list prices as of {day}, without discounts" for day in sorted({p["asOf"] for p in pools.values()} - {None})
+    ]
+    given = sorted(name for name, pool in pools.items() if pool["perHour"] is not None and pool["asOf"] is None)
+    if given:
+        origins.append(f"pricePerHour for {', '.join(given)}")
+    return (
+        f"COST/DAY: {priced['currency']} per 24 hours at each pool's node price ({'; '.join(origins) or 'none'}); "
+        "the lower bound's: the cheapest capacity the requests may use, in fractional nodes."
+    )
 
 
 def _held_lines(item: dict[str, Any]) -> list[str]:

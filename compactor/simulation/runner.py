@@ -24,7 +24,9 @@ enabled pool (single-replica Deployments moved by a rolling restart,
 The lower bound is measured on the Cluster Autoscaler's run (the workload is
 the same in every run): per pool, the fewest nodes of the pool's machine
 type whose allocatable, less the DaemonSet pods every node carries, holds
-the requests of all pods that are not DaemonSet pods, cpu and memory each.
+the requests of all pods that are not DaemonSet pods, cpu and memory each;
+beside it, when every pool has a price, the cost lower bound: the cheapest
+capacity the same requests may use, in fractional nodes (`prices`).
 """
 
 from __future__ import annotations
@@ -40,11 +42,11 @@ from datetime import datetime, timedelta
 from compactor.core.model import Resources
 from compactor.kube import snapshot as parsing
 from compactor.settings.config import Config
-from compactor.simulation import availability, rollouts
+from compactor.simulation import availability, prices, rollouts
 from compactor.simulation.autoscaler import BOOTSTRAP_AGE, Autoscaler
 from compactor.simulation.controllers import Controllers
 from compactor.simulation.metrics import Recorder, Series
-from compactor.simulation.model import Setup, coexisting, compute_class, optimize_utilization
+from compactor.simulation.model import PoolSpec, Setup, coexisting, compute_class, optimize_utilization
 from compactor.simulation.scheduler import Scheduler
 from compactor.simulation.strategies import ClusterAutoscalerAlone, Estafette, NodeCompactor, Strategy
 from compactor.simulation.world import World
@@ -104,6 +106,9 @@ class Results:
     lower_bound_by_pool: dict[str, list[int]]
     seconds: float = 0.0
     start_nodes: int = 0
+    # The cost lower bound at each step (`prices.CheapestCapacity`), per hour in the setup's currency;
+    # None when a pool has no price.
+    lower_bound_cost: list[float] | None = None
 
 
 def build(setup: Setup) -> Cluster:
@@ -223,6 +228,9 @@ def _measure(setup: Setup, cluster: Cluster, name: str, results: Results, progre
     series = Series()
     world = cluster.world
     bound_wanted = not results.lower_bound
+    capacity = _cheapest_capacity(setup, cluster) if bound_wanted else None
+    if capacity is not None:
+        results.lower_bound_cost = []
     for index in range(steps):
         now = setup.start + timedelta(seconds=index * setup.step_seconds)
         cluster.step(strategy, now)
@@ -239,10 +247,13 @@ def _measure(setup: Setup, cluster: Cluster, name: str, results: Results, progre
             if len(pool_series) < index + 1:
                 pool_series.append(0)
         if bound_wanted:
-            by_pool = lower_bound(setup, cluster)
+            demand = pod_demand(setup, cluster)
+            by_pool = lower_bound(setup, cluster, demand)
             for pool, count in by_pool.items():
                 results.lower_bound_by_pool.setdefault(pool, []).append(count)
             results.lower_bound.append(sum(by_pool.values()))
+            if capacity is not None and results.lower_bound_cost is not None:
+                results.lower_bound_cost.append(capacity.per_hour(demand))
         if progress is not None and index % 20 == 0:
             progress(name, index / max(1, steps))
     availability.finish(world, setup.start + timedelta(seconds=steps * setup.step_seconds))
@@ -253,28 +264,54 @@ def _measure(setup: Setup, cluster: Cluster, name: str, results: Results, progre
     return StrategyResult(name, world.recorder, series, strategy.summary(), list(strategy.failures), elapsed)
 
 
-def lower_bound(setup: Setup, cluster: Cluster) -> dict[str, int]:
-    world = cluster.world
+def lower_bound(setup: Setup, cluster: Cluster, demand: list[prices.Demand] | None = None) -> dict[str, int]:
     wanted: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    first_pool = setup.pools[0].name if setup.pools else ""
-    for key, pod in world.pod_records():
-        if pod.stays_on_node or pod.is_terminal:
-            continue
-        home = world.node_pool(pod.node_name) if pod.node_name is not None else world.pool_hint.get(key)
-        totals = wanted[home or first_pool]
-        totals[0] += pod.requests.cpu_millis
-        totals[1] += pod.requests.memory_bytes
+    for group in demand if demand is not None else pod_demand(setup, cluster):
+        totals = wanted[group.home]
+        totals[0] += group.cpu_millis
+        totals[1] += group.memory_bytes
     bounds = {}
     for pool in setup.pools:
         cpu, memory = wanted.get(pool.name, [0, 0])
-        allocatable = _allocatable(pool.allocatable)
-        daemons = cluster.controllers.daemon_requests(pool.name)
-        room_cpu = allocatable.cpu_millis - daemons.cpu_millis
-        room_memory = allocatable.memory_bytes - daemons.memory_bytes
+        room_cpu, room_memory = _room(pool, cluster)
         by_cpu = math.ceil(cpu / room_cpu) if room_cpu > 0 else 0
         by_memory = math.ceil(memory / room_memory) if room_memory > 0 else 0
         bounds[pool.name] = max(by_cpu, by_memory, pool.min_nodes)
     return bounds
+
+
+def pod_demand(setup: Setup, cluster: Cluster) -> list[prices.Demand]:
+    """The requests of every pod that is not a DaemonSet pod, running or pending, by owner and home pool (its
+    node's pool, else the pool its workload names, else the first)."""
+    world = cluster.world
+    groups: dict[tuple[str, object], prices.Demand] = {}
+    first_pool = setup.pools[0].name if setup.pools else ""
+    for key, pod in world.pod_records():
+        if pod.stays_on_node or pod.is_terminal:
+            continue
+        home = (world.node_pool(pod.node_name) if pod.node_name is not None else world.pool_hint.get(key)) or first_pool
+        owner = world.pod_owner(key) or key
+        group = groups.get((home, owner))
+        if group is None:
+            groups[(home, owner)] = prices.Demand(home, owner, pod, pod.requests.cpu_millis, pod.requests.memory_bytes)
+        else:
+            group.cpu_millis += pod.requests.cpu_millis
+            group.memory_bytes += pod.requests.memory_bytes
+    return list(groups.values())
+
+
+def _room(pool: PoolSpec, cluster: Cluster) -> tuple[int, int]:
+    """A node's allocatable less the DaemonSet pods every node of the pool carries: cpu, memory."""
+    allocatable = _allocatable(pool.allocatable)
+    daemons = cluster.controllers.daemon_requests(pool.name)
+    return allocatable.cpu_millis - daemons.cpu_millis, allocatable.memory_bytes - daemons.memory_bytes
+
+
+def _cheapest_capacity(setup: Setup, cluster: Cluster) -> prices.CheapestCapacity | None:
+    if not prices.complete(setup):
+        return None
+    rooms = {pool.name: _room(pool, cluster) for pool in setup.pools}
+    return prices.CheapestCapacity(setup, rooms, cluster.world.pool_label)
 
 
 def _allocatable(amounts: Mapping[str, str]) -> Resources:

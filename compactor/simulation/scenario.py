@@ -19,12 +19,12 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
-from compactor.core import machines
+from compactor.core import machines, pricing
 from compactor.errors import BadInputError
 from compactor.kube import quantity
 from compactor.settings import config as config_module
 from compactor.settings.config import Config
-from compactor.simulation import objects, rollouts
+from compactor.simulation import objects, prices, rollouts
 from compactor.simulation.model import (
     AutoscalerSettings,
     CronJobSpec,
@@ -83,6 +83,12 @@ class Pool(_Strict):
     initial_nodes: int | None = Field(None, alias="initialNodes", ge=0)
     labels: dict[str, str] = Field(default_factory=dict)
     taints: list[Taint] = Field(default_factory=list)
+    # Spot VMs: the nodes carry cloud.google.com/gke-spot=true and are priced at Spot rates (`prices`).
+    spot: bool = False
+    # What one node costs per hour, in the price table's currency, over the configuration's and the table's.
+    price_per_hour: float | None = Field(
+        None, alias="pricePerHour", gt=0, le=config_module.MAX_PRICE_PER_HOUR, allow_inf_nan=False
+    )
 
     @model_validator(mode="after")
     def _sizes(self) -> Pool:
@@ -90,7 +96,13 @@ class Pool(_Strict):
             raise ValueError(f"minNodes {self.min_nodes} is above maxNodes {self.max_nodes}")
         if self.allocatable is None and self.machine_type not in machines.MACHINES:
             raise ValueError(f"unknown machineType {self.machine_type!r}: give `allocatable` (cpu, memory)")
+        spot_label = self.labels.get(pricing.SPOT_LABEL)
+        if self.spot and spot_label not in (None, "true"):
+            raise ValueError(f"spot is true but labels set {pricing.SPOT_LABEL} to {spot_label!r}")
         return self
+
+    def node_labels(self) -> dict[str, str]:
+        return {**self.labels, pricing.SPOT_LABEL: "true"} if self.spot else dict(self.labels)
 
 
 class Points(_Strict):
@@ -318,8 +330,9 @@ def _setup(scenario: ScenarioFile, *, source: str, config: Config | None) -> Set
             min_nodes=pool.min_nodes,
             max_nodes=pool.max_nodes,
             initial_nodes=pool.initial_nodes,
-            labels=dict(pool.labels),
+            labels=pool.node_labels(),
             taints=tuple(taint.model_dump(exclude_defaults=False) for taint in pool.taints),
+            price_per_hour=pool.price_per_hour,
         )
         for pool in scenario.pools
     )
@@ -398,6 +411,7 @@ def _setup(scenario: ScenarioFile, *, source: str, config: Config | None) -> Set
         for cron in scenario.cron_jobs
     )
     settings = scenario.autoscaler
+    table = prices.table_for(config)
     return Setup(
         name=scenario.name,
         description=scenario.description,
@@ -426,6 +440,8 @@ def _setup(scenario: ScenarioFile, *, source: str, config: Config | None) -> Set
         run_budget_seconds=float(scenario.run_budget_seconds),
         source=source,
         sources=tuple(scenario.sources),
+        prices=prices.of_pools(pools, config, table),
+        currency=table.currency,
     )
 
 

@@ -52,7 +52,7 @@ def test_the_table_and_the_plot(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert code == 0, err
     lines = out.splitlines()
     header = next(line for line in lines if line.startswith("STRATEGY"))
-    assert header.split()[:4] == ["STRATEGY", "NODE-HOURS", "ABOVE", "BOUND"]
+    assert header.split()[:5] == ["STRATEGY", "NODE-HOURS", "COST/DAY", "ABOVE", "BOUND"]
     assert [line.split()[0] for line in lines if line.split() and line.split()[0] in cli_names()] == cli_names()
     assert "node-compactor: what its runs decided, in minutes of the 60 measured" in out
     assert png.read_bytes().startswith(b"\x89PNG")

@@ -1,0 +1,205 @@
+"""What the simulated nodes cost: each pool's price per hour, a strategy's cost per day, and the cost lower bound.
+
+A pool's node price is the scenario's `pricePerHour`, else the configuration's, else the price table's (the
+built-in one, or the configuration's `priceFile`) for the pool's machine type, its region (from its zones) and
+Spot (the `cloud.google.com/gke-spot` label), as `core.costs` prices a live node (a node with GPUs or TPUs, which
+the table leaves out, has no table price). It is resolved once, where the Setup is built (`of_pools`), and kept
+as plain data: a copy of the cluster copies no price table.
+
+The cost lower bound is the cheapest capacity the requests may use, in fractional nodes: each group of pods (an
+owner's pods on one pool) is counted in the cheapest pool that may hold them (its own, or another whose nodes
+its nodeSelector, node affinity and tolerations allow and whose empty node fits one of its pods), and each pool
+costs max(cpu requested / room, memory requested / room, minNodes) nodes at its price, room being a node's
+allocatable less its DaemonSet pods.
+
+Must never: change what is simulated (prices only price what the run did), nor give a figure when a pool has
+no price: every cost is then None, and `warnings` names the pool and says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from compactor.core import costs, fit, pricing
+from compactor.core.cluster import ClusterView
+from compactor.core.model import Node, Pod, Snapshot
+from compactor.gcp import pricefile
+from compactor.kube import snapshot as parsing
+from compactor.settings.config import Config
+from compactor.simulation import objects
+from compactor.simulation.model import PoolPrice, PoolSpec, Setup
+
+SCENARIO_PRICE = "pricePerHour of the scenario's pool"
+CONFIGURATION_PRICE = "pricePerHour of the configuration's pool"
+HOURS_A_DAY = 24
+TEMPLATE_CREATED = datetime(2026, 1, 1, tzinfo=UTC)  # a template node's age prices nothing
+
+
+def table_for(config: Config) -> pricing.PriceTable:
+    """The configuration's priceFile (read here, at the edge), else the built-in table."""
+    return pricefile.for_config(config) or pricing.BUILT_IN
+
+
+def of_pools(pools: Sequence[PoolSpec], config: Config, table: pricing.PriceTable) -> dict[str, PoolPrice]:
+    """Each pool's price, as a live run prices a node of it (`core.costs.node_costs`: the configuration's
+    pricePerHour, else the table's, no price for accelerators the table leaves out), under the scenario's."""
+    nodes = {pool.name: template_node(pool, config.pool_label) for pool in pools}
+    found = costs.node_costs(ClusterView(Snapshot(nodes=tuple(nodes.values()), pods=()), config), table)
+    return {pool.name: _pool_price(pool, nodes[pool.name], table, found) for pool in pools}
+
+
+def _pool_price(pool: PoolSpec, node: Node, table: pricing.PriceTable, found: costs.Costs) -> PoolPrice:
+    spot = pricing.is_spot(node.labels)
+    regions = sorted({region for zone in pool.zones if (region := pricing.region_of({pricing.ZONE_LABEL: zone}))})
+    region = regions[0] if len(regions) == 1 else None
+    if pool.price_per_hour is not None:
+        return PoolPrice(pool.price_per_hour, SCENARIO_PRICE, spot, region)
+    price = found.of(node.name)
+    if price is not None and price.source == costs.PRICE_PER_HOUR:
+        return PoolPrice(price.per_hour, CONFIGURATION_PRICE, spot, region)
+    if len(regions) > 1:
+        problem = f"its zones are in {len(regions)} regions ({', '.join(regions)}); set the pool's pricePerHour"
+        return PoolPrice(None, "", spot, None, problem)
+    if price is None:
+        return PoolPrice(None, "", spot, region, found.unknown.get(pool.name, "not in the price table"))
+    return PoolPrice(price.per_hour, price.source, spot, region, as_of=table.as_of)
+
+
+def template_node(pool: PoolSpec, pool_label: str) -> Node:
+    """An empty node of the pool in its first zone, labelled and tainted as the autoscaler makes them."""
+    node = objects.node_object(
+        f"price-{pool.name}",
+        pool=pool.name,
+        pool_label=pool_label,
+        zone=pool.zones[0],
+        machine_type=pool.machine_type,
+        allocatable=pool.allocatable,
+        labels=pool.labels,
+        taints=list(pool.taints),
+        created=TEMPLATE_CREATED,
+    )
+    return parsing.parse_node(node)
+
+
+def complete(setup: Setup) -> bool:
+    """Whether every pool has a price."""
+    return all(_price(setup, pool.name) is not None for pool in setup.pools)
+
+
+def warnings(setup: Setup) -> list[str]:
+    """One line for each pool without a price, naming it and saying why; every cost is then null."""
+    found = []
+    for pool in setup.pools:
+        price = setup.prices.get(pool.name)
+        if price is None or price.per_hour is None:
+            why = price.problem if price is not None and price.problem else "not priced"
+            found.append(f"pool {pool.name} has no price ({why}): costPerDay is null for every strategy")
+    return found
+
+
+def per_day(setup: Setup, node_hours: Mapping[str, float], measured_hours: float) -> float | None:
+    """The cost of these node-hours per pool (over `measured_hours`), per 24 hours; None when a pool with
+    node-hours has no price, or when any pool has none (a partial figure would look whole)."""
+    if measured_hours <= 0 or not complete(setup):
+        return None
+    total = 0.0
+    for pool, hours in node_hours.items():
+        if not hours:
+            continue
+        price = _price(setup, pool)
+        if price is None:
+            return None  # nodes outside the scenario's pools (no pool label): no price
+        total += hours * price
+    return total * HOURS_A_DAY / measured_hours
+
+
+def _price(setup: Setup, pool: str) -> float | None:
+    price = setup.prices.get(pool)
+    return price.per_hour if price is not None else None
+
+
+# --- the cost lower bound --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Demand:
+    """The requests of one owner's pods (or of one pod without an owner) whose home is one pool."""
+
+    home: str
+    owner: object  # what makes its pods alike for the pool predicates: the owner, else the pod's key
+    pod: Pod  # one of them
+    cpu_millis: int
+    memory_bytes: int
+
+
+@dataclass(frozen=True)
+class _Pool:
+    name: str
+    price: float
+    room_cpu: int
+    room_memory: int
+    min_nodes: int
+    node: Node  # an empty node of the pool, for the predicates that do not depend on what runs there
+
+    def share(self, cpu: int, memory: int) -> float:
+        """The nodes these requests take, fractional."""
+        by_cpu = cpu / self.room_cpu if self.room_cpu > 0 else 0.0
+        by_memory = memory / self.room_memory if self.room_memory > 0 else 0.0
+        return max(by_cpu, by_memory)
+
+
+class CheapestCapacity:
+    """What the cheapest capacity allowed for the requests costs per hour, step by step (see the module)."""
+
+    def __init__(self, setup: Setup, rooms: Mapping[str, tuple[int, int]], pool_label: str) -> None:
+        self.pools: dict[str, _Pool] = {}
+        for pool in setup.pools:
+            price = _price(setup, pool.name)
+            if price is None:
+                raise ValueError(f"pool {pool.name} has no price")
+            room_cpu, room_memory = rooms[pool.name]
+            node = template_node(pool, pool_label)
+            self.pools[pool.name] = _Pool(pool.name, price, room_cpu, room_memory, pool.min_nodes, node)
+        self._allowed: dict[object, tuple[str, ...]] = {}
+
+    def per_hour(self, demand: Iterable[Demand]) -> float:
+        load: dict[str, list[int]] = {}
+        for group in demand:
+            totals = load.setdefault(self._cheapest(group), [0, 0])
+            totals[0] += group.cpu_millis
+            totals[1] += group.memory_bytes
+        total = 0.0
+        for pool in self.pools.values():
+            cpu, memory = load.get(pool.name, (0, 0))
+            total += pool.price * max(pool.share(cpu, memory), pool.min_nodes)
+        return total
+
+    def _cheapest(self, group: Demand) -> str:
+        allowed = self._allowed.get(group.owner)
+        if allowed is None:
+            allowed = self._allowed[group.owner] = tuple(
+                pool.name for pool in self.pools.values() if _may_hold(pool, group.pod)
+            )
+        if len(allowed) == 0 or allowed == (group.home,):
+            return group.home
+        candidates = [self.pools[name] for name in {group.home, *allowed} if name in self.pools]
+        if not candidates:
+            return group.home
+        best = min(
+            candidates,
+            key=lambda pool: (
+                pool.price * pool.share(group.cpu_millis, group.memory_bytes),
+                pool.name != group.home,
+                pool.name,
+            ),
+        )
+        return best.name
+
+
+def _may_hold(pool: _Pool, pod: Pod) -> bool:
+    requests = pod.requests
+    if requests.cpu_millis > pool.room_cpu or requests.memory_bytes > pool.room_memory:
+        return False
+    return fit.could_use(pod, pool.node)  # taints, nodeSelector, node affinity, extended resources

@@ -2,9 +2,10 @@
 
 What node-compactor writes (DESIGN.md), and what cleanup does with it:
 
-- Node annotations `underutilized-since`, `drain-started-at`, `drain-failed-at`:
-  removed. `node-compactor.dev/disabled` is an operator's opt-out, set by a
-  person: left, and reported as left.
+- Node annotations `underutilized-since`, `drain-started-at`, `drain-failed-at`,
+  and node replacement's `replaced-by` and `replacement-failed-at`: removed.
+  `node-compactor.dev/disabled` is an operator's opt-out, set by a person:
+  left, and reported as left.
 - The PreferNoSchedule taints `node-compactor.dev/underutilized` and
   `node-compactor.dev/reserved`: removed.
 - A cordon: undone only on a node that carries node-compactor's own
@@ -13,6 +14,13 @@ What node-compactor writes (DESIGN.md), and what cleanup does with it:
   the pod's `node-compactor.dev/deletion-cost` record shows the value is still
   node-compactor's; the record is removed in any case, a cost changed since
   stays (reported).
+- Node replacement's placeholder pods: deleted, each one that is in the
+  placeholder namespace (`--placeholder-namespace`, default `node-compactor`,
+  the configuration's `placeholderNamespace`), carries the label
+  `node-compactor.dev/placeholder: "true"` AND is named
+  `node-compactor-placeholder-*`. A pod that has only some of the three is not
+  node-compactor's: left (one with label and name in another namespace is
+  reported, it is likely a placeholder namespace cleanup was not told of).
 - The HPA floor's `hpa-base-min-replicas` and `hpa-min-replicas-reason`:
   removed, and `minReplicas` set back to the recorded base, but only while it
   still holds the value node-compactor last wrote (the head of the reason
@@ -28,8 +36,8 @@ merge patch guarded by the resourceVersion it was planned from, and on a
 409 reads the object again and plans it again. A dry run reads, plans and
 reports, and writes nothing. Cleanup is run by a person with their own
 credentials (`permissions.CLEANUP_RBAC_RULES`); the function's role has none
-of its rights. It never deletes a pod, a node or an HPA, and never writes a
-field it did not name above.
+of its rights. It never deletes a node, an HPA or a pod other than a
+placeholder, and never writes a field it did not name above.
 """
 
 from __future__ import annotations
@@ -52,7 +60,12 @@ from compactor.core.model import (
     DISABLED,
     DRAIN_FAILED_AT,
     DRAIN_STARTED_AT,
+    PLACEHOLDER_LABEL,
+    PLACEHOLDER_PREFIX,
     PREFER_NO_SCHEDULE,
+    REPLACED_BY,
+    REPLACEMENT_FAILED_AT,
+    REPLACES,
     RESERVED_TAINT,
     SOFT_TAINT,
     STEERED_COST,
@@ -68,7 +81,7 @@ from compactor.settings import arguments
 log = logging.getLogger(__name__)
 
 Kind = Literal["Node", "Pod", "HorizontalPodAutoscaler", "Lease"]
-NODE_ANNOTATIONS = (UNDERUTILIZED_SINCE, DRAIN_STARTED_AT, DRAIN_FAILED_AT)
+NODE_ANNOTATIONS = (UNDERUTILIZED_SINCE, DRAIN_STARTED_AT, DRAIN_FAILED_AT, REPLACED_BY, REPLACEMENT_FAILED_AT)
 OUR_TAINTS = (SOFT_TAINT, RESERVED_TAINT)
 LEASES = (permissions.COMPACTOR_LEASE, permissions.HPA_FLOOR_LEASE)
 # A 409 means the object changed between the read and the write: read it again and plan it again.
@@ -80,7 +93,7 @@ LEASE_SECONDS = 900
 @dataclass(frozen=True)
 class Change:
     """What cleanup does to one object: `patch` (a merge patch carrying the resourceVersion it was planned
-    from; None when nothing is written), what goes and what stays, in words."""
+    from; None when nothing is written) or `delete` (a placeholder pod), what goes and what stays, in words."""
 
     kind: Kind
     namespace: str | None
@@ -88,6 +101,11 @@ class Change:
     patch: dict[str, Any] | None
     removed: tuple[str, ...] = ()
     left: tuple[str, ...] = ()
+    delete: bool = False
+
+    @property
+    def writes(self) -> bool:
+        return self.delete or self.patch is not None
 
     @property
     def key(self) -> str:
@@ -168,6 +186,29 @@ def plan_pod(pod: Mapping[str, Any]) -> Change | None:
     return Change("Pod", namespace, name, patch, (f"annotation {STEERED_COST}",), left)
 
 
+def plan_placeholder(pod: Mapping[str, Any], namespace: str) -> Change | None:
+    """Node replacement's placeholder pod: deleted when it is in `namespace` (the placeholder namespace),
+    labelled as one and named as one; None for any other pod, but for a labelled and named one elsewhere,
+    which is reported and left."""
+    meta = _object(pod.get("metadata"))
+    labels = _object(meta.get("labels"))
+    name = str(meta.get("name") or "")
+    if labels.get(PLACEHOLDER_LABEL) != "true" or not name.startswith(PLACEHOLDER_PREFIX):
+        return None  # not node-compactor's: it writes both, always together
+    pod_namespace = str(meta.get("namespace") or "default")
+    if pod_namespace != namespace:
+        why = (
+            f"left: outside the placeholder namespace {namespace} (if node-compactor's placeholderNamespace "
+            f"was {pod_namespace}, run cleanup again with --placeholder-namespace {pod_namespace})"
+        )
+        return Change("Pod", pod_namespace, name, None, (), (why,))
+    if meta.get("deletionTimestamp") is not None:
+        return None  # going away already
+    replaces = str(_object(meta.get("annotations")).get(REPLACES) or "")
+    what = "placeholder pod deleted" + (f" (it asked for a node to replace {replaces})" if replaces else "")
+    return Change("Pod", pod_namespace, name, None, (what,), delete=True)
+
+
 def plan_hpa(obj: Mapping[str, Any]) -> Change | None:
     """The HPA floor's changes to one HorizontalPodAutoscaler; None when it carries none of its annotations."""
     meta, annotations = _metadata(obj)
@@ -199,10 +240,17 @@ def plan_hpa(obj: Mapping[str, Any]) -> Change | None:
 
 
 def plan(
-    nodes: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]], hpas: Iterable[Mapping[str, Any]]
+    nodes: Iterable[Mapping[str, Any]],
+    pods: Iterable[Mapping[str, Any]],
+    hpas: Iterable[Mapping[str, Any]],
+    *,
+    placeholder_namespace: str = permissions.DEFAULT_PLACEHOLDER_NAMESPACE,
 ) -> list[Change]:
-    """Every change cleanup makes to what was read, nodes first (their taints and cordons matter most)."""
+    """Every change cleanup makes to what was read, nodes first (their taints and cordons matter most),
+    then the placeholders (each keeps a node the Cluster Autoscaler would otherwise remove)."""
+    pods = list(pods)
     planned = [plan_node(node) for node in nodes]
+    planned += [plan_placeholder(pod, placeholder_namespace) for pod in pods]
     planned += [plan_pod(pod) for pod in pods]
     planned += [_unreadable_hpa_kept(hpa) for hpa in hpas]
     return [change for change in planned if change is not None]
@@ -246,6 +294,7 @@ def run(
     *,
     lease_namespace: str,
     dry_run: bool,
+    placeholder_namespace: str = permissions.DEFAULT_PLACEHOLDER_NAMESPACE,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> Result:
     """Hold both Leases (a dry run only checks them), read, write each change, delete the Leases."""
@@ -271,9 +320,11 @@ def run(
             for name in LEASES:
                 cluster.acquire_lease(lease_namespace, holder, duration_seconds=LEASE_SECONDS, now=clock(), name=name)
                 taken.append(name)
-        changes = plan(_list_nodes(cluster), _list_pods(cluster), _list_hpas(cluster))
+        changes = plan(
+            _list_nodes(cluster), _list_pods(cluster), _list_hpas(cluster), placeholder_namespace=placeholder_namespace
+        )
         for change in changes:
-            if dry_run or change.patch is None:
+            if dry_run or not change.writes:
                 result.done.append(change)
             else:
                 _write(cluster, change, result)
@@ -322,6 +373,10 @@ _PLANNERS: dict[Kind, Callable[[Mapping[str, Any]], Change | None]] = {
 
 
 def _send(cluster: Any, change: Change) -> None:
+    if change.delete:
+        # A placeholder, as plan_placeholder checked: in the placeholder namespace, labelled and named as one.
+        cluster.delete_pod(change.namespace, change.name)
+        return
     assert change.patch is not None
     if change.kind == "Node":
         cluster.patch_node(change.name, change.patch)
@@ -339,7 +394,7 @@ def _write(cluster: Any, change: Change, result: Result) -> None:
     for _ in range(ATTEMPTS):
         if current is None:
             return  # nothing of ours is left on it
-        if current.patch is None:
+        if not current.writes:
             result.done.append(current)
             return
         try:
@@ -396,13 +451,20 @@ def add_parser(commands: Any) -> None:
     cleanup = commands.add_parser(
         "cleanup",
         help="remove every trace node-compactor left in a cluster (annotations, taints, its cordons, "
-        "pod-deletion-costs, HPA minReplicas, Leases); never what a person set",
+        "pod-deletion-costs, placeholder pods, HPA minReplicas, Leases); never what a person set",
     )
     arguments.cluster_arguments(cleanup)
     cleanup.add_argument(
         "--lease-namespace",
         metavar="NS",
         help="namespace of node-compactor's Leases (default: COMPACTOR_LEASE_NAMESPACE, else kube-system)",
+    )
+    cleanup.add_argument(
+        "--placeholder-namespace",
+        metavar="NS",
+        default=permissions.DEFAULT_PLACEHOLDER_NAMESPACE,
+        help="namespace of node replacement's placeholder pods, the configuration's placeholderNamespace "
+        f"(default: {permissions.DEFAULT_PLACEHOLDER_NAMESPACE}); placeholders are deleted there only",
     )
     cleanup.add_argument("--dry-run", action="store_true", help="say what would be removed, write nothing")
     cleanup.add_argument("--json", action="store_true", help="print the JSON report instead of text")
@@ -422,7 +484,12 @@ def command(args: argparse.Namespace) -> int:
         # A 429 (API Priority and Fairness) is waited out, but never past the time cleanup holds the Leases.
         deadline = time.monotonic() + LEASE_SECONDS
         cluster.read_budget = lambda: deadline - time.monotonic()
-        result = run(cluster, lease_namespace=namespace, dry_run=args.dry_run)
+        result = run(
+            cluster,
+            lease_namespace=namespace,
+            dry_run=args.dry_run,
+            placeholder_namespace=args.placeholder_namespace,
+        )
     finally:
         connection.close()
     if args.json:

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+# Re-exported: where PLACEHOLDER_RBAC_RULES hold unless the configuration names another namespace.
+from compactor.settings.config import DEFAULT_PLACEHOLDER_NAMESPACE as DEFAULT_PLACEHOLDER_NAMESPACE
+
 # GKE IAM permissions used by the function when it runs with IAM-only access
 # (no RBAC binding): reading the cluster's endpoint and pools, connecting, and
 # the Kubernetes verbs below mapped to their `container.*` names (GKE checks a
@@ -46,8 +49,11 @@ class RbacRule(NamedTuple):
     # When set, the rule allows its verbs on these objects only (RBAC's resourceNames; never for create/list).
     resource_names: tuple[str, ...] = ()
     # True: granted by a Role in the Lease namespace (COMPACTOR_LEASE_NAMESPACE, default kube-system),
-    # so in that namespace only; False: by the ClusterRole, in every namespace.
+    # so in that namespace only; False (and placeholder_namespace False): by the ClusterRole, in every namespace.
     lease_namespace: bool = False
+    # True: granted by a Role in the placeholder namespace (`placeholderNamespace`, default node-compactor),
+    # so in that namespace only.
+    placeholder_namespace: bool = False
 
 
 # The Leases the two jobs hold for a run (compactor.kube.client.LEASE_NAME, compactor.hpa.cluster.LEASE_NAME).
@@ -75,6 +81,23 @@ RBAC_RULES: tuple[RbacRule, ...] = (
     RbacRule("coordination.k8s.io", "leases", ("create",), lease_namespace=True),
     RbacRule("coordination.k8s.io", "leases", ("get", "update"), (COMPACTOR_LEASE,), lease_namespace=True),
 )
+
+# Node replacement (DESIGN "Node replacement", `compactor.actuation.placeholders`): the compactor creates and
+# deletes its placeholder pods, in the placeholder namespace only. It reads them with the pods get and list
+# it already holds in every namespace, so this Role adds only the two writes.
+#
+# A Role in BOTH access modes, never an IAM permission: IAM cannot limit creation to a namespace ("Access
+# control", https://cloud.google.com/kubernetes-engine/docs/concepts/access-control), and
+# `container.pods.create` on the project would let the function run any pod in every namespace of every
+# cluster in the project. GKE allows a request that either IAM or RBAC allows, so the Role completes the
+# `iam` mode's custom role as well. Whoever may create pods in a namespace may run them as any of its
+# ServiceAccounts: the namespace holds nothing but placeholders (deploy/replacement.yaml creates it, with
+# Pod Security "baseline" enforced). Only for clusters where a pool enables replacement
+# (deploy/replacement.yaml; Terraform's replacement_manifests).
+PLACEHOLDER_RBAC_RULES: tuple[RbacRule, ...] = (RbacRule("", "pods", ("create", "delete"), placeholder_namespace=True),)
+
+# The name of deploy/replacement.yaml's Role and RoleBinding.
+PLACEHOLDER_ROLE = "node-compactor-placeholders"
 
 # The HPA floor job (`main.hpa_floor`): read and patch HorizontalPodAutoscalers,
 # list ReplicaSets (the rollout check), Events, and its own Lease. Granted only
@@ -126,11 +149,13 @@ SURGE_RBAC_RULES: tuple[RbacRule, ...] = (
 # `python -m compactor cleanup` (compactor/cleanup.py): run by a person, usually with their own admin
 # credentials, never by the function, whose roles hold none of this (no job ever deletes a Lease). What
 # a non-admin operator needs: read and patch Nodes, Pods and HPAs (node-compactor's annotations, taints,
-# cordons and minReplicas), and hold, then delete, both jobs' Leases by name in the Lease namespace
-# (create, for a Lease that does not exist yet, cannot be limited by name; see RBAC_RULES).
+# cordons and minReplicas), delete node replacement's placeholder pods in the placeholder namespace, and
+# hold, then delete, both jobs' Leases by name in the Lease namespace (create, for a Lease that does not
+# exist yet, cannot be limited by name; see RBAC_RULES).
 CLEANUP_RBAC_RULES: tuple[RbacRule, ...] = (
     RbacRule("", "nodes", ("get", "list", "patch")),
     RbacRule("", "pods", ("get", "list", "patch")),
+    RbacRule("", "pods", ("delete",), placeholder_namespace=True),
     RbacRule("autoscaling", "horizontalpodautoscalers", ("get", "list", "patch")),
     RbacRule("coordination.k8s.io", "leases", ("create",), lease_namespace=True),
     RbacRule(

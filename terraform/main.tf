@@ -73,6 +73,8 @@ module "cluster" {
   function_memory                        = try(each.value.function_memory, null)
   function_cpu                           = try(each.value.function_cpu, null)
   lease_namespace                        = try(each.value.lease_namespace, null)
+  placeholder_namespace                  = try(each.value.placeholder_namespace, null)
+  node_replacement                       = try(each.value.node_replacement, null)
   endpoint_mode                          = try(each.value.endpoint_mode, null)
   vpc_connector                          = try(each.value.vpc_connector, null)
   vpc_connector_egress_settings          = try(each.value.vpc_connector_egress_settings, null)

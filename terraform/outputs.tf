@@ -14,6 +14,8 @@ locals {
       lease_namespace                 = deployment.lease_namespace
       surge_single_replicas           = deployment.surge_single_replicas
       flow_control_enabled            = deployment.flow_control_enabled
+      placeholder_namespace           = deployment.placeholder_namespace
+      node_replacement                = deployment.node_replacement
     }
   }
 
@@ -26,6 +28,12 @@ locals {
   # The manifests' Lease Role and RoleBinding sit in the default Lease namespace;
   # each cluster's own lease_namespace replaces it.
   rbac_lease_namespace = "namespace: kube-system"
+  # deploy/replacement.yaml names the default placeholder namespace three times: the Namespace's own
+  # name and the namespace of its Role and RoleBinding, each a whole line indented two spaces (never a
+  # label such as app.kubernetes.io/name, nor node-compactor-placeholder). Each cluster's
+  # placeholder_namespace replaces them.
+  replacement_template          = file("${path.module}/../deploy/replacement.yaml")
+  placeholder_namespace_pattern = "/(?m)^  (name|namespace): node-compactor$/"
 }
 
 output "deployments" {
@@ -74,6 +82,17 @@ output "surge_rbac_manifests" {
   value = {
     for key, deployment in local.deployments : key => replace(local.surge_rbac_template, local.rbac_placeholder, deployment.function_service_account_email)
     if try(local.clusters[key].access_mode, null) == "rbac" && deployment.surge_single_replicas
+  }
+}
+
+output "replacement_manifests" {
+  description = "Per cluster key that uses node replacement (an enabled pool of its config enables it, or node_replacement), in either access_mode: deploy/replacement.yaml with its function's service account and placeholder namespace filled in, the namespace, the PriorityClass node-compactor-placeholder and the Role that lets the function create and delete pods in that namespace only. Apply it with kubectl to that cluster."
+  value = {
+    for key, deployment in local.deployments : key => replace(
+      replace(local.replacement_template, local.rbac_placeholder, deployment.function_service_account_email),
+      local.placeholder_namespace_pattern, "  $1: ${deployment.placeholder_namespace}",
+    )
+    if deployment.node_replacement
   }
 }
 

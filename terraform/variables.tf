@@ -31,7 +31,8 @@ variable "clusters" {
     `vpc_connector_egress_settings`, `direct_vpc_egress`, `access_mode`,
     `invoker_members`, `ingress_settings`, `dashboard_enabled`,
     `alert_on_failed_runs`, `notification_channels`, `surge_single_replicas`,
-    `flow_control_enabled` and the `hpa_floor_*` inputs. One cluster is a map with one entry.
+    `flow_control_enabled`, `placeholder_namespace`, `node_replacement` and
+    the `hpa_floor_*` inputs. One cluster is a map with one entry.
   EOT
   # `any`, not map(object(...)): each cluster's config has its own pools, so
   # the values cannot share one type, and an object type would silently drop
@@ -69,7 +70,8 @@ variable "clusters" {
         "scheduler_paused", "run_budget_seconds", "function_timeout_seconds", "function_memory", "function_cpu",
         "lease_namespace", "endpoint_mode", "vpc_connector", "vpc_connector_egress_settings", "direct_vpc_egress",
         "access_mode", "invoker_members", "ingress_settings", "dashboard_enabled", "alert_on_failed_runs",
-        "notification_channels", "surge_single_replicas", "flow_control_enabled", "hpa_floor_enabled", "hpa_floor_schedule", "hpa_floor_dry_run",
+        "notification_channels", "surge_single_replicas", "flow_control_enabled", "placeholder_namespace", "node_replacement",
+        "hpa_floor_enabled", "hpa_floor_schedule", "hpa_floor_dry_run",
         "hpa_floor_run_budget_seconds", "hpa_floor_timeout_seconds", "hpa_floor_minimum_replicas_lower_bound",
         "hpa_floor_prometheus_server_url", "hpa_floor_prometheus_url_allowlist",
       ])) == 0

@@ -20,8 +20,11 @@ import yaml
 from tests.e2e import controlplane
 from tests.e2e.cluster import REPOSITORY, KubeCluster, Scenario
 
-RBAC_FILES = ("deploy/rbac.yaml", "deploy/rbac-hpa-floor.yaml")
+# deploy/replacement.yaml: node replacement's namespace, PriorityClass and Role, as users apply them.
+RBAC_FILES = ("deploy/rbac.yaml", "deploy/rbac-hpa-floor.yaml", "deploy/replacement.yaml")
 RBAC_PATHS = {
+    "Namespace": "/api/v1/namespaces",
+    "PriorityClass": "/apis/scheduling.k8s.io/v1/priorityclasses",
     "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
     "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
     "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/roles",
@@ -41,7 +44,8 @@ def kube_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeClust
 
 
 def grant_compactor_rbac(cluster: KubeCluster) -> None:
-    """Apply the repository's RBAC manifests for node-compactor's user, filled in as Terraform does."""
+    """Apply the repository's RBAC manifests (and node replacement's namespace and PriorityClass) for
+    node-compactor's user, filled in as Terraform does, in file order: a namespace before its Role."""
     for name in RBAC_FILES:
         text = (REPOSITORY / name).read_text().replace(controlplane.RBAC_PLACEHOLDER, controlplane.COMPACTOR_USER)
         for document in yaml.safe_load_all(text):

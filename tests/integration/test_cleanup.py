@@ -9,12 +9,17 @@ from typing import Any
 
 import pytest
 
-from compactor import cleanup, cli
+from compactor import cleanup, cli, permissions
 from compactor.core.model import (
+    CREATED_AT,
     DELETION_COST,
     DISABLED,
     DRAIN_FAILED_AT,
     DRAIN_STARTED_AT,
+    PLACEHOLDER_LABEL,
+    REPLACED_BY,
+    REPLACEMENT_FAILED_AT,
+    REPLACES,
     RESERVED_TAINT,
     SOFT_TAINT,
     STEERED_COST,
@@ -23,11 +28,22 @@ from compactor.core.model import (
 from compactor.hpa.model import BASE_MIN_REPLICAS, ENABLED, MIN_REPLICAS_REASON
 from tests.fakeapi import FakeApiServer, Fault
 from tests.fakeapi import builders as k8s
+from tests.integration.conftest import TOKEN
 
 STAMP = "2026-11-21T11:00:00Z"
 SOFT = k8s.taint(SOFT_TAINT, "true", "PreferNoSchedule")
 RESERVED = k8s.taint(RESERVED_TAINT, "true", "PreferNoSchedule")
 A_PERSONS_TAINT = k8s.taint("dedicated", "db")
+PLACEHOLDERS = permissions.DEFAULT_PLACEHOLDER_NAMESPACE
+PLACEHOLDER = "node-compactor-placeholder-0123456789"
+
+
+def placeholder(name: str = PLACEHOLDER, namespace: str = PLACEHOLDERS, *, labelled: bool = True) -> dict[str, Any]:
+    """A bare pod as node replacement writes one (`compactor.actuation.placeholders`), or, unlabelled, a look-alike."""
+    pod = k8s.pod(name, namespace=namespace, owner_kind=None, phase="Pending")
+    pod["metadata"]["labels"] = {PLACEHOLDER_LABEL: "true"} if labelled else {"app": "pause"}
+    pod["metadata"]["annotations"] = {REPLACES: "replaced", CREATED_AT: STAMP}
+    return pod
 
 
 def every_trace(api: FakeApiServer) -> None:
@@ -38,6 +54,13 @@ def every_trace(api: FakeApiServer) -> None:
     api.add(k8s.node("rolled-back", annotations={DRAIN_FAILED_AT: STAMP}, taints=[RESERVED]))
     api.add(k8s.node("cordoned-by-a-person", unschedulable=True, annotations={DISABLED: "true"}))
     api.add(k8s.node("untouched"))
+    # Node replacement: a node pointing at its placeholder, one whose replacement failed, and the placeholder;
+    # beside pods that look like one but are not node-compactor's (a name or the label missing).
+    api.add(k8s.node("replaced", annotations={REPLACED_BY: PLACEHOLDER}))
+    api.add(k8s.node("replacement-failed", annotations={REPLACEMENT_FAILED_AT: STAMP}))
+    api.add(placeholder())
+    api.add(placeholder("a-persons-pause-pod"))
+    api.add(placeholder("node-compactor-placeholder-unlabelled", labelled=False))
     api.add(k8s.pod("steered", node="marked", annotations={DELETION_COST: "-1", STEERED_COST: "-1"}))
     api.add(k8s.pod("changed-since", node="marked", annotations={DELETION_COST: "5", STEERED_COST: "-1"}))
     api.add(k8s.pod("a-persons-cost", node="untouched", annotations={DELETION_COST: "10"}))
@@ -100,9 +123,10 @@ def test_cleanup_removes_every_trace_and_leaves_what_a_person_set(
     code, report, _ = cleanup_json(capsys, "--kubeconfig", kubeconfig)
     assert code == 0
     # Nodes: no annotation or taint of node-compactor's on any node; its own cordon undone.
-    for name in ("marked", "draining", "rolled-back", "cordoned-by-a-person", "untouched"):
+    for name in ("marked", "draining", "rolled-back", "cordoned-by-a-person", "untouched", "replaced"):
         notes = annotations_of(api, "Node", name)
-        assert not {UNDERUTILIZED_SINCE, DRAIN_STARTED_AT, DRAIN_FAILED_AT} & notes.keys(), name
+        ours = {UNDERUTILIZED_SINCE, DRAIN_STARTED_AT, DRAIN_FAILED_AT, REPLACED_BY, REPLACEMENT_FAILED_AT}
+        assert not ours & notes.keys(), name
         keys = {taint["key"] for taint in node_spec(api, name).get("taints") or []}
         assert not {SOFT_TAINT, RESERVED_TAINT} & keys, name
     assert not node_spec(api, "draining").get("unschedulable")
@@ -124,9 +148,14 @@ def test_cleanup_removes_every_trace_and_leaves_what_a_person_set(
     # Leases: both gone.
     assert api.get("Lease", "node-compactor", "kube-system") is None
     assert api.get("Lease", "node-compactor-hpa", "kube-system") is None
-    # Nothing deleted but the Leases; no pod evicted.
+    # Placeholders: node-compactor's gone; the look-alikes stay.
+    assert api.get("Pod", PLACEHOLDER, PLACEHOLDERS) is None
+    assert api.get("Pod", "a-persons-pause-pod", PLACEHOLDERS) is not None
+    assert api.get("Pod", "node-compactor-placeholder-unlabelled", PLACEHOLDERS) is not None
+    # Nothing deleted but the Leases and the placeholder; no pod evicted.
     deletes = api.writes_of(method="DELETE")
-    assert sorted(write.name for write in deletes) == ["node-compactor", "node-compactor-hpa"]
+    assert sorted(write.name for write in deletes) == ["node-compactor", "node-compactor-hpa", PLACEHOLDER]
+    assert [(write.namespace, write.name) for write in api.pod_deletes] == [(PLACEHOLDERS, PLACEHOLDER)]
     assert api.evictions == []
     # The report says what went and what stayed.
     assert "cordon (node-compactor's drain: uncordoned)" in removed_of(report, "Node", "draining")
@@ -136,6 +165,11 @@ def test_cleanup_removes_every_trace_and_leaves_what_a_person_set(
     assert any("the owner's" in text for text in left_of(report, "HorizontalPodAutoscaler", "edited-since"))
     assert any("pod-deletion-cost 5" in text for text in left_of(report, "Pod", "changed-since"))
     assert removed_of(report, "Lease", "node-compactor") == ["deleted"]
+    assert removed_of(report, "Pod", PLACEHOLDER) == [
+        "placeholder pod deleted (it asked for a node to replace replaced)"
+    ]
+    assert removed_of(report, "Node", "replaced") == [f"annotation {REPLACED_BY}"]
+    assert removed_of(report, "Node", "replacement-failed") == [f"annotation {REPLACEMENT_FAILED_AT}"]
     assert report["failed"] == [] and report["refused"] is None
 
 
@@ -173,6 +207,8 @@ def test_a_dry_run_reports_everything_and_writes_nothing(
     assert api.snapshot() == before
     assert "cordon (node-compactor's drain: uncordoned)" in removed_of(report, "Node", "draining")
     assert removed_of(report, "Lease", "node-compactor-hpa") == ["deleted"]
+    assert removed_of(report, "Pod", PLACEHOLDER)
+    assert removed_of(report, "Node", "replaced") == [f"annotation {REPLACED_BY}"]
 
 
 def test_the_human_report_lists_what_went_and_what_stayed(
@@ -183,6 +219,8 @@ def test_the_human_report_lists_what_went_and_what_stayed(
     assert code == 0
     assert out.startswith("Would remove (dry run: nothing was written):\n")
     assert "  Node draining: annotation node-compactor.dev/underutilized-since" in out
+    assert f"  Pod {PLACEHOLDERS}/{PLACEHOLDER}: placeholder pod deleted" in out
+    assert f"  Node replaced: annotation {REPLACED_BY}" in out
     assert "Left as they are (not node-compactor's):" in out
     assert "  HorizontalPodAutoscaler default/a-persons-minimum" not in out
 
@@ -227,6 +265,7 @@ def test_a_conflict_reads_the_node_again_and_keeps_what_changed_meanwhile(
         pytest.param(Fault(method="PATCH", path_regex=r"/pods/steered$", status=429), id="pod"),
         pytest.param(Fault(method="PATCH", path_regex=r"/horizontalpodautoscalers/raised$", status=429), id="hpa"),
         pytest.param(Fault(method="DELETE", path_regex=r"/leases/node-compactor$", status=429), id="lease"),
+        pytest.param(Fault(method="DELETE", path_regex=f"/pods/{PLACEHOLDER}$", status=429), id="placeholder"),
     ],
 )
 def test_a_429_once_on_a_write_is_waited_out_and_cleanup_completes(
@@ -240,7 +279,86 @@ def test_a_429_once_on_a_write_is_waited_out_and_cleanup_completes(
     assert not node_spec(api, "draining").get("unschedulable")
     assert not {DELETION_COST, STEERED_COST} & annotations_of(api, "Pod", "steered", "default").keys()
     assert hpa_min(api, "raised") == 2
+    assert api.get("Pod", PLACEHOLDER, PLACEHOLDERS) is None
     assert api.objects("Lease") == []
+
+
+def test_a_placeholder_gone_meanwhile_is_no_failure(
+    api: FakeApiServer, kubeconfig: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api.add_fault(Fault(method="DELETE", path_regex=f"/pods/{PLACEHOLDER}$", status=404))
+    code, report, err = cleanup_json(capsys, "--kubeconfig", kubeconfig)
+    assert code == 0, err
+    assert report["failed"] == []
+    assert removed_of(report, "Pod", PLACEHOLDER) == []  # someone else deleted it: not cleanup's doing
+
+
+def test_a_placeholder_that_cannot_be_deleted_fails_the_cleanup_naming_it(
+    api: FakeApiServer, kubeconfig: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api.add_fault(Fault(method="DELETE", path_regex=f"/pods/{PLACEHOLDER}$", status=403, times=-1))
+    code, report, err = cleanup_json(capsys, "--kubeconfig", kubeconfig)
+    assert code == 1
+    (failed,) = report["failed"]
+    assert (failed["kind"], failed["namespace"], failed["name"]) == ("Pod", PLACEHOLDERS, PLACEHOLDER)
+    assert PLACEHOLDER in err
+    # Everything else was still cleaned up, the Leases last.
+    assert REPLACED_BY not in annotations_of(api, "Node", "replaced")
+    assert api.objects("Lease") == []
+
+
+def test_placeholders_are_deleted_in_the_namespace_cleanup_is_given_and_only_reported_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With placeholderNamespace `ops-placeholders`, `--placeholder-namespace` names it; a placeholder left in the
+    default namespace is reported, never deleted. (Its own server: the suite's invariant knows the default only.)"""
+    for variable in ("COMPACTOR_CLUSTER", "COMPACTOR_LEASE_NAMESPACE", "KUBECONFIG"):
+        monkeypatch.delenv(variable, raising=False)
+    with FakeApiServer(token=TOKEN) as api:
+        api.add(placeholder(namespace="ops-placeholders"))
+        api.add(placeholder("node-compactor-placeholder-elsewhere"))
+        kubeconfig = str(api.write_kubeconfig(tmp_path / "kubeconfig"))
+        code, report, _ = cleanup_json(
+            capsys, "--kubeconfig", kubeconfig, "--placeholder-namespace", "ops-placeholders"
+        )
+        assert code == 0
+        assert [(write.namespace, write.name) for write in api.pod_deletes] == [("ops-placeholders", PLACEHOLDER)]
+        assert api.get("Pod", "node-compactor-placeholder-elsewhere", PLACEHOLDERS) is not None
+        (left,) = left_of(report, "Pod", "node-compactor-placeholder-elsewhere")
+        assert f"--placeholder-namespace {PLACEHOLDERS}" in left
+
+
+def test_without_a_placeholder_namespace_cleanup_looks_in_the_configurations_default() -> None:
+    from compactor.settings.config import Config
+
+    default = Config.model_validate({"nodePools": {}}).placeholder_namespace
+    assert cli.build_parser().parse_args(["cleanup"]).placeholder_namespace == default == PLACEHOLDERS
+
+
+def _meta(pod: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    pod["metadata"].update(changes)
+    return pod
+
+
+@pytest.mark.parametrize(
+    ("pod", "deleted", "left"),
+    [
+        pytest.param(placeholder(), True, False, id="labelled-named-in-its-namespace"),
+        pytest.param(placeholder("web-0"), False, False, id="not-named-as-one"),
+        pytest.param(placeholder(labelled=False), False, False, id="not-labelled"),
+        pytest.param(_meta(placeholder(), labels={PLACEHOLDER_LABEL: "false"}), False, False, id="label-not-true"),
+        pytest.param(placeholder(namespace="default"), False, True, id="in-another-namespace"),
+        pytest.param(_meta(placeholder(), deletionTimestamp=STAMP), False, False, id="going-away-already"),
+    ],
+)
+def test_only_a_labelled_and_named_pod_in_the_placeholder_namespace_is_deleted(
+    pod: dict[str, Any], deleted: bool, left: bool
+) -> None:
+    change = cleanup.plan_placeholder(pod, PLACEHOLDERS)
+    assert (change is not None and change.delete) is deleted
+    assert (change is not None and bool(change.left)) is left
+    if change is not None:
+        assert change.patch is None  # a placeholder is deleted or left, never changed
 
 
 def test_the_pure_plan_never_touches_a_node_without_traces() -> None:
@@ -272,10 +390,9 @@ def _rbac_request(method: str, path: str) -> tuple[str, str, str, str | None, st
 def test_cleanup_needs_only_the_rules_it_declares_and_the_function_has_none_of_them(
     api: FakeApiServer, kubeconfig: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from compactor import permissions
-
     cleanup_json(capsys, "--kubeconfig", kubeconfig)
     assert api.requests
+    assert any(request.method == "DELETE" and PLACEHOLDER in request.path for request in api.requests)
     for request in api.requests:
         group, resource, verb, name, namespace = _rbac_request(request.method, request.path)
         assert any(
@@ -284,12 +401,16 @@ def test_cleanup_needs_only_the_rules_it_declares_and_the_function_has_none_of_t
             and verb in rule.verbs
             and (not rule.resource_names or name in rule.resource_names)
             and (not rule.lease_namespace or namespace == permissions.DEFAULT_LEASE_NAMESPACE)
+            and (not rule.placeholder_namespace or namespace == permissions.DEFAULT_PLACEHOLDER_NAMESPACE)
             for rule in permissions.CLEANUP_RBAC_RULES
         ), f"{request.method} {request.path} needs ({group!r}, {resource}, {verb}, {name}, {namespace})"
     # The function never deletes a Lease: its roles stay as small as before.
-    for rules in (permissions.RBAC_RULES, permissions.HPA_FLOOR_RBAC_RULES):
+    for rules in (permissions.RBAC_RULES, permissions.HPA_FLOOR_RBAC_RULES, permissions.PLACEHOLDER_RBAC_RULES):
         assert not any(rule.resource == "leases" and "delete" in rule.verbs for rule in rules)
     assert "container.leases.delete" not in permissions.IAM_PERMISSIONS + permissions.HPA_FLOOR_IAM_PERMISSIONS
+    # Cleanup deletes pods in the placeholder namespace only.
+    deleting = [rule for rule in permissions.CLEANUP_RBAC_RULES if rule.resource == "pods" and "delete" in rule.verbs]
+    assert deleting and all(rule.placeholder_namespace for rule in deleting)
 
 
 def test_only_node_compactors_own_taint_effect_goes_and_the_others_keep_their_order() -> None:

@@ -33,7 +33,12 @@ def documents(path: Path = FLOW_CONTROL_MANIFEST) -> dict[str, dict[str, Any]]:
 
 def function_requests() -> set[tuple[str, str, str]]:
     """(group, resource, verb) of every request the compactor and HPA floor functions may make."""
-    rules = (*permissions.RBAC_RULES, *permissions.SURGE_RBAC_RULES, *permissions.HPA_FLOOR_RBAC_RULES)
+    rules = (
+        *permissions.RBAC_RULES,
+        *permissions.SURGE_RBAC_RULES,
+        *permissions.PLACEHOLDER_RBAC_RULES,
+        *permissions.HPA_FLOOR_RBAC_RULES,
+    )
     found = {(rule.api_group, rule.resource, verb) for rule in rules for verb in rule.verbs}
     return found | {(group, resource, "watch") for group, resource in WATCHED}
 

@@ -30,6 +30,7 @@ MODULE_DIR = ROOT_DIR / "modules" / "node-compactor"
 RBAC_MANIFEST = REPO_ROOT / "deploy" / "rbac.yaml"
 HPA_FLOOR_RBAC_MANIFEST = REPO_ROOT / "deploy" / "rbac-hpa-floor.yaml"
 SURGE_RBAC_MANIFEST = REPO_ROOT / "deploy" / "rbac-surge.yaml"
+REPLACEMENT_MANIFEST = REPO_ROOT / "deploy" / "replacement.yaml"
 
 # Plain dicts without block markers; string literals without their quotes.
 # Expressions keep their "${...}" wrapper.
@@ -337,9 +338,10 @@ def test_nothing_is_granted_to_the_public() -> None:
             for principal in PUBLIC_PRINCIPALS:
                 assert principal not in text
 
-    for document in yaml.safe_load_all(RBAC_MANIFEST.read_text()):
-        for subject in document.get("subjects", []):
-            assert not subject["name"].startswith("system:"), subject
+    for manifest in (RBAC_MANIFEST, REPLACEMENT_MANIFEST):
+        for document in yaml.safe_load_all(manifest.read_text()):
+            for subject in document.get("subjects", []):
+                assert not subject["name"].startswith("system:"), subject
 
 
 def test_the_dry_run_commands_call_the_function_urls_with_an_identity_token() -> None:
@@ -479,12 +481,27 @@ def _rbac_documents(manifest: Path = RBAC_MANIFEST) -> dict[str, dict[str, Any]]
     return {doc["kind"]: doc for doc in yaml.safe_load_all(manifest.read_text()) if doc}
 
 
-def granted_rules(manifest: Path) -> list[tuple[bool, str, str, tuple[str, ...], tuple[str, ...]]]:
-    """(in the Lease namespace, group, resource, resource names, verbs) of every rule the manifest grants."""
+# Where a rule holds: everywhere (a ClusterRole), or in the namespace of the Role that grants it.
+Scope = str
+ROLE_SCOPES: dict[str, Scope] = {
+    permissions.DEFAULT_LEASE_NAMESPACE: "lease namespace",
+    permissions.DEFAULT_PLACEHOLDER_NAMESPACE: "placeholder namespace",
+}
+
+
+def granted_rules(manifest: Path) -> list[tuple[Scope, str, str, tuple[str, ...], tuple[str, ...]]]:
+    """(where, group, resource, resource names, verbs) of every rule the manifest grants."""
     documents = _rbac_documents(manifest)
     return sorted(
-        (kind == "Role", group, resource, tuple(rule.get("resourceNames", ())), tuple(sorted(rule["verbs"])))
+        (
+            "cluster" if kind == "ClusterRole" else ROLE_SCOPES[documents[kind]["metadata"]["namespace"]],
+            group,
+            resource,
+            tuple(rule.get("resourceNames", ())),
+            tuple(sorted(rule["verbs"])),
+        )
         for kind in ("ClusterRole", "Role")
+        if kind in documents
         for rule in documents[kind]["rules"]
         for group in rule["apiGroups"]
         for resource in rule["resources"]
@@ -493,10 +510,14 @@ def granted_rules(manifest: Path) -> list[tuple[bool, str, str, tuple[str, ...],
 
 def declared_rules(
     rules: tuple[permissions.RbacRule, ...],
-) -> list[tuple[bool, str, str, tuple[str, ...], tuple[str, ...]]]:
+) -> list[tuple[Scope, str, str, tuple[str, ...], tuple[str, ...]]]:
+    def scope(rule: permissions.RbacRule) -> Scope:
+        if rule.lease_namespace:
+            return "lease namespace"
+        return "placeholder namespace" if rule.placeholder_namespace else "cluster"
+
     return sorted(
-        (rule.lease_namespace, rule.api_group, rule.resource, rule.resource_names, tuple(sorted(rule.verbs)))
-        for rule in rules
+        (scope(rule), rule.api_group, rule.resource, rule.resource_names, tuple(sorted(rule.verbs))) for rule in rules
     )
 
 
@@ -505,6 +526,7 @@ def declared_rules(
     [
         pytest.param(RBAC_MANIFEST, permissions.RBAC_RULES, id="compactor"),
         pytest.param(HPA_FLOOR_RBAC_MANIFEST, permissions.HPA_FLOOR_RBAC_RULES, id="hpa-floor"),
+        pytest.param(REPLACEMENT_MANIFEST, permissions.PLACEHOLDER_RBAC_RULES, id="replacement"),
     ],
 )
 def test_the_rbac_manifest_grants_exactly_the_rules_the_code_declares(
@@ -514,7 +536,8 @@ def test_the_rbac_manifest_grants_exactly_the_rules_the_code_declares(
     documents = _rbac_documents(manifest)
     for kind in ("ClusterRole", "Role"):
         assert all(
-            set(rule) <= {"apiGroups", "resources", "resourceNames", "verbs"} for rule in documents[kind]["rules"]
+            set(rule) <= {"apiGroups", "resources", "resourceNames", "verbs"}
+            for rule in documents.get(kind, {}).get("rules", [])
         )
 
 
@@ -546,8 +569,8 @@ def test_the_lease_is_granted_in_its_namespace_only_and_by_name_except_create(ma
 
 
 def test_the_lease_names_are_the_ones_the_code_holds() -> None:
-    from compactor.kube import client as kube
     from compactor.hpa import cluster
+    from compactor.kube import client as kube
 
     assert (permissions.COMPACTOR_LEASE, permissions.HPA_FLOOR_LEASE) == (kube.LEASE_NAME, cluster.LEASE_NAME)
     from compactor import service
@@ -556,7 +579,7 @@ def test_the_lease_names_are_the_ones_the_code_holds() -> None:
 
 
 def test_the_rbac_manifest_has_no_wildcard() -> None:
-    for manifest in (RBAC_MANIFEST, HPA_FLOOR_RBAC_MANIFEST):
+    for manifest in (RBAC_MANIFEST, HPA_FLOOR_RBAC_MANIFEST, REPLACEMENT_MANIFEST):
         for document in yaml.safe_load_all(manifest.read_text()):
             for text in strings_in(document):
                 assert "*" not in text
@@ -587,6 +610,92 @@ def test_the_rbac_manifests_are_filled_in_with_each_clusters_accounts_and_lease_
     assert ROOT.local("hpa_floor_rbac_path") == "${path.module}/../deploy/rbac-hpa-floor.yaml"
     assert expression(ROOT.local("deployments")).count("lease_namespace = deployment.lease_namespace") == 1
     assert expression(MODULE.outputs()["lease_namespace"]["value"]) == "var.lease_namespace"
+
+
+# --- node replacement's namespace, PriorityClass and Role ---------------------------
+
+
+def test_the_placeholder_namespace_is_the_configurations_default_and_enforces_pod_security_restricted() -> None:
+    from compactor.settings.config import Config
+
+    namespace = _rbac_documents(REPLACEMENT_MANIFEST)["Namespace"]
+    assert namespace["apiVersion"] == "v1"
+    assert namespace["metadata"]["name"] == permissions.DEFAULT_PLACEHOLDER_NAMESPACE
+    assert Config.model_validate({"nodePools": {}}).placeholder_namespace == permissions.DEFAULT_PLACEHOLDER_NAMESPACE
+    # Whoever may create pods in it: none of them privileged, none reaching the node (hostPath, host namespaces).
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+def test_the_placeholder_priority_class_is_the_lowest_the_autoscaler_scales_up_for_and_never_preempts() -> None:
+    from compactor.core.model import PLACEHOLDER_PRIORITY_CLASS
+
+    priority_class = _rbac_documents(REPLACEMENT_MANIFEST)["PriorityClass"]
+    assert priority_class["apiVersion"] == "scheduling.k8s.io/v1"
+    assert priority_class["metadata"]["name"] == PLACEHOLDER_PRIORITY_CLASS
+    # The Cluster Autoscaler ignores pods below --expendable-pods-priority-cutoff (-10 by default).
+    assert priority_class["value"] == -10
+    assert priority_class["preemptionPolicy"] == "Never"
+    assert priority_class["globalDefault"] is False
+    assert "expendable-pods-priority-cutoff" in priority_class["description"]
+
+
+def test_the_placeholder_role_holds_in_the_placeholder_namespace_only_and_binds_the_functions_account() -> None:
+    documents = _rbac_documents(REPLACEMENT_MANIFEST)
+    assert set(documents) == {"Namespace", "PriorityClass", "Role", "RoleBinding"}, "nothing cluster-wide is granted"
+    role, binding = documents["Role"], documents["RoleBinding"]
+    assert role["metadata"]["name"] == binding["metadata"]["name"] == permissions.PLACEHOLDER_ROLE
+    namespace = documents["Namespace"]["metadata"]["name"]
+    assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == namespace
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": role["metadata"]["name"],
+    }
+    assert binding["subjects"] == [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": RBAC_PLACEHOLDER}]
+    assert not any(rule.placeholder_namespace for rule in permissions.RBAC_RULES), "deploy/rbac.yaml stays as it was"
+
+
+def test_no_iam_role_can_create_or_delete_pods() -> None:
+    """IAM cannot hold a permission in one namespace: the placeholders' writes come from the Role alone."""
+    for role in ROOT.local("custom_role_definitions").values():
+        assert not {"container.pods.create", "container.pods.delete"} & set(strings_in(role)), role["title"]
+
+
+def test_the_replacement_manifests_are_printed_in_either_access_mode_where_replacement_is_used() -> None:
+    assert ROOT.local("replacement_template") == '${file("${path.module}/../deploy/replacement.yaml")}'
+    rendered = expression(ROOT.outputs()["replacement_manifests"]["value"])
+    assert (
+        "replace(local.replacement_template, local.rbac_placeholder, deployment.function_service_account_email)"
+        in rendered
+    )
+    assert 'local.placeholder_namespace_pattern, "  $1: ${deployment.placeholder_namespace}"' in rendered
+    assert rendered.rstrip().endswith("if deployment.node_replacement}"), "in iam mode as in rbac mode"
+    assert "access_mode" not in rendered
+    deployments = expression(ROOT.local("deployments"))
+    assert "placeholder_namespace = deployment.placeholder_namespace" in deployments
+    assert "node_replacement = deployment.node_replacement" in deployments
+    assert expression(MODULE.outputs()["placeholder_namespace"]["value"]) == "var.placeholder_namespace"
+    assert expression(MODULE.outputs()["node_replacement"]["value"]) == "local.replaces"
+
+
+def test_the_placeholder_namespace_pattern_finds_the_namespace_three_times_and_nothing_else() -> None:
+    """The pattern is RE2 (Terraform's regex); Python's `re` reads this one the same way."""
+    pattern = ROOT.local("placeholder_namespace_pattern")
+    assert pattern.startswith("/") and pattern.endswith("/")
+    text = REPLACEMENT_MANIFEST.read_text()
+    found = re.findall(pattern[1:-1], text)
+    assert found == ["name", "namespace", "namespace"]
+    assert f"name: {permissions.DEFAULT_PLACEHOLDER_NAMESPACE}\n" in text
+
+
+def test_the_module_writes_the_placeholder_namespace_into_the_configuration_and_derives_replacement() -> None:
+    config = expression(MODULE.local("config"))
+    assert "{placeholderNamespace = var.placeholder_namespace}" in config
+    assert MODULE.variable_default("placeholder_namespace") == permissions.DEFAULT_PLACEHOLDER_NAMESPACE
+    assert MODULE.variable_default("node_replacement") is None
+    replaces = expression(MODULE.local("replaces"))
+    assert replaces.startswith("var.node_replacement != null ? var.node_replacement : anytrue(")
+    assert "try(settings.enabled, false) == true && try(settings.replacement.enabled, false) == true" in replaces
 
 
 # --- what the functions are built from -----------------------------------------

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ROOT_DIR = REPO_ROOT / "terraform"
@@ -61,6 +63,7 @@ output "hpa_floor_environment" { value = var.hpa_floor_enabled ? local.hpa_floor
 output "config" { value = jsondecode(local.config_json) }
 output "firestore_document" { value = local.firestore_document }
 output "surges" { value = local.surges }
+output "replaces" { value = local.replaces }
 """
 ROOT_OUTPUTS = """
 output "clusters" { value = module.cluster }
@@ -182,7 +185,11 @@ def test_nulls_in_the_configuration_are_left_out_and_absent_settings_take_the_mo
     )
 
     main = clusters["main"]
-    assert main["config"] == {"nodePools": {"a": {"enabled": True}}, "dryRun": False}
+    assert main["config"] == {
+        "nodePools": {"a": {"enabled": True}},
+        "placeholderNamespace": "node-compactor",
+        "dryRun": False,
+    }
     assert main["function_environment"]["COMPACTOR_RUN_BUDGET_SECONDS"] == "240"
     assert main["function_environment"]["COMPACTOR_LEASE_NAMESPACE"] == "kube-system"
     assert main["firestore_document"] == "node-compactor/nc-main"
@@ -228,6 +235,87 @@ def test_the_surge_permissions_follow_the_pools_that_opt_in_unless_the_cluster_s
     only_rbac = f'{{ opted = {{ {location}, {opted_in}, access_mode = "rbac" }}, plain = {{ {ONE_CLUSTER} }} }}'
     apply(scratch, with_project(only_rbac))
     assert json.loads(_terraform(scratch, "output", "-json", "any_surge_on_iam").stdout) is False
+
+
+def test_node_replacement_follows_the_pools_that_enable_it_and_its_namespace_reaches_the_configuration(
+    scratch: Path,
+) -> None:
+    location = 'cluster = { name = "main", location = "europe-west1" }'
+    replacing = (
+        "config = { nodePools = { big = { enabled = true, "
+        'replacement = { enabled = true, targetPools = ["small"] } }, small = {} } }'
+    )
+    disabled_pool = "config = { nodePools = { big = { enabled = false, replacement = { enabled = true } } } }"
+    clusters = apply(
+        scratch,
+        with_project(
+            f"{{ plain = {{ {ONE_CLUSTER} }}, replacing = {{ {location}, {replacing}, "
+            'placeholder_namespace = "compactor-placeholders" }, '
+            f"off = {{ {location}, {disabled_pool} }}, "
+            f"said = {{ {ONE_CLUSTER}, node_replacement = true }}, "
+            f"refused = {{ {location}, {replacing}, node_replacement = false }} }}"
+        ),
+    )
+    assert {key: cluster["replaces"] for key, cluster in clusters.items()} == {
+        "plain": False,
+        "replacing": True,
+        "off": False,
+        "said": True,
+        "refused": False,
+    }
+    assert clusters["replacing"]["config"]["placeholderNamespace"] == "compactor-placeholders"
+    assert clusters["plain"]["config"]["placeholderNamespace"] == "node-compactor"
+    # The same namespace written in config too is accepted (one that differs is refused below).
+    same = '{ main = { cluster = { name = "main", location = "europe-west1" }, placeholder_namespace = "ops-nc", '
+    same += 'config = { placeholderNamespace = "ops-nc", nodePools = { a = { enabled = true } } } } }'
+    assert apply(scratch, with_project(same))["main"]["config"]["placeholderNamespace"] == "ops-nc"
+
+
+def test_the_replacement_manifest_is_filled_in_with_each_clusters_account_and_placeholder_namespace(
+    tmp_path: Path,
+) -> None:
+    """The root's replacement_manifests output, as written in outputs.tf, evaluated by Terraform over stand-in
+    deployments: the account and the namespace are filled in, nothing else changes."""
+    if shutil.which("terraform") is None:
+        pytest.skip("the terraform command is not installed")
+    outputs = (ROOT_DIR / "outputs.tf").read_text()
+    start = outputs.index('output "replacement_manifests" {')
+    block = outputs[start : outputs.index("\n}\n", start) + 3]
+    pattern = re.search(r'placeholder_namespace_pattern = ("[^"\n]*")', outputs)
+    assert pattern is not None
+    template = REPO_ROOT / "deploy" / "replacement.yaml"
+    deployments = "".join(
+        f'    {key} = {{ function_service_account_email = "nc-{key}@p.iam.gserviceaccount.com", '
+        f'placeholder_namespace = "{namespace}", node_replacement = {on} }}\n'
+        for key, namespace, on in (
+            ("main", "node-compactor", "true"),
+            ("ops", "ops-nc", "true"),
+            ("plain", "x", "false"),
+        )
+    )
+    (tmp_path / "main.tf").write_text(
+        "locals {\n"
+        f'  replacement_template = file("{template}")\n'
+        f"  placeholder_namespace_pattern = {pattern.group(1)}\n"
+        '  rbac_placeholder = "FUNCTION_SERVICE_ACCOUNT_EMAIL"\n'
+        f"  deployments = {{\n{deployments}  }}\n"
+        "}\n" + block
+    )
+    for arguments in (("init", "-input=false", "-backend=false"), ("apply", "-auto-approve", "-input=false")):
+        done = _terraform(tmp_path, *arguments)
+        assert done.returncode == 0, done.stderr
+    rendered: dict[str, str] = json.loads(_terraform(tmp_path, "output", "-json", "replacement_manifests").stdout)
+    assert set(rendered) == {"main", "ops"}
+    assert rendered["main"] == template.read_text().replace(
+        "FUNCTION_SERVICE_ACCOUNT_EMAIL", "nc-main@p.iam.gserviceaccount.com"
+    )
+    documents = {document["kind"]: document for document in yaml.safe_load_all(rendered["ops"])}
+    assert documents["Namespace"]["metadata"]["name"] == "ops-nc"
+    assert documents["Role"]["metadata"]["namespace"] == documents["RoleBinding"]["metadata"]["namespace"] == "ops-nc"
+    assert documents["RoleBinding"]["subjects"][0]["name"] == "nc-ops@p.iam.gserviceaccount.com"
+    assert documents["PriorityClass"]["metadata"]["name"] == "node-compactor-placeholder"
+    assert documents["Role"]["metadata"]["name"] == "node-compactor-placeholders"
+    assert documents["Namespace"]["metadata"]["labels"]["app.kubernetes.io/name"] == "node-compactor"
 
 
 def test_the_hpa_floor_passes_its_prometheus_settings_under_estafettes_names(scratch: Path) -> None:
@@ -300,6 +388,22 @@ def test_the_hpa_floor_passes_its_prometheus_settings_under_estafettes_names(scr
             f'{{ main = {{ {ONE_CLUSTER}, name = "a-name-far-too-long-for-accounts" }} }}',
             "name must be 6-20 lowercase letters",
             id="name-too-long-for-a-service-account",
+        ),
+        pytest.param(
+            f'{{ main = {{ {ONE_CLUSTER}, placeholder_namespace = "kube-system" }} }}',
+            "placeholder_namespace must be a namespace of its own",
+            id="placeholders-in-kube-system",
+        ),
+        pytest.param(
+            f'{{ main = {{ {ONE_CLUSTER}, placeholder_namespace = "Placeholders" }} }}',
+            "placeholder_namespace must be a Kubernetes namespace name",
+            id="placeholder-namespace-not-a-name",
+        ),
+        pytest.param(
+            '{ main = { cluster = { name = "main", location = "europe-west1" }, '
+            'config = { placeholderNamespace = "elsewhere", nodePools = { a = { enabled = true } } } } }',
+            "config.placeholderNamespace differs from placeholder_namespace",
+            id="placeholder-namespace-twice",
         ),
     ],
 )

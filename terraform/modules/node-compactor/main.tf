@@ -12,6 +12,7 @@ locals {
         }
       }
     },
+    { placeholderNamespace = var.placeholder_namespace },
     { dryRun = var.dry_run },
   )
   config_json = jsonencode(local.config)
@@ -20,6 +21,12 @@ locals {
   # surge_single_replicas says so, or, left null, when an enabled pool of the config opts in.
   surges = var.surge_single_replicas != null ? var.surge_single_replicas : anytrue([
     for settings in values(var.config.nodePools) : try(settings.enabled, false) == true && try(settings.surgeSingleReplicas, false) == true
+  ])
+
+  # Node replacement needs deploy/replacement.yaml in the cluster (PLACEHOLDER_RBAC_RULES, in either access
+  # mode): printed when node_replacement says so, or, left null, when an enabled pool of the config enables it.
+  replaces = var.node_replacement != null ? var.node_replacement : anytrue([
+    for settings in values(var.config.nodePools) : try(settings.enabled, false) == true && try(settings.replacement.enabled, false) == true
   ])
 
   use_firestore         = var.config_source == "firestore"

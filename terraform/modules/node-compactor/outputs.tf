@@ -67,3 +67,13 @@ output "lease_namespace" {
   description = "Namespace of the functions' Leases: where deploy/rbac.yaml's Lease Role must be in rbac mode."
   value       = var.lease_namespace
 }
+
+output "placeholder_namespace" {
+  description = "Namespace of node replacement's placeholder pods (placeholderNamespace in the function's configuration): where deploy/replacement.yaml's namespace, Role and RoleBinding must be."
+  value       = var.placeholder_namespace
+}
+
+output "node_replacement" {
+  description = "Whether the cluster needs deploy/replacement.yaml (some enabled pool enables replacement, or node_replacement says so): the root prints it in replacement_manifests."
+  value       = local.replaces
+}

@@ -242,6 +242,35 @@ variable "lease_namespace" {
   }
 }
 
+variable "placeholder_namespace" {
+  description = "Namespace of node replacement's placeholder pods (the configuration's placeholderNamespace, which Terraform writes from this): where the root's replacement_manifests create the namespace and the Role that lets the function create and delete pods. It must hold nothing else: whoever may create pods in a namespace may run them as any of its ServiceAccounts."
+  type        = string
+  default     = "node-compactor"
+  nullable    = false
+
+  validation {
+    condition     = can(regex("^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$", var.placeholder_namespace))
+    error_message = "placeholder_namespace must be a Kubernetes namespace name."
+  }
+
+  validation {
+    # Pods created there could run as the ServiceAccounts of the system's own controllers.
+    condition     = !contains(["default", "kube-system", "kube-public", "kube-node-lease"], var.placeholder_namespace) && !startswith(var.placeholder_namespace, "kube-") && !startswith(var.placeholder_namespace, "gke-")
+    error_message = "placeholder_namespace must be a namespace of its own, not default, kube-* or gke-*: the function may create pods in it."
+  }
+
+  validation {
+    condition     = try(var.config.placeholderNamespace, null) == null || try(var.config.placeholderNamespace, null) == var.placeholder_namespace
+    error_message = "config.placeholderNamespace differs from placeholder_namespace: set placeholder_namespace alone, which Terraform writes into the configuration and the manifests."
+  }
+}
+
+variable "node_replacement" {
+  description = "Print deploy/replacement.yaml (the placeholder namespace, the PriorityClass node-compactor-placeholder and the Role that lets the function create and delete pods in that namespace only) filled in for this cluster, in the root's replacement_manifests, in either access_mode. Null (the default): when an enabled pool of config enables replacement; set it true when the configuration lives in a Firestore document Terraform does not write."
+  type        = bool
+  default     = null
+}
+
 variable "endpoint_mode" {
   description = "How the function reaches the control plane (COMPACTOR_ENDPOINT_MODE): \"dns\" uses the DNS-based endpoint, reachable with IAM alone and no VPC access; \"ip\" uses cluster.endpoint, which is the PUBLIC address whenever the cluster has one (authorized networks must then admit the function, which has no fixed egress address); \"private-ip\" uses the control plane's private address and needs vpc_connector or direct_vpc_egress. docs/deploy.md has the matrix."
   type        = string

@@ -100,7 +100,20 @@ def manifest(replacement: Replacement, namespace: str, now: datetime) -> dict[st
             "enableServiceLinks": False,
             "nodeSelector": dict(replacement.node_selector),
             "tolerations": tolerations,
-            "containers": [{"name": "placeholder", "image": PAUSE_IMAGE, "resources": resources}],
+            # Pod Security "restricted", which the namespace enforces: nothing but the pause process, unprivileged.
+            "securityContext": {
+                "runAsNonRoot": True,
+                "runAsUser": 65535,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
+            "containers": [
+                {
+                    "name": "placeholder",
+                    "image": PAUSE_IMAGE,
+                    "resources": resources,
+                    "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+                }
+            ],
         },
     }
 

@@ -119,8 +119,13 @@ def in_flight(view: ClusterView, placeholders: Sequence[Pod], now: datetime, run
     nodes (never made by one node-compactor), the oldest goes on and the others are removed."""
     config = view.config
     namespace = config.placeholder_namespace
+    # Only what node-compactor could have made: its namespace, its label and annotation, its name prefix.
     ours = sorted(
-        (pod for pod in placeholders if pod.namespace == namespace and pod.placeholder is not None),
+        (
+            pod
+            for pod in placeholders
+            if pod.namespace == namespace and pod.placeholder is not None and pod.name.startswith(PLACEHOLDER_PREFIX)
+        ),
         key=_age_order,
     )
     pointing: dict[str, list[str]] = {}

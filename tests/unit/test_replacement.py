@@ -365,3 +365,9 @@ def test_a_replaced_node_that_never_becomes_drainable_does_not_hold_the_cluster_
     assert given_up.replacement is not None
     assert given_up.replacement.step == "give-up"
     assert given_up.replacement.failed == ("b1",)
+
+
+def test_a_labelled_pod_without_the_placeholder_name_is_left_alone() -> None:
+    nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
+    plan = plan_for(nodes, pods, config(), placeholders=(placeholder("someone-elses-pod", ("b1",)),))
+    assert plan.placeholders_remove == ()

@@ -3,7 +3,10 @@
 `python -m compactor simulate` runs each strategy (the Cluster Autoscaler
 alone, estafette's algorithm, node-compactor) on the same starting cluster
 and the same workload, and reports node-hours and their cost per day,
-evictions, pending pods and PDB violations next to the lower bound. One
+evictions, pending pods and PDB violations next to the lower bound.
+node-compactor's node replacement runs as it does live: its placeholder pod
+is admitted at priority -10, the modelled autoscaler scales up for it and the
+modelled scheduler preempts it. One
 concern per module: `world` (the cluster's objects), `controllers`,
 `scheduler`, `autoscaler`, `port` (the executor's ClusterPort over the world),
 `strategies`, `runner` (the time loop), `metrics`, `prices` (what the nodes

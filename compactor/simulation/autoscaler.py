@@ -4,9 +4,13 @@ Scale-up: pods marked Unschedulable that neither the nodes there nor the
 VMs being provisioned will hold are bin-packed (largest first) onto new nodes of each pool, with the
 scheduler's predicates (`fit.why_not`) against a template node that carries
 the pool's DaemonSet pods; the option that wastes least cpu and memory wins
-(least-waste expander), within the pool's maximum, zones kept balanced and
-volumes kept in their zone. New VMs are billed at once and join as Ready
-nodes after `provisioning_seconds`.
+(least-waste expander; or, with `expander` "price", the lowest gke-price
+score: `_price_score`), within the pool's maximum, zones kept balanced,
+volumes kept in their zone and a pod that selects a zone given one there.
+Pods below `--expendable-pods-priority-cutoff` (-10) get no node; a pod at
+-10, node replacement's placeholder, does, and as a pod without a
+controller it keeps its node from being removed while it runs. New VMs are
+billed at once and join as Ready nodes after `provisioning_seconds`.
 
 Scale-down: a node is unneeded when it has only DaemonSet and static pods,
 or when its requests are below the utilization threshold (50%, the larger of
@@ -27,6 +31,7 @@ up after `max_pod_eviction_seconds`.
 from __future__ import annotations
 
 import itertools
+import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -35,10 +40,10 @@ from typing import Any
 
 from msgspec import structs
 
-from compactor.core import fit
+from compactor.core import fit, machines
 from compactor.core.blockers import pod_blockers
 from compactor.core.cluster import ClusterView, NodeState
-from compactor.core.model import CA_SCALE_DOWN_DISABLED, HOSTNAME_LABEL, ZERO, Pod, Resources
+from compactor.core.model import CA_SCALE_DOWN_DISABLED, HOSTNAME_LABEL, ZERO, ZONE_LABELS, Pod, Resources
 from compactor.kube import snapshot as parsing
 from compactor.settings import config as config_module
 from compactor.simulation import objects
@@ -60,6 +65,18 @@ MAX_SCALE_DOWN_PARALLELISM = 10
 UNREMOVABLE_RECHECK = timedelta(minutes=5)
 SYSTEM_NAMESPACE = "kube-system"
 BOOTSTRAP_AGE = timedelta(days=1)
+# --expendable-pods-priority-cutoff (-10, cluster-autoscaler/FAQ.md): pods of lower priority get no scale-up.
+EXPENDABLE_PODS_PRIORITY_CUTOFF = -10
+# The gke-price expander's constants (pkg/expander/gkeprice/gke_price.go: defaultPreferredCpuCount,
+# unfitnessMultiplier; notExistCoefficient as docs/savings.md reads it) and the autoscaler's base prices a pod is
+# priced at (cloudprovider/gce/gce_price_model.go: cpuPricePerHour, memoryPricePerHourPerGb, per GiB; GKE's
+# fork keeps its own within 2% of them, pkg/cloudprovider/gke's TestPriceConstantsCompatabilityWithGCE).
+PREFERRED_CPU_COUNT = 4
+UNFITNESS_MULTIPLIER = 1.1
+NOT_EXIST_COEFFICIENT = 1.5
+BASE_CPU_PRICE = 0.033174
+BASE_MEMORY_PRICE = 0.004446
+GIB = 2**30
 
 
 @dataclass
@@ -185,7 +202,12 @@ class Autoscaler:
 
     def scale_up(self, now: datetime, *, instant: bool = False) -> bool:
         """Add nodes for pods nothing else will hold; True when it did. `instant` skips provisioning time."""
-        waiting = [key for key in self.world.pending() if self.world.pod_record(key).unschedulable]
+        waiting = [
+            key
+            for key in self.world.pending()
+            if (record := self.world.pod_record(key)).unschedulable
+            and record.priority >= EXPENDABLE_PODS_PRIORITY_CUTOFF
+        ]
         if not waiting:
             return False
         view = ClusterView(self.world.snapshot(now), self.rules)
@@ -205,9 +227,10 @@ class Autoscaler:
             return False
         options = [option for pool in self.setup.pools if (option := self._binpack(pool, left, view)) is not None]
         if not options:
-            self.world.recorder.unplaceable.update(left)
+            # A placeholder no pool can take is node replacement's to give up, not a workload's pod without a place.
+            self.world.recorder.unplaceable.update(key for key in left if not self.world.is_placeholder(key))
             return False
-        best = min(options, key=lambda o: (o.waste / max(1, len(o.zones)), -len(o.helped), o.pool.name))
+        best = self._expand(options)
         for zone in best.zones:
             name = self.new_node_name(best.pool.name)
             if instant:
@@ -217,6 +240,42 @@ class Autoscaler:
                 self.upcoming.append(Upcoming(name, best.pool.name, zone, ready_at))
         self.last_scale_up = now
         return True
+
+    def _expand(self, options: list[_Option]) -> _Option:
+        """The expander's choice: least-waste, or gke-price when the scenario asks for it and every option's
+        pool has a price (else least-waste, as the model always did)."""
+        if self.settings.expander == "price":
+            prices: dict[str, float] = {}
+            for option in options:
+                price = self.setup.prices.get(option.pool.name)
+                if price is not None and price.per_hour is not None:
+                    prices[option.pool.name] = price.per_hour
+            if len(prices) == len({option.pool.name for option in options}):
+                return min(options, key=lambda o: (self._price_score(o, prices[o.pool.name]), o.pool.name))
+        return min(options, key=lambda o: (o.waste / max(1, len(o.zones)), -len(o.helped), o.pool.name))
+
+    def _price_score(self, option: _Option, node_price: float) -> float:
+        """GKE's gke-price expander (GoogleCloudPlatform/cluster-autoscaler, pkg/expander/gkeprice/gke_price.go,
+        `BestOption`), lowest wins: (the new nodes' price + a stabilizing pod's) / (the helped pods' price + the
+        stabilizing pod's), times the node-size unfitness (1.5 x 1.1) ^ |log2(node vCPUs / 4)| (the default
+        preferred vCPU count), which fades as the scale-up grows: (u - 1)(1 - tanh((n - 1) / 15)) + 1. Pods are
+        priced at the autoscaler's base rates (`BASE_CPU_PRICE`, `BASE_MEMORY_PRICE`: the same for every
+        pool), nodes at their pool's price. Left out: the reclaimable room's price (what the cluster's pods
+        could use of the room left over), the preferred vCPU count read from the cluster, reservations,
+        node-pool creation and the random order among equal scores (ties go to the first pool by name)."""
+        cpu = memory = 0
+        for key in option.helped:
+            requests = self.world.pod_record(key).requests
+            cpu += requests.cpu_millis
+            memory += requests.memory_bytes
+        pods_price = _base_price(cpu, memory)
+        nodes = len(option.zones)
+        sub_score = (node_price * nodes + STABILIZATION_PRICE) / (pods_price + STABILIZATION_PRICE)
+        vcpus = _vcpus(option.pool)
+        ratio = max(PREFERRED_CPU_COUNT / vcpus, vcpus / PREFERRED_CPU_COUNT)
+        unfitness = math.pow(NOT_EXIST_COEFFICIENT * UNFITNESS_MULTIPLIER, math.log2(ratio))
+        suppressed = (unfitness - 1.0) * (1.0 - math.tanh((nodes - 1) / 15.0)) + 1.0
+        return suppressed * sub_score
 
     def _binpack(self, pool: PoolSpec, keys: list[str], view: ClusterView) -> _Option | None:
         billed = self.billed_by_pool()[pool.name]
@@ -244,7 +303,7 @@ class Autoscaler:
             if target is None:
                 if len(templates) >= room:
                     continue
-                pinned = self.world.volume_zone(key)
+                pinned = self.world.volume_zone(key) or dict(pod.node_selector).get(ZONE_LABELS[0])
                 if pinned is not None and pinned not in pool.zones:
                     continue
                 zone = pinned or min(pool.zones, key=lambda z: (zones[z], z))
@@ -452,6 +511,22 @@ class Autoscaler:
         self.world.delete_node(name, actor=CLUSTER_AUTOSCALER, at=now)
         self.world.recorder.nodes_removed += 1
         self.unneeded_since.pop(name, None)
+
+
+def _base_price(cpu_millis: int, memory_bytes: int) -> float:
+    return cpu_millis / 1000 * BASE_CPU_PRICE + memory_bytes / GIB * BASE_MEMORY_PRICE
+
+
+STABILIZATION_PRICE = _base_price(500, 500 * 2**20)  # gke_price.go's priceStabilizationPod: 0.5 cpu, 500 MiB
+
+
+def _vcpus(pool: PoolSpec) -> float:
+    """The pool's machine's vCPUs (its capacity, which the expander reads), else its allocatable cpu rounded up."""
+    known = machines.MACHINES.get(pool.machine_type)
+    if known is not None:
+        return float(known[0])
+    cpu = parsing.parse_node({"metadata": {"name": "x"}, "status": {"allocatable": dict(pool.allocatable)}})
+    return float(max(1, math.ceil(cpu.allocatable.cpu_millis / 1000)))
 
 
 def _sum(pods: Iterable[Pod]) -> Resources:

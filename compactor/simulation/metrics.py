@@ -22,6 +22,10 @@ class Recorder:
     no_place: Counter[str] = field(default_factory=Counter)  # displaced pods whose replacement found no node
     unplaceable: set[str] = field(default_factory=set)  # pods no node and no new node of any pool could hold
     events: Counter[str] = field(default_factory=Counter)  # Kubernetes Events by reason
+    # kube-scheduler's preemptions: node replacement's placeholders (no disruption), and other pods (a
+    # disruption, by the preemptor's actor: `kube-scheduler`).
+    preempted_placeholders: int = 0
+    preempted: Counter[str] = field(default_factory=Counter)
     nodes_added: int = 0
     nodes_removed: int = 0
     pending_pod_seconds: float = 0.0

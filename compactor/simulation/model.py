@@ -156,6 +156,9 @@ class AutoscalerSettings:
     # consolidationDelayMinutes, per pool name (`compute_class`).
     pool_thresholds: Mapping[str, float] = field(default_factory=dict)
     pool_unneeded_seconds: Mapping[str, int] = field(default_factory=dict)
+    # Which pool a scale-up grows when pods may use several: "least-waste", or "price", GKE's gke-price as far
+    # as `autoscaler` models it (a scenario's `autoscaler.expander`).
+    expander: str = "least-waste"
 
 
 # GKE's `optimize-utilization` autoscaling profile, as far as Google documents it (docs/savings.md): scale-down

@@ -3,7 +3,11 @@
 Node and pod objects go out as Kubernetes JSON, node patches go through the
 world's merge patch with its resourceVersion precondition (ConflictError,
 NotFoundError as from `compactor.kube.client`), evictions through the world's
-Eviction API, Events into the world's log.
+Eviction API, Events into the world's log. It is node replacement's
+`PlaceholderPort` too: a created pod goes through the world's admission
+(a placeholder's PriorityClass gives it priority -10 and preemptionPolicy
+Never) and waits, Pending, for the scheduler and the Cluster Autoscaler; a
+deleted placeholder is gone at once (terminationGracePeriodSeconds 0).
 
 Time inside a run. The executor evicts with a thread pool and retries a
 refused eviction with backoff inside its budget, while the rest of the
@@ -32,7 +36,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from compactor.actuation import executor
-from compactor.kube.client import EvictionResult
+from compactor.kube.client import EvictionResult, NotFoundError
 from compactor.simulation.world import World
 
 TERMINAL = ("evicted", "gone", "failed")
@@ -104,6 +108,23 @@ class SimulatedCluster:
             moment, result = answers.popleft()
         self._local.time = moment
         return result
+
+    # -- PlaceholderPort ---------------------------------------------------------------------------
+
+    def create_pod(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            return copy.deepcopy(self.world.create_pod(namespace, body, at=self.run_start))
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        """A DELETE: a placeholder goes as no disruption; any other pod (the executor deletes none) as one."""
+        key = f"{namespace}/{name}"
+        with self._lock:
+            if key not in self.world.pods:
+                raise NotFoundError(f"pods {key!r} not found")
+            if self.world.is_placeholder(key):
+                self.world.delete_placeholder(key, self.run_start)
+            else:
+                self.world.delete_pod(key, actor=self.actor, at=self.run_start)
 
     def event(self, node: Any, *, reason: str, message: str, warning: bool, now: datetime) -> None:
         name = ((node or {}).get("metadata") or {}).get("name", "")

@@ -228,6 +228,10 @@ def _strategy(
         "noPlace": sum(recorder.no_place.values()),
         "noPlaceByActor": dict(sorted(recorder.no_place.items())),
         "unplaceablePods": len(recorder.unplaceable),
+        # kube-scheduler's preemptions: node replacement's placeholders (no disruption), and other pods (counted
+        # in evictions too, by the actor kube-scheduler).
+        "placeholdersPreempted": recorder.preempted_placeholders,
+        "podsPreempted": sum(recorder.preempted.values()),
         "lostJobMinutes": round(recorder.lost_job_seconds / 60),
         # Workloads left without a Ready pod (`availability`): for a single-replica service, the
         # replica-seconds from its eviction until the replacement is Ready; none for a surging restart.

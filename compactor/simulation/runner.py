@@ -235,7 +235,7 @@ def _measure(setup: Setup, cluster: Cluster, name: str, results: Results, progre
         now = setup.start + timedelta(seconds=index * setup.step_seconds)
         cluster.step(strategy, now)
         availability.close(world, now)
-        pending = len(world.pending())
+        pending = sum(1 for key in world.pending() if not world.is_placeholder(key))  # workload pods only
         world.recorder.pending_pod_seconds += pending * setup.step_seconds
         series.minutes.append(index * setup.step_seconds / 60)
         series.nodes.append(cluster.autoscaler.billed_nodes())
@@ -281,13 +281,13 @@ def lower_bound(setup: Setup, cluster: Cluster, demand: list[prices.Demand] | No
 
 
 def pod_demand(setup: Setup, cluster: Cluster) -> list[prices.Demand]:
-    """The requests of every pod that is not a DaemonSet pod, running or pending, by owner and home pool (its
-    node's pool, else the pool its workload names, else the first)."""
+    """The requests of every pod that is not a DaemonSet pod (nor node replacement's placeholder), running or
+    pending, by owner and home pool (its node's pool, else the pool its workload names, else the first)."""
     world = cluster.world
     groups: dict[tuple[str, object], prices.Demand] = {}
     first_pool = setup.pools[0].name if setup.pools else ""
     for key, pod in world.pod_records():
-        if pod.stays_on_node or pod.is_terminal:
+        if pod.stays_on_node or pod.is_terminal or pod.placeholder is not None:
             continue
         home = (world.node_pool(pod.node_name) if pod.node_name is not None else world.pool_hint.get(key)) or first_pool
         owner = world.pod_owner(key) or key

@@ -207,6 +207,9 @@ class Autoscaler(_Strict):
     provisioning_seconds: int = Field(210, alias="nodeProvisioningSeconds", ge=0)
     max_pod_eviction_seconds: int = Field(120, alias="maxPodEvictionSeconds", ge=0)
     system_pod_blocking_seconds: int | None = Field(None, alias="systemPodBlockingSeconds", ge=0)
+    # Which pool a scale-up grows when pods may use several: upstream's least-waste (the published figures'),
+    # or GKE's gke-price as `simulation.autoscaler` models it.
+    expander: Literal["least-waste", "price"] = "least-waste"
 
 
 class SchedulerSettings(_Strict):
@@ -433,6 +436,7 @@ def _setup(scenario: ScenarioFile, *, source: str, config: Config | None) -> Set
             provisioning_seconds=settings.provisioning_seconds,
             max_pod_eviction_seconds=settings.max_pod_eviction_seconds,
             system_pod_blocking_seconds=settings.system_pod_blocking_seconds,
+            expander=settings.expander,
         ),
         config=config,
         balanced_allocation=scenario.scheduler.balanced_allocation,

@@ -28,6 +28,10 @@ scenario turns it off with `"scheduler": {"balancedAllocation": false}`.
 PodTopologySpread scores too (weight 2), with the system default constraints for pods that set
 none (`_DefaultSpread`): a ReplicaSet's pods lean away from the nodes and zones that already hold
 many of them. `"scheduler": {"topologySpread": false}` turns it off.
+
+A pod that fits no node as it is may preempt pods of lower priority on one node when its own
+preemptionPolicy allows it (`Scheduler._preempt`, DefaultPreemption as far as node replacement needs
+it: the placeholder, at -10, gives way to any pod and, with `Never`, never takes another's place).
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from compactor.settings.config import Config
 from compactor.simulation.world import World
 
 _NO_POOLS = Config.model_validate({})
+KUBE_SCHEDULER = "kube-scheduler"  # the actor of a preemption
 # TaintToleration's and PodTopologySpread's weights in the default scheduler profile.
 TAINT_TOLERATION_WEIGHT = 3
 TOPOLOGY_SPREAD_WEIGHT = 2
@@ -93,21 +98,39 @@ class Scheduler:
         self._ties = random.Random(f"{seed}:scheduler")
 
     def schedule(self, at: datetime) -> int:
-        """Place what can be placed; returns how many pods were bound."""
+        """Place what can be placed; returns how many pods were bound. A preemption ends a round (its
+        victims are gone, the view changed) and the next round reads the cluster again."""
+        bound = 0
+        while True:
+            placed, preempted = self._round(at)
+            bound += placed
+            if not preempted:
+                return bound
+
+    def _round(self, at: datetime) -> tuple[int, bool]:
         pending = self.world.pending()
         if not pending:
-            return 0
+            return 0, False
         view = ClusterView(self.world.snapshot(at), self.config)
         targets = sorted((state for state in view.nodes.values() if state.schedulable), key=lambda s: s.name)
         simulation = fit.Simulation(view, NOWHERE, targets)
         used = {t.name: [t.requested.cpu_millis, t.requested.memory_bytes] for t in targets}
         spread = _DefaultSpread(self.world, view) if self.topology_spread else None
+        # The lowest priority of a pod preemption may remove, per node: a pod of no higher priority than
+        # that of every node's pods need not look for victims.
+        lowest = {t.name: min((p.priority for p in t.pods if not p.stays_on_node), default=None) for t in targets}
+        lowest_anywhere = min((value for value in lowest.values() if value is not None), default=None)
         bound = 0
         recorder = self.world.recorder
         for key in pending:
             pod = prepared(self.world, key, simulation)
             feasible = [target for target in simulation.targets if simulation.why_not(pod, target) is None]
             if not feasible:
+                if lowest_anywhere is not None and lowest_anywhere < pod.priority:
+                    chosen = self._preempt(key, pod, view, simulation, lowest, at)
+                    if chosen is not None:
+                        self.world.bind(key, chosen, at)
+                        return bound + 1, True
                 first_attempt = self.world.mark_unschedulable(key)
                 actor = self.world.displaced_by.get(key)
                 if first_attempt and actor is not None:
@@ -138,7 +161,109 @@ class Scheduler:
             if spread is not None:
                 spread.bound(key, best.name)
             bound += 1
-        return bound
+        return bound, False
+
+    # -- preemption ---------------------------------------------------------------------------------
+
+    def _preempt(
+        self,
+        key: str,
+        pod: Pod,
+        view: ClusterView,
+        simulation: fit.Simulation,
+        lowest: dict[str, int | None],
+        at: datetime,
+    ) -> str | None:
+        """DefaultPreemption (pkg/scheduler/framework/plugins/defaultpreemption, and framework/preemption),
+        as far as the model needs it: a pod whose preemptionPolicy allows it (the preemptor's policy
+        decides: PreemptLowerPriority by default; a placeholder's Never keeps it from preempting) and that
+        fits no node may remove pods of lower priority from one node. On each node that passes the
+        pod's static predicates (taints, nodeSelector, node affinity) every lower-priority pod is taken
+        off; if the pod then fits, victims are reprieved one by one, the most important first (higher
+        priority, then earlier start), those whose PodDisruptionBudget would be violated before the
+        others (SelectVictimsOnNode), and what cannot be reprieved is a victim. The node is chosen as
+        pickOneNodeForPreemption does: fewest PDB violations, then the lowest highest-victim priority,
+        the smallest sum of (priority + 2^31) over the victims, the fewest victims, the latest earliest
+        start of the highest-priority victims, then the first by name. The victims are deleted at once
+        (graceful termination is instant in the model; a placeholder's is 0) and the pod is bound there in
+        the same step (its nominatedNodeName). DaemonSet and static pods are never victims; cross-node
+        constraints (spread, pod affinity by zone) are checked against the cluster with the victims still
+        on it. Returns the node, or None when preemption does not help."""
+        if self.world.preemption_policy(key) == "Never":
+            return None
+        best: tuple[tuple[int, int, int, int, float, str], str, list[Pod]] | None = None
+        for target in simulation.targets:
+            floor = lowest.get(target.name)
+            if floor is None or floor >= pod.priority or fit.static_refusal(pod, target.node) is not None:
+                continue
+            found = self._victims(pod, target, view, simulation, at)
+            if found is None:
+                continue
+            victims, violations = found
+            top = max(victim.priority for victim in victims)
+            earliest = min(
+                self.world.bound_at.get(victim.key, at).timestamp() for victim in victims if victim.priority == top
+            )
+            rank = (
+                violations,
+                top,
+                sum(victim.priority + 2**31 for victim in victims),
+                len(victims),
+                -earliest,
+                target.name,
+            )
+            if best is None or rank < best[0]:
+                best = (rank, target.name, victims)
+        if best is None:
+            return None
+        _, node, victims = best
+        for victim in victims:
+            self.world.preempt(victim.key, actor=KUBE_SCHEDULER, at=at)
+        return node
+
+    def _victims(
+        self, pod: Pod, target: NodeState, view: ClusterView, simulation: fit.Simulation, at: datetime
+    ) -> tuple[list[Pod], int] | None:
+        """The pods `pod` must remove from `target` to fit, and how many of them a budget does not allow to
+        go; None when it does not fit even with every lower-priority pod gone."""
+        removable = [other for other in target.pods if other.priority < pod.priority and not other.stays_on_node]
+        if not removable:
+            return None
+        gone = {other.key for other in removable}
+        kept = [other for other in target.pods if other.key not in gone]
+        if not self._fits_with(pod, target, kept, view, simulation):
+            return None
+        allowed = {budget: self.world.disruptions_allowed(budget, at) for budget in self.world.pdbs}
+        violating: list[Pod] = []
+        harmless: list[Pod] = []
+        for other in sorted(removable, key=lambda p: (-p.priority, self.world.bound_at.get(p.key, at))):
+            breaks = False
+            for budget in self.world.covering_pdbs(other.key):
+                allowed[budget] -= 1
+                breaks = breaks or allowed[budget] < 0
+            (violating if breaks else harmless).append(other)
+        victims: list[Pod] = []
+        violations = 0
+        for group, count in ((violating, True), (harmless, False)):
+            for other in group:
+                if self._fits_with(pod, target, [*kept, other], view, simulation):
+                    kept.append(other)
+                else:
+                    victims.append(other)
+                    violations += 1 if count else 0
+        return victims, violations
+
+    def _fits_with(
+        self, pod: Pod, target: NodeState, kept: list[Pod], view: ClusterView, simulation: fit.Simulation
+    ) -> bool:
+        """Whether `pod` fits `target` were only `kept` on it, with the pods placed there in this round."""
+        trial = node_state(target.node, tuple(kept), self.config)
+        probe = fit.Simulation(view, NOWHERE, [trial])
+        probe.source_zone = simulation.source_zone
+        usage = simulation.usage.get(target.name)
+        for placed in usage.placed if usage is not None else ():
+            probe.place(placed, trial)
+        return probe.why_not(pod, trial) is None
 
 
 class _DefaultSpread:

@@ -16,7 +16,10 @@
   matching fields of node-compactor's configuration (the format it shares).
 - `NodeCompactor`: the real planner and the live executor every 5 minutes,
   through `port.SimulatedCluster`, restarting Deployments through
-  `rollouts.SimulatedDeployments` in pools with surgeSingleReplicas.
+  `rollouts.SimulatedDeployments` in pools with surgeSingleReplicas, and
+  writing node replacement's placeholders and annotations through the same
+  port (the planner reads placeholders apart, as a live run does, and prices
+  nodes with the configuration's price table, as a live run does).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.timing import format_stamp
 from compactor.errors import RunFailedError
 from compactor.settings.config import Config
+from compactor.simulation import prices
 from compactor.simulation.port import SimulatedCluster
 from compactor.simulation.rollouts import Rollouts, SimulatedDeployments
 from compactor.simulation.world import World
@@ -166,12 +170,15 @@ class NodeCompactor:
     failures: list[str] = field(default_factory=list)
     decision: str | None = None
 
+    def __post_init__(self) -> None:
+        self._prices = prices.table_for(self.config)
+
     def act(self, now: datetime) -> None:
         if self.next_run is not None and now < self.next_run:
             return
         self.next_run = now + RUN_INTERVAL
-        snapshot = self.world.snapshot(now)
-        plan = planner.plan(snapshot, self.config, now=now)
+        snapshot = self.world.snapshot(now, placeholders_apart=True)
+        plan = planner.plan(snapshot, self.config, now=now, prices=self._prices)
         action = plan.decision.action
         self.decision = action if action != "none" else (plan.held_by or "none")
         port = SimulatedCluster(
@@ -190,6 +197,7 @@ class NodeCompactor:
             dry_run=self.config.dry_run,
             deployments=SimulatedDeployments(port, self.rollouts) if self.rollouts is not None else None,
             restart_wait=False,  # no time passes inside a run: the next run finds the rollout done
+            replacements=port,
         )
         self._count("runs")
         try:
@@ -207,10 +215,19 @@ class NodeCompactor:
         self._count("staleDecisions", outcome.stale is not None)
         if outcome.restarted:
             self.counts["rollingRestarts"] = self.counts.get("rollingRestarts", 0) + len(outcome.restarted)
+        written = outcome.replacement
+        self._count("placeholdersCreated", bool(written.created))
+        self._count("placeholdersDeleted", bool(written.deleted))
+        self._count("replacementsGivenUp", plan.replacement is not None and plan.replacement.step == "give-up")
+        self._add("nodesMarkedReplaced", len(written.marked_replaced))
 
     def _count(self, what: str, happened: bool = True) -> None:
         if happened:
             self.counts[what] = self.counts.get(what, 0) + 1
+
+    def _add(self, what: str, amount: int) -> None:
+        if amount:
+            self.counts[what] = self.counts.get(what, 0) + amount
 
     def summary(self) -> dict[str, int]:
         return dict(self.counts)

@@ -10,7 +10,13 @@ PodDisruptionBudget does not allow (the disruption controller's arithmetic:
 expected pods from the owners' scale, minAvailable and maxUnavailable as
 numbers or percentages rounded up, unhealthy pods evictable while the budget
 holds). A direct DELETE is never refused; one a budget did not allow counts
-as a violation.
+as a violation. A pod created through the API (`create_pod`: node
+replacement's placeholders) goes through the Priority admission plugin: a
+pod naming a PriorityClass gets its value and preemptionPolicy
+(`PRIORITY_CLASSES`, the one class the model knows). Placeholder pods are
+kept apart in the snapshot the planner reads, as `compactor.kube.snapshot`
+keeps them (`snapshot(placeholders_apart=True)`); the scheduler and the
+Cluster Autoscaler see them as the pods they are.
 
 Not thread-safe: `port.SimulatedCluster` serializes the executor's calls.
 """
@@ -21,21 +27,37 @@ import copy
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from msgspec import structs
 
-from compactor.core.model import Deployment, Node, Pdb, Pod, PoolAutoscaling, ReplicaSet, Snapshot
+from compactor.core.model import (
+    PLACEHOLDER_PRIORITY_CLASS,
+    Deployment,
+    Node,
+    Pdb,
+    Pod,
+    PoolAutoscaling,
+    ReplicaSet,
+    Snapshot,
+)
+from compactor.core.pricing import SPOT_LABEL
 from compactor.core.selectors import selector_matches
+from compactor.core.timing import format_stamp
 from compactor.kube import snapshot as parsing
 from compactor.kube.client import ConflictError, EvictionResult, NotFoundError
-from compactor.simulation import availability
+from compactor.simulation import availability, objects
 from compactor.simulation.metrics import Recorder
 from compactor.simulation.model import JsonObject, PoolSpec
 
 OwnerKey = tuple[str, str, str]  # namespace, kind, name
 READY_LONG_AGO = timedelta(hours=1)
+# The PriorityClasses of the modelled cluster: name -> (value, preemptionPolicy). Only node replacement's,
+# as deploy/replacement.yaml (and terraform) create it; the scenarios' pods set spec.priority themselves.
+PRIORITY_CLASSES: dict[str, tuple[int, str]] = {PLACEHOLDER_PRIORITY_CLASS: (-10, "Never")}
+DEFAULT_PREEMPTION_POLICY = "PreemptLowerPriority"
+_TEMPLATE_CREATED = datetime(2026, 1, 1, tzinfo=UTC)  # a node pool's template: its age means nothing
 
 
 def pod_key(obj: Mapping[str, Any]) -> str:
@@ -68,10 +90,7 @@ class World:
     def __init__(self, *, start: datetime, pool_label: str, pools: Sequence[PoolSpec]) -> None:
         self.now = start
         self.pool_label = pool_label
-        self.pool_autoscaling = {
-            pool.name: PoolAutoscaling(enabled=True, min_node_count=0, total_min_node_count=pool.min_nodes)
-            for pool in pools
-        }
+        self.pool_autoscaling = {pool.name: _autoscaling(pool, pool_label) for pool in pools}
         self.recorder = Recorder()
         self._resource_version = 0
         self.nodes: dict[str, JsonObject] = {}
@@ -80,6 +99,7 @@ class World:
         self._pod_records: dict[str, Pod] = {}
         self._on_node: dict[str, dict[str, None]] = defaultdict(dict)
         self._pending: dict[str, None] = {}
+        self._placeholders: dict[str, None] = {}  # node replacement's placeholder pods (`Pod.placeholder`)
         self._by_owner: dict[OwnerKey, dict[str, None]] = defaultdict(dict)
         self._owner: dict[str, OwnerKey] = {}
         self._seq: dict[str, int] = {}
@@ -172,6 +192,8 @@ class World:
         record = parsing.parse_pod(obj)
         self.pods[key] = obj
         self._pod_records[key] = record
+        if record.placeholder is not None:
+            self._placeholders[key] = None
         self._seq[key] = self._next_seq
         self._next_seq += 1
         self.created_at[key] = _created(obj, self.now)
@@ -201,6 +223,26 @@ class World:
             self.bound_at[key] = self.now - READY_LONG_AGO if ready else self.now
             self.ready_at[key] = self.now - READY_LONG_AGO if ready else self.now + timedelta(seconds=startup_seconds)
         return key
+
+    def create_pod(self, namespace: str, body: Mapping[str, Any], *, at: datetime) -> JsonObject:
+        """A POST of a pod (node replacement's placeholder): a name already taken is a ConflictError, as a 409.
+        The Priority admission plugin fills spec.priority and spec.preemptionPolicy from the pod's
+        PriorityClass; the pod is Pending, for the scheduler."""
+        obj = admitted(copy.deepcopy(dict(body)))
+        metadata = obj.setdefault("metadata", {})
+        metadata["namespace"] = namespace
+        key = pod_key(obj)
+        if key in self.pods:
+            raise ConflictError(f"pod {key} already exists")
+        metadata.setdefault("uid", objects.uid("pod", namespace, metadata["name"], str(self._next_seq)))
+        metadata.setdefault("creationTimestamp", format_stamp(at))
+        metadata["resourceVersion"] = self._bump()
+        obj["status"] = {"phase": "Pending"}
+        self.add_pod(obj, startup_seconds=0)
+        return obj
+
+    def preemption_policy(self, key: str) -> str:
+        return str(self.pods[key]["spec"].get("preemptionPolicy") or DEFAULT_PREEMPTION_POLICY)
 
     def patch_pod(self, key: str, patch: Mapping[str, Any]) -> JsonObject:
         """A JSON merge patch of a pod's metadata (the annotations node-compactor writes), with
@@ -304,6 +346,26 @@ class World:
         self._remove_pod(key, actor=actor, at=at, disrupted=True)
         self.recorder.deleted[actor] += 1
 
+    def delete_placeholder(self, key: str, at: datetime) -> None:
+        """A DELETE of node replacement's placeholder (terminationGracePeriodSeconds 0: gone at once). It holds
+        room for no workload, so it is no disruption; a missing pod is a NotFoundError, as a 404."""
+        if key not in self.pods:
+            raise NotFoundError(f"pod {key} not found")
+        self._remove_pod(key, actor="", at=at, disrupted=False)
+
+    def preempt(self, key: str, *, actor: str, at: datetime) -> None:
+        """kube-scheduler deletes a victim of preemption (graceful termination is instant in the model): a
+        placeholder goes as no disruption (`preempted_placeholders`), any other pod as a DELETE by `actor`."""
+        if key in self._placeholders:
+            self.recorder.preempted_placeholders += 1
+            self.delete_placeholder(key, at)
+            return
+        self.recorder.preempted[actor] += 1
+        self.delete_pod(key, actor=actor, at=at)
+
+    def is_placeholder(self, key: str) -> bool:
+        return key in self._placeholders
+
     def scale_down(self, key: str, at: datetime) -> None:
         """A controller removes a pod it no longer wants: not a disruption."""
         self._remove_pod(key, actor="", at=at, disrupted=False)
@@ -326,6 +388,7 @@ class World:
         if record.node_name is not None:
             self._on_node[record.node_name].pop(key, None)
         self._pending.pop(key, None)
+        self._placeholders.pop(key, None)
         owner = self._owner.pop(key, None)
         if owner is not None:
             self._by_owner[owner].pop(key, None)
@@ -434,24 +497,74 @@ class World:
 
     # -- what the planner and the scheduler read ------------------------------------------------
 
-    def snapshot(self, at: datetime) -> Snapshot:
+    def snapshot(self, at: datetime, *, placeholders_apart: bool = False) -> Snapshot:
+        """The cluster as a Snapshot. With `placeholders_apart`, what a live run reads
+        (`compactor.kube.snapshot`): placeholder pods in `placeholders`, not in `pods`; without, every pod
+        in `pods`, as the scheduler and the Cluster Autoscaler count them."""
         pdbs = tuple(
             structs.replace(record, disruptions_allowed=self.disruptions_allowed(key, at))
             for key, record in self._pdb_records.items()
         )
         deployments, replica_sets = self.workload_records(at) if self.workload_records is not None else ((), ())
+        pods = tuple(self._pod_records.values())
+        placeholders: tuple[Pod, ...] = ()
+        if placeholders_apart and self._placeholders:
+            placeholders = tuple(self._pod_records[key] for key in self._placeholders)
+            pods = tuple(record for record in pods if record.placeholder is None)
         return Snapshot(
             nodes=tuple(self._node_records.values()),
-            pods=tuple(self._pod_records.values()),
+            pods=pods,
             pdbs=pdbs,
             pool_autoscaling=self.pool_autoscaling,
             deployments=deployments,
             replica_sets=replica_sets,
+            placeholders=placeholders,
         )
 
     def event(self, at: datetime, node: str, reason: str, message: str) -> None:
         self.events.append((at, node, reason, message))
         self.recorder.events[reason] += 1
+
+
+def admitted(pod: JsonObject) -> JsonObject:
+    """The Priority admission plugin: a pod naming a known PriorityClass gets its value and preemptionPolicy."""
+    spec = pod.setdefault("spec", {})
+    found = PRIORITY_CLASSES.get(spec.get("priorityClassName") or "")
+    if found is not None:
+        value, policy = found
+        spec["priority"] = value
+        spec.setdefault("preemptionPolicy", policy)
+    return pod
+
+
+def _autoscaling(pool: PoolSpec, pool_label: str) -> PoolAutoscaling:
+    """What GKE's node pool API says of a modelled pool: autoscaled between its min and max, in its zones,
+    with its machine type, labels, taints and Spot (what a replacement into a pool with no node reads)."""
+    node = parsing.parse_node(
+        objects.node_object(
+            f"template-{pool.name}",
+            pool=pool.name,
+            pool_label=pool_label,
+            zone=pool.zones[0],
+            machine_type=pool.machine_type,
+            allocatable=pool.allocatable,
+            labels=pool.labels,
+            taints=list(pool.taints),
+            created=_TEMPLATE_CREATED,
+        )
+    )
+    return PoolAutoscaling(
+        enabled=True,
+        min_node_count=0,
+        total_min_node_count=pool.min_nodes,
+        total_max_node_count=pool.max_nodes,
+        zones=len(pool.zones),
+        machine_type=pool.machine_type,
+        spot=pool.labels.get(SPOT_LABEL) == "true",
+        labels=dict(pool.labels),
+        taints=node.taints,
+        locations=tuple(pool.zones),
+    )
 
 
 def _created(obj: Mapping[str, Any], default: datetime) -> datetime:

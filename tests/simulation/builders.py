@@ -62,6 +62,7 @@ def add_pod(
     owner: tuple[str, str] | None = ("ReplicaSet", "rs"),
     namespace: str = "default",
     ready: bool = True,
+    preemption_policy: str | None = None,
     **template: Any,
 ) -> str:
     pod = objects.stamp_pod(
@@ -74,6 +75,8 @@ def add_pod(
         created=target.now,
         node_name=node,
     )
+    if preemption_policy is not None:
+        pod["spec"]["preemptionPolicy"] = preemption_policy
     return target.add_pod(pod, ready=ready)
 
 

@@ -6,7 +6,9 @@ elsewhere (two-pools-weekday at 01:05 with node-compactor's limit at 0.9, reduce
 (zone a) has 1600m free and three pods of `small`; t2 (zone b) has `t2_free` free. By the resource
 scores the small pod goes to t1, the roomier, and the two big ones fit (1500m on t1, 1000m on t2);
 the spread score sends the small pod to t2, away from its siblings, and with 1050m free there the
-1000m pod then finds no node.
+1000m pod then finds no node. The priorities only order the evictions, as in the scenario reduced here,
+where no pod outranks another: the replacements do not preempt (`preemptionPolicy: Never`), else the
+1000m pod would take the small pod's place on t2.
 """
 
 from __future__ import annotations
@@ -50,8 +52,16 @@ def drain_as_the_scheduler_would(cluster: World) -> list[str]:
     cluster.patch_node("src", {"spec": {"unschedulable": True}})
     add_pod(cluster, "small-new", cpu="100m", memory="64Mi", app="small", owner=("ReplicaSet", "small"))
     Scheduler(cluster, CONFIG, seed=1).schedule(START)
-    add_pod(cluster, "large-new", cpu="1500m", memory="64Mi", owner=("ReplicaSet", "large"), priority=10)
-    add_pod(cluster, "medium-new", cpu="1000m", memory="64Mi", owner=("ReplicaSet", "medium"), priority=10)
+    for name, cpu in (("large", "1500m"), ("medium", "1000m")):
+        add_pod(
+            cluster,
+            f"{name}-new",
+            cpu=cpu,
+            memory="64Mi",
+            owner=("ReplicaSet", name),
+            priority=10,
+            preemption_policy="Never",
+        )
     Scheduler(cluster, CONFIG, seed=1).schedule(START)
     return cluster.pending()
 

@@ -98,6 +98,9 @@ class ClusterView:
         self.target_labels: dict[tuple[int, str], tuple[object, dict[str, set[str]]]] = {}
         # Matching pods per domain for a spread constraint before anything moves (`fit`), per source node.
         self.spread_counts: dict[tuple[object, ...], Counter[str]] = {}
+        # The room node replacement's bound placeholders hold, by node: taken until a pod of a higher
+        # priority that fits on no node as it is preempts the placeholder (`fit.Simulation`).
+        self.preemptible: dict[str, Resources] = _preemptible(snapshot.placeholders)
 
     @functools.cached_property
     def coexistence(self) -> coexistence.Coexistence:
@@ -282,6 +285,14 @@ def _after_drain(
                 node, node.labels.get(pool_label), same.pods, same.requested, same.movable_pods, node.name
             )
     return nodes
+
+
+def _preemptible(placeholders: Sequence[Pod]) -> dict[str, Resources]:
+    held: dict[str, list[Pod]] = defaultdict(list)
+    for pod in placeholders:
+        if pod.node_name is not None and pod.phase not in TERMINAL_PHASES and not pod.terminating:
+            held[pod.node_name].append(pod)
+    return {node: _sum_requests(pods) for node, pods in held.items()}
 
 
 def _sum_requests(pods: Sequence[Pod]) -> Resources:

@@ -42,7 +42,16 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from compactor.core.cluster import ClusterView, NodeState
-from compactor.core.model import HOSTNAME_LABEL, UNSCHEDULABLE_TAINT, Node, Pdb, Pod, PodAffinityTerm, SpreadConstraint
+from compactor.core.model import (
+    HOSTNAME_LABEL,
+    PLACEHOLDER_PRIORITY,
+    UNSCHEDULABLE_TAINT,
+    Node,
+    Pdb,
+    Pod,
+    PodAffinityTerm,
+    SpreadConstraint,
+)
 from compactor.core.selectors import node_affinity_matches, selector_matches
 from compactor.core.wording import mebibytes, refusal, thousandths
 
@@ -81,6 +90,12 @@ Balance = Literal["after", "change"]
 # that matter are among a few nearly full nodes, and thousands of equally roomy ones need not be
 # told apart.
 MAX_TIE_SCAN = 64
+
+
+def _rerank(heap: list[_Entry], targets: Sequence[NodeState], rank: Callable[[NodeState], tuple[bool, float]]) -> None:
+    """The heap made again after a placeholder was preempted: its node's load changed in place."""
+    heap[:] = [(*rank(target), target.name, index) for index, target in enumerate(targets)]
+    heapq.heapify(heap)
 
 
 def largest_first(pods: Iterable[Pod]) -> list[Pod]:
@@ -283,6 +298,8 @@ class Simulation:
         self.source_zone = source.node.zone
         self._spread_counts: dict[tuple[str, SpreadConstraint], Counter[str]] = {}
         self._largest: tuple[int, int] | None = None  # the targets' largest allocatable cpu and memory
+        # Node replacement's placeholders preempted in this run, by the node they held (`_preempt`).
+        self._preempted: set[str] = set()
 
     def run(self, pods: Iterable[Pod]) -> FitResult:
         """Place `pods` in the order given; a new Simulation for every order tried."""
@@ -301,11 +318,13 @@ class Simulation:
             # One pass: the reasons gathered on the way explain a pod that fits nowhere.
             refusals: Counter[str] = Counter()
             if self.spread_score and _default_spread_owner(pod) is not None:
-                picked = self._spread_pick(pod, heap, targets, refusals)
+                picked = self._spread_pick(pod, heap, targets, refusals) or self._preempt(pod, heap, targets)
                 if picked is None:
                     return FitResult(False, placements, self._explain(pod, refusals))
                 self.place(pod, picked)
                 placements[pod.key] = picked.name
+                if picked.name in self._preempted:
+                    _rerank(heap, targets, self._rank)
                 continue
             looked: list[_Entry] = []
             best: _Entry | None = None
@@ -349,8 +368,41 @@ class Simulation:
                         heapq.heappush(heap, entry)
                 heapq.heappush(heap, (*self._rank(target), target.name, best[3]))
                 continue
-            return FitResult(False, placements, self._explain(pod, refusals))  # every target refused it
+            for entry in looked:
+                heapq.heappush(heap, entry)
+            victim = self._preempt(pod, heap, targets)
+            if victim is None:
+                return FitResult(False, placements, self._explain(pod, refusals))  # every target refused it
+            self.place(pod, victim)
+            placements[pod.key] = victim.name
+            _rerank(heap, targets, self._rank)
         return FitResult(True, placements)
+
+    def _preempt(self, pod: Pod, heap: list[_Entry], targets: Sequence[NodeState]) -> NodeState | None:
+        """kube-scheduler's preemption, as far as node replacement needs it: a pod that fits on no node as
+        it is takes a node whose placeholder (priority PLACEHOLDER_PRIORITY) holds the room it needs, and the
+        placeholder goes. Only then: a pod that fits elsewhere never preempts one. None when no placeholder
+        makes room for it (or the pod's priority is not above a placeholder's)."""
+        held = self.view.preemptible
+        if not held or pod.priority <= PLACEHOLDER_PRIORITY:
+            return None
+        by_name = {target.name: target for target in targets if target.name in held}
+        for name in sorted(held.keys() - self._preempted):
+            target = by_name.get(name)
+            if target is None or name == self.source.name:
+                continue
+            usage = self._usage(target)
+            room = held[name]
+            usage.cpu -= room.cpu_millis
+            usage.memory -= room.memory_bytes
+            usage.pods -= 1
+            if self.why_not(pod, target) is None:
+                self._preempted.add(name)
+                return target
+            usage.cpu += room.cpu_millis
+            usage.memory += room.memory_bytes
+            usage.pods += 1
+        return None
 
     def _spread_pick(
         self, pod: Pod, heap: list[_Entry], targets: Sequence[NodeState], refusals: Counter[str]
@@ -508,10 +560,15 @@ class Simulation:
         return max(cpu_share, memory_share)
 
     def _allocated(self, target: NodeState) -> tuple[int, int]:
-        """The cpu and memory requested on `target` now: its own pods' and those placed on it."""
+        """The cpu and memory requested on `target` now: its own pods' and those placed on it (and a
+        placeholder's, until it is preempted)."""
         usage = self.usage.get(target.name)
         if usage is None:
-            return target.requested.cpu_millis, target.requested.memory_bytes
+            requested = target.requested
+            held = self.view.preemptible.get(target.name) if self.view.preemptible else None
+            if held is None:
+                return requested.cpu_millis, requested.memory_bytes
+            return requested.cpu_millis + held.cpu_millis, requested.memory_bytes + held.memory_bytes
         return usage.cpu, usage.memory
 
     def _least_rise(self, pod: Pod) -> float:
@@ -558,6 +615,11 @@ class Simulation:
         if usage is None:
             requested = target.requested
             usage = _Usage(requested.cpu_millis, requested.memory_bytes, len(target.pods), dict(requested.extended))
+            held = self.view.preemptible.get(target.name) if self.view.preemptible else None
+            if held is not None and target.name not in self._preempted:
+                usage.cpu += held.cpu_millis
+                usage.memory += held.memory_bytes
+                usage.pods += 1
             self.usage[target.name] = usage
         return usage
 
@@ -608,6 +670,9 @@ class Simulation:
         requests = pod.requests
         if usage is None:
             cpu, memory, count = target.requested.cpu_millis, target.requested.memory_bytes, len(target.pods)
+            held = self.view.preemptible.get(target.name) if self.view.preemptible else None
+            if held is not None and target.name not in self._preempted:  # a placeholder's room is taken
+                cpu, memory, count = cpu + held.cpu_millis, memory + held.memory_bytes, count + 1
         else:
             cpu, memory, count = usage.cpu, usage.memory, usage.pods
         if requests.extended:

@@ -64,6 +64,7 @@ CREATED_AT = "node-compactor.dev/created-at"  # on the placeholder: when it was 
 REPLACED_BY = "node-compactor.dev/replaced-by"  # on a replaced node: its placeholder's name
 REPLACEMENT_FAILED_AT = "node-compactor.dev/replacement-failed-at"  # on a node whose replacement failed
 PLACEHOLDER_PRIORITY_CLASS = "node-compactor-placeholder"  # value -10, preemptionPolicy Never (terraform)
+PLACEHOLDER_PRIORITY = -10  # the PriorityClass's value: any pod of a higher priority may preempt a placeholder
 PLACEHOLDER_PREFIX = "node-compactor-placeholder-"
 
 
@@ -394,6 +395,7 @@ class Snapshot(msgspec.Struct, frozen=True, gc=False):
     # none); `compute_classes_unread` says why they could not be read (a 403), None when they were.
     compute_classes: tuple[ComputeClass, ...] = ()
     compute_classes_unread: str | None = None
-    # Node replacement's placeholder pods (`core.replacement`), kept out of `pods`: any pod may preempt one,
-    # so the room it holds is free to every proof.
+    # Node replacement's placeholder pods (`core.replacement`), kept out of `pods`: no rule counts them as
+    # a workload; the fit proof sees a bound one as holding its room until a pod that fits nowhere else
+    # preempts it, as kube-scheduler does (`ClusterView.preemptible`).
     placeholders: tuple[Pod, ...] = ()

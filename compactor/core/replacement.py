@@ -6,9 +6,10 @@ fit) is replaced when their pods fit on the other nodes plus one new node of a t
 new node costs at least `minSavingsPercent` less than they do. node-compactor asks the Cluster
 Autoscaler for that node with a placeholder pod (priority -10: the lowest the autoscaler still scales
 up for, and any other pod preempts it); once the placeholder runs on a Ready node, the replaced
-nodes are drained one at a time under rules 0-8, the placeholder's room counted free in every proof
-(the evicted pods' replacements preempt it), and the placeholder is deleted when the last one is
-drained or the replacement is given up.
+nodes are drained one at a time under rules 0-8. Every proof keeps the placeholder's room taken
+until a pod that fits on no node as it is preempts it, as kube-scheduler does (the evicted pods'
+replacements go where they fit first), and the placeholder is deleted when the last one is drained
+or the replacement is given up.
 
 This module decides, from the snapshot alone: the step of the replacement under way (`in_flight`),
 and a new one when none is (`choose`). The new node is a template (`template`): a node of the
@@ -451,6 +452,10 @@ def choose(
         bigger, targets = grown
         names = {state.name for state in group}
         moving = [pod for state in group for pod in state.movable_pods]
+        # The new node comes with the placeholder on it: the pods go where they fit first, and only a pod
+        # that fits nowhere else preempts it (kube-scheduler's order; `fit.Simulation._preempt`).
+        bigger.preemptible[TEMPLATE_NAME] = _placeholder_requests(moving, made)
+        bigger.start_heaps.clear()  # the new node's load changed: the shared starting order is stale
         proofs += 1
         proven = proof.prove(
             bigger,
@@ -479,9 +484,7 @@ def _replacement(
     currency: str,
 ) -> Replacement:
     names = tuple(state.name for state in group)
-    need = _sum(pod.requests for pod in moving)
-    allocatable = made.node.allocatable
-    requests = Resources(min(need.cpu_millis, allocatable.cpu_millis), min(need.memory_bytes, allocatable.memory_bytes))
+    requests = _placeholder_requests(moving, made)
     selector = [(pool_label, made.pool)]
     if made.zone is not None:
         selector.append((ZONE_LABELS[0], made.zone))
@@ -511,6 +514,13 @@ def _replacement(
         node_selector=tuple(selector),
         taints=made.node.taints,
     )
+
+
+def _placeholder_requests(moving: Sequence[Pod], made: Template) -> Resources:
+    """What the placeholder asks for: the moving pods' requests, capped at the new node's allocatable."""
+    need = _sum(pod.requests for pod in moving)
+    allocatable = made.node.allocatable
+    return Resources(min(need.cpu_millis, allocatable.cpu_millis), min(need.memory_bytes, allocatable.memory_bytes))
 
 
 def _with_template(view: ClusterView, made: Template) -> tuple[ClusterView, list[NodeState]]:

@@ -9,7 +9,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from compactor.core import planner, replacement
+from compactor.core import fit, planner, replacement
+from compactor.core.cluster import ClusterView
 from compactor.core.model import (
     DRAIN_FAILED_AT,
     DRAIN_STARTED_AT,
@@ -24,7 +25,18 @@ from compactor.core.model import (
 )
 from compactor.core.plan import Plan
 from compactor.settings.config import Config
-from tests.builders import NOW, ago, make_config, make_node, make_pod, make_snapshot, node_report, stamp, taint
+from tests.builders import (
+    NOW,
+    ago,
+    make_config,
+    make_node,
+    make_pod,
+    make_snapshot,
+    node_report,
+    stamp,
+    taint,
+    toleration,
+)
 
 BIG = "big-pool"
 SMALL = "small-pool"
@@ -371,3 +383,30 @@ def test_a_labelled_pod_without_the_placeholder_name_is_left_alone() -> None:
     nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
     plan = plan_for(nodes, pods, config(), placeholders=(placeholder("someone-elses-pod", ("b1",)),))
     assert plan.placeholders_remove == ()
+
+
+def test_a_placeholder_holds_its_room_until_a_pod_that_fits_nowhere_else_preempts_it() -> None:
+    """kube-scheduler's order: a pod goes where it fits as the nodes are; only one that fits nowhere preempts."""
+    spot = (taint("dedicated", "spot"),)
+    nodes = [
+        make_node("n1", cpu="4", marked_since=None),
+        make_node("n2", cpu="4", marked_since=None),
+        make_node("s2", cpu="4", marked_since=None, taints=spot),
+    ]
+    tolerates = (toleration("dedicated", "spot", "NoSchedule"),)
+    batch = make_pod("batch", node="n1", cpu="1500m", tolerations=tolerates)
+    service = make_pod("service", node="n1", cpu="1")
+    pods = [batch, service, make_pod("filler", node="n2", cpu="2500m")]  # n2: 1.5 cpu free
+    held = placeholder("node-compactor-placeholder-a", ("n1",), node="s2")  # 4 cpu: s2 is full
+    snapshot = Snapshot(tuple(nodes), tuple(pods), placeholders=(held,))
+    view = ClusterView(snapshot, make_config())
+    targets = fit.targets_for(view)
+    # batch first: it fits n2 as it is and takes the room the service needed, which fits nowhere.
+    assert not fit.Simulation(view, view.nodes["n1"], targets).run([batch, service]).fits
+    # service first: it takes n2; batch fits nowhere as the nodes are, and preempts the placeholder.
+    found = fit.Simulation(view, view.nodes["n1"], targets).run([service, batch])
+    assert found.fits
+    assert found.placements == {"default/service": "n2", "default/batch": "s2"}
+    # A pod of a priority not above the placeholder's preempts nothing.
+    low = msgspec.structs.replace(batch, priority=-10)
+    assert not fit.Simulation(view, view.nodes["n1"], targets).run([service, low]).fits

@@ -8,6 +8,7 @@ pass every node check, where they are the whole story.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from datetime import datetime
 
 from compactor.core import inflight, pools, surge, unschedulable, windows
@@ -20,6 +21,7 @@ from compactor.core.model import (
     DO_NOT_DISRUPT,
     DRAIN_FAILED_AT,
     DRAIN_STARTED_AT,
+    Pod,
 )
 from compactor.core.timing import format_stamp, human, parse_stamp, seconds_between
 from compactor.core.wording import percent
@@ -95,6 +97,8 @@ def node_blockers(
     # (judged on underutilized nodes only: no other node is drained, and each judgement reads every pod).
     pods = surge.pods_under_rules(view, state) if underutilized else state.pods
     found.extend(node_pods_blockers(pods, view.pdbs, config))
+    if pool.job_pods == "wait":
+        found.extend(running_jobs(state.movable_pods, now))
     if found and first_only:
         return found[:1]
     found.extend(_pool_size_blockers(state, view, pool))
@@ -102,6 +106,26 @@ def node_blockers(
     if left_behind is not None:
         found.append(left_behind)
     return found[:1] if first_only else found
+
+
+def running_jobs(pods: Iterable[Pod], now: datetime) -> list[Blocker]:
+    """A pool's jobPods "wait": each running pod owned by a Job holds its node, which keeps its mark and soft
+    taint (so new Job pods go elsewhere) until the Job's pod is done; evicting it would throw its work away."""
+    found = []
+    for pod in pods:
+        if pod.controller_kind != "Job" or pod.phase != "Running" or pod.terminating:
+            continue
+        since = ""
+        if pod.created is not None:
+            since = f" since {format_stamp(pod.created)} ({human(seconds_between(pod.created, now))})"
+        found.append(
+            Blocker(
+                "job",
+                f"pod {pod.key}: Job {pod.controller_name} is running{since}; "
+                'the node is drained once it is done (jobPods "wait")',
+            )
+        )
+    return found
 
 
 def _left_briefly(left: PoolThreshold) -> str:

@@ -223,6 +223,9 @@ class Pod(msgspec.Struct, frozen=True, gc=False):
     # A node replacement's placeholder pod (`core.replacement`): what it replaces and since when. The
     # snapshot keeps placeholders apart from the other pods (`Snapshot.placeholders`).
     placeholder: Placeholder | None = None
+    # When the pod was created, read only for a pod owned by a Job (a pool's jobPods "wait" says since when
+    # a node waits for it); None for every other pod.
+    created: datetime | None = None
 
     def __post_init__(self) -> None:
         stays = self.controller_kind == "DaemonSet" or self.is_mirror or self.phase in TERMINAL_PHASES

@@ -390,6 +390,8 @@ def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: 
         unschedulable=unschedulable and node_name is None,
         terminating=meta.get("deletionTimestamp") is not None,
     )
+    if controller_kind == "Job":  # a pool's jobPods "wait" says since when
+        pod = msgspec.structs.replace(pod, created=timing.parse_stamp(_str(meta, "creationTimestamp", "metadata")))
     return _as_placeholder(pod, annotations) if REPLACES in annotations else pod
 
 
@@ -759,6 +761,8 @@ def _pod_of(item: decoding.Item, recent: _Recent | None = None) -> Pod:
         unschedulable and node_name is None,  # unschedulable
         meta.deletionTimestamp is not None,  # terminating
     )
+    if controller_kind == "Job" and meta.creationTimestamp:  # a pool's jobPods "wait" says since when
+        pod = msgspec.structs.replace(pod, created=timing.parse_stamp(meta.creationTimestamp))
     if annotations and REPLACES in annotations:  # a placeholder carries the annotation; others almost never
         return _as_placeholder(pod, annotations)
     return pod

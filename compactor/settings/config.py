@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
@@ -133,6 +133,9 @@ class PoolConfig(BaseModel):
     # it to add anything (docs/savings.md, "Beside a ComputeClass threshold"); a limit at or below it is refused.
     compute_class_threshold: float | None = Field(None, alias="computeClassConsolidationThreshold", gt=0, le=1)
     # What one node of the pool costs per hour, over the built-in table and the priceFile (`core.pricing`).
+    # A running pod owned by a Job: "wait" (a node with one is not drained: eviction would throw its work
+    # away; the node keeps its mark and soft taint so new Job pods go elsewhere) or "evict".
+    job_pods: Literal["wait", "evict"] = Field("wait", alias="jobPods")
     price_per_hour: float | None = Field(None, alias="pricePerHour", gt=0, le=MAX_PRICE_PER_HOUR, allow_inf_nan=False)
     replacement: Replacement | None = None
 

@@ -54,6 +54,7 @@ CONTROLLERS = (
     "node-lifecycle-controller",  # Ready/not-ready taints, the cordon taint
     "pod-garbage-collector-controller",  # pods of a deleted node (what follows the Cluster Autoscaler)
     "horizontal-pod-autoscaler-controller",  # scales a Deployment up to a raised minReplicas
+    "job-controller",  # a Job's pods, and its completion once they succeed (jobPods "wait")
 )
 
 # kwok takes only nodes carrying this annotation (kwok's own convention), so a test can also create

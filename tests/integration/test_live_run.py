@@ -318,3 +318,22 @@ def test_a_dry_run_shows_the_consolidation_path_and_an_acting_run_does_not_compu
     assert looked.report["path"]["steps"][0]["podsMoved"] == 2
     acted = run_once(api)
     assert acted.report["path"] is None
+
+
+def test_a_running_job_pod_holds_its_node_until_it_completes(api: FakeApiServer) -> None:
+    light_cluster(api)
+    api.add(
+        k8s.pod("etl-x1", node="n1", cpu="100m", owner_kind="Job", owner_name="etl", created="2026-11-21T11:30:00Z")
+    )
+    held = run_once(api)
+    assert held.report["decision"]["action"] == "none"
+    [row] = [node for node in held.report["nodes"] if node["name"] == "n1"]
+    assert "pod default/etl-x1: Job etl is running since 2026-11-21T11:30:00Z (30m)" in " ".join(row["blockers"])
+    assert api.evictions == []
+    done = api.get("Pod", "etl-x1", "default")
+    assert done is not None
+    done["status"]["phase"] = "Succeeded"
+    api.add(done)
+    drained = run_once(api, at=later(60))
+    assert drained.report["decision"]["action"] == "drain"
+    assert drained.report["decision"]["node"] == "n1"

@@ -1031,7 +1031,10 @@ def test_a_drain_whose_job_pods_only_fit_before_the_replicaset_pods_is_not_prove
         *(make_pod(f"etl-{i}", cpu="2", memory="0", owner="Job") for i in range(3)),
         *(make_pod(f"worker-{i}", cpu="1", memory="0") for i in range(3)),
     ]
-    config = make_config(reserveRoomForDrains=False, softTaintMarkedNodes=False)
+    # The pool evicts running Job pods (jobPods "evict"): otherwise they hold the node before any proof.
+    config = make_config(
+        pools={"default-pool": {"jobPods": "evict"}}, reserveRoomForDrains=False, softTaintMarkedNodes=False
+    )
     plan = run_plan(nodes, [*movers, *keepers], config=config)
     assert plan.decision.action == "none"
     assert "when they reach the scheduler as they really arrive" in blockers_of(plan, "n1")

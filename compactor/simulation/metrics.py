@@ -30,6 +30,8 @@ class Recorder:
     nodes_removed: int = 0
     pending_pod_seconds: float = 0.0
     lost_job_seconds: float = 0.0  # batch work thrown away when a running Job pod was disrupted
+    # The same by the actor that disrupted it (node-compactor under jobPods "wait" never does).
+    lost_job_seconds_by_actor: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     # Workloads left without a Ready pod (`availability`): seconds and spans by the actor that caused them,
     # and the spans still open (workload -> since when, by whom).
     no_ready_seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))

@@ -233,6 +233,9 @@ def _strategy(
         "placeholdersPreempted": recorder.preempted_placeholders,
         "podsPreempted": sum(recorder.preempted.values()),
         "lostJobMinutes": round(recorder.lost_job_seconds / 60),
+        "lostJobMinutesByActor": {
+            actor: round(seconds / 60) for actor, seconds in sorted(recorder.lost_job_seconds_by_actor.items())
+        },
         # Workloads left without a Ready pod (`availability`): for a single-replica service, the
         # replica-seconds from its eviction until the replacement is Ready; none for a surging restart.
         "noReadyPodSeconds": round(sum(recorder.no_ready_seconds.values())),

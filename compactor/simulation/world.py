@@ -396,7 +396,9 @@ class World:
                 self.owed[owner].append(actor)
                 self.disrupted.append(owner)
         if disrupted and key in self.finish_at:
-            self.recorder.lost_job_seconds += (at - self.bound_at[key]).total_seconds()
+            lost = (at - self.bound_at[key]).total_seconds()
+            self.recorder.lost_job_seconds += lost
+            self.recorder.lost_job_seconds_by_actor[actor or "controllers"] += lost
         for members in self._pdb_members.values():
             members.pop(key, None)
         self.bound_at.pop(key, None)

@@ -9,11 +9,13 @@ from __future__ import annotations
 import copy
 import hashlib
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from compactor.core.model import HOSTNAME_LABEL, ZONE_LABELS
+from compactor.core.model import HOSTNAME_LABEL, ZONE_LABELS, Node
 from compactor.core.timing import format_stamp
+from compactor.kube import snapshot as parsing
+from compactor.simulation.model import PoolSpec
 
 JsonObject = dict[str, Any]
 
@@ -187,3 +189,24 @@ def pdb_object(
         "metadata": {"name": name, "namespace": namespace, "uid": uid("pdb", namespace, name)},
         "spec": spec,
     }
+
+
+# A node pool's template node: its age means nothing (prices, and a replacement into a pool with no node).
+TEMPLATE_CREATED = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def template_node(pool: PoolSpec, pool_label: str) -> Node:
+    """An empty node of the pool in its first zone, labelled and tainted as the autoscaler makes them."""
+    return parsing.parse_node(
+        node_object(
+            f"template-{pool.name}",
+            pool=pool.name,
+            pool_label=pool_label,
+            zone=pool.zones[0],
+            machine_type=pool.machine_type,
+            allocatable=pool.allocatable,
+            labels=pool.labels,
+            taints=list(pool.taints),
+            created=TEMPLATE_CREATED,
+        )
+    )

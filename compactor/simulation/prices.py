@@ -20,13 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from compactor.core import costs, fit, pricing
 from compactor.core.cluster import ClusterView
 from compactor.core.model import Node, Pod, Snapshot
 from compactor.gcp import pricefile
-from compactor.kube import snapshot as parsing
 from compactor.settings.config import Config
 from compactor.simulation import objects
 from compactor.simulation.model import PoolPrice, PoolSpec, Setup
@@ -34,7 +32,6 @@ from compactor.simulation.model import PoolPrice, PoolSpec, Setup
 SCENARIO_PRICE = "pricePerHour of the scenario's pool"
 CONFIGURATION_PRICE = "pricePerHour of the configuration's pool"
 HOURS_A_DAY = 24
-TEMPLATE_CREATED = datetime(2026, 1, 1, tzinfo=UTC)  # a template node's age prices nothing
 
 
 def table_for(config: Config) -> pricing.PriceTable:
@@ -45,7 +42,7 @@ def table_for(config: Config) -> pricing.PriceTable:
 def of_pools(pools: Sequence[PoolSpec], config: Config, table: pricing.PriceTable) -> dict[str, PoolPrice]:
     """Each pool's price, as a live run prices a node of it (`core.costs.node_costs`: the configuration's
     pricePerHour, else the table's, no price for accelerators the table leaves out), under the scenario's."""
-    nodes = {pool.name: template_node(pool, config.pool_label) for pool in pools}
+    nodes = {pool.name: objects.template_node(pool, config.pool_label) for pool in pools}
     found = costs.node_costs(ClusterView(Snapshot(nodes=tuple(nodes.values()), pods=()), config), table)
     return {pool.name: _pool_price(pool, nodes[pool.name], table, found) for pool in pools}
 
@@ -65,22 +62,6 @@ def _pool_price(pool: PoolSpec, node: Node, table: pricing.PriceTable, found: co
     if price is None:
         return PoolPrice(None, "", spot, region, found.unknown.get(pool.name, "not in the price table"))
     return PoolPrice(price.per_hour, price.source, spot, region, as_of=table.as_of)
-
-
-def template_node(pool: PoolSpec, pool_label: str) -> Node:
-    """An empty node of the pool in its first zone, labelled and tainted as the autoscaler makes them."""
-    node = objects.node_object(
-        f"price-{pool.name}",
-        pool=pool.name,
-        pool_label=pool_label,
-        zone=pool.zones[0],
-        machine_type=pool.machine_type,
-        allocatable=pool.allocatable,
-        labels=pool.labels,
-        taints=list(pool.taints),
-        created=TEMPLATE_CREATED,
-    )
-    return parsing.parse_node(node)
 
 
 def complete(setup: Setup) -> bool:
@@ -160,7 +141,7 @@ class CheapestCapacity:
             if price is None:
                 raise ValueError(f"pool {pool.name} has no price")
             room_cpu, room_memory = rooms[pool.name]
-            node = template_node(pool, pool_label)
+            node = objects.template_node(pool, pool_label)
             self.pools[pool.name] = _Pool(pool.name, price, room_cpu, room_memory, pool.min_nodes, node)
         self._allowed: dict[object, tuple[str, ...]] = {}
 

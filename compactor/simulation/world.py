@@ -27,7 +27,7 @@ import copy
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from msgspec import structs
@@ -57,7 +57,6 @@ READY_LONG_AGO = timedelta(hours=1)
 # as deploy/replacement.yaml (and terraform) create it; the scenarios' pods set spec.priority themselves.
 PRIORITY_CLASSES: dict[str, tuple[int, str]] = {PLACEHOLDER_PRIORITY_CLASS: (-10, "Never")}
 DEFAULT_PREEMPTION_POLICY = "PreemptLowerPriority"
-_TEMPLATE_CREATED = datetime(2026, 1, 1, tzinfo=UTC)  # a node pool's template: its age means nothing
 
 
 def pod_key(obj: Mapping[str, Any]) -> str:
@@ -542,19 +541,7 @@ def admitted(pod: JsonObject) -> JsonObject:
 def _autoscaling(pool: PoolSpec, pool_label: str) -> PoolAutoscaling:
     """What GKE's node pool API says of a modelled pool: autoscaled between its min and max, in its zones,
     with its machine type, labels, taints and Spot (what a replacement into a pool with no node reads)."""
-    node = parsing.parse_node(
-        objects.node_object(
-            f"template-{pool.name}",
-            pool=pool.name,
-            pool_label=pool_label,
-            zone=pool.zones[0],
-            machine_type=pool.machine_type,
-            allocatable=pool.allocatable,
-            labels=pool.labels,
-            taints=list(pool.taints),
-            created=_TEMPLATE_CREATED,
-        )
-    )
+    node = objects.template_node(pool, pool_label)
     return PoolAutoscaling(
         enabled=True,
         min_node_count=0,

@@ -508,7 +508,7 @@ def _drain(view: ClusterView, state: NodeState, proof: fit.FitResult, reserved: 
         "drain",
         state.name,
         state.pool,
-        f"{state.name} is the cheapest node to remove in pool {state.pool} "
+        f"{state.name} is the least disruptive node to remove in pool {state.pool} "
         f"(cpu {percent(state.cpu_ratio)}, memory {percent(state.memory_ratio)}): "
         f"its {len(movable)} pod(s) fit on the other nodes{kept}",
         inflight.eviction_order(inflight.evictable(state, view)),

@@ -423,6 +423,9 @@ def choose(
                         made = templates[key] = template(view, table, target_pool, zone, daemons)
                         if isinstance(made, str) and made not in warnings:
                             warnings.append(made)
+                        unknown = _growth_unknown(view, target_pool)
+                        if unknown and not isinstance(made, str) and unknown not in warnings:
+                            warnings.append(unknown)
                     if isinstance(made, str):
                         continue
                     saving = removed - made.price.per_hour
@@ -521,6 +524,18 @@ def _placeholder_requests(moving: Sequence[Pod], made: Template) -> Resources:
     need = _sum(pod.requests for pod in moving)
     allocatable = made.node.allocatable
     return Resources(min(need.cpu_millis, allocatable.cpu_millis), min(need.memory_bytes, allocatable.memory_bytes))
+
+
+def _growth_unknown(view: ClusterView, pool: str) -> str:
+    """The warning for a target pool whose autoscaling limits were not read (a run without GKE's API); empty when
+    they were."""
+    if pool in view.snapshot.pool_autoscaling:
+        return ""
+    return (
+        f"target pool {pool}: its autoscaling limits are unknown (GKE's node pool API was not read: run with --gke "
+        "or COMPACTOR_CLUSTER), so it is assumed able to grow; a placeholder it cannot hold is given up at "
+        "timeoutSeconds, nothing drained"
+    )
 
 
 def _with_template(view: ClusterView, made: Template) -> tuple[ClusterView, list[NodeState]]:

@@ -410,3 +410,12 @@ def test_a_placeholder_holds_its_room_until_a_pod_that_fits_nowhere_else_preempt
     # A pod of a priority not above the placeholder's preempts nothing.
     low = msgspec.structs.replace(batch, priority=-10)
     assert not fit.Simulation(view, view.nodes["n1"], targets).run([service, low]).fits
+
+
+def test_a_target_pool_whose_limits_were_not_read_is_assumed_able_to_grow_and_says_so() -> None:
+    nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
+    plan = plan_for(nodes, pods, config())  # no GKE API read: no pool's autoscaling is known
+    assert plan.replacement is not None
+    assert any("small-pool: its autoscaling limits are unknown" in text for text in plan.price_warnings)
+    known = plan_for(nodes, pods, config(), autoscaling={SMALL: PoolAutoscaling(enabled=True)})
+    assert not any("limits are unknown" in text for text in known.price_warnings)

@@ -81,7 +81,27 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
 
     simulate = commands.add_parser(
-        "simulate", help="compare the Cluster Autoscaler alone, estafette's algorithm and node-compactor over a day"
+        "simulate",
+        help="compare the Cluster Autoscaler alone, estafette's algorithm and node-compactor over a day",
+        description="Simulate a day of each strategy on the same cluster and workload; print a table of the results.",
+        # runner.STRATEGIES in its order, then the lower bound: the table's rows.
+        epilog=(
+            "strategies, each on its own copy of the same cluster and workload:\n"
+            "  ca-alone                     the Cluster Autoscaler alone (GKE's balanced profile)\n"
+            "  ca-optimize-utilization      the Cluster Autoscaler under GKE's optimize-utilization profile\n"
+            "  gke-consolidation-threshold  the Cluster Autoscaler with a ComputeClass consolidationThreshold\n"
+            "                               at each pool's cpu limit\n"
+            "  estafette                    estafette-k8s-node-compactor's algorithm as published\n"
+            "  node-compactor               node-compactor with the configuration as given\n"
+            "  node-compactor+surge         +surge: surgeSingleReplicas on in every enabled pool (single-replica\n"
+            "                               Deployments moved by a rolling restart, not evicted)\n"
+            "  node-compactor+threshold     +threshold: node-compactor on gke-consolidation-threshold's cluster,\n"
+            "                               configured as docs/compute-class.md says\n"
+            "  lower-bound                  no strategy: per pool, the fewest nodes that hold every pod's requests\n"
+            "\n"
+            "The first three are native: what GKE does by configuration alone. More: docs/savings.md."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     start = simulate.add_mutually_exclusive_group(required=True)
     start.add_argument("--scenario", metavar="FILE", help="a scenario file (see examples/scenarios/)")
@@ -94,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--hours", type=float, metavar="N", help="hours to simulate (default: the scenario's, or 24)")
     simulate.add_argument("--plot", metavar="PNG", help="also draw the node count over time (needs matplotlib)")
     simulate.add_argument("--json", action="store_true", help="print the JSON results instead of the table")
+    simulate.add_argument(
+        "--wide", action="store_true", help="every column of the table (the default fits 120 columns)"
+    )
 
     prices = commands.add_parser(
         "prices", help="node prices per hour: the built-in table, or today's from the Cloud Billing Catalog API"
@@ -220,7 +243,7 @@ def _simulate(args: argparse.Namespace) -> int:
     else:
         setup = kubectl.load(args.snapshot, config=config, hours=args.hours or 24.0)
     warn(simulation_warnings(setup, args.snapshot))
-    bar = progress.Bar(sys.stderr)
+    bar = progress.Bar(sys.stderr, start=setup.start, hours=setup.hours, warmup_hours=setup.warmup_hours)
     try:
         results = runner.run(setup, progress=bar.update)
     finally:
@@ -230,7 +253,7 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.buffer.write(simulation_report.to_json(results) + b"\n")
     else:
-        sys.stdout.write(simulation_report.to_table(results))
+        sys.stdout.write(simulation_report.to_table(results, wide=args.wide))
     return EXIT_OK
 
 

@@ -15,10 +15,14 @@ Cluster Autoscaler alone, the seconds workloads spent without a Ready pod
 after a removal (`availability`, by the actor that caused it), and for node-compactor what its runs decided: the
 minutes spent acting, and when no drain was started, the gate that held it
 back (the planner's `held_by`), minute by minute of the measured period.
+
+The table fits `WIDTH` columns with the columns of `KEY_COLUMNS` (and its notes wrapped); `wide` shows
+every column. The JSON holds every figure either way.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
@@ -31,6 +35,19 @@ from compactor.simulation.runner import NATIVE, Results, StrategyResult
 from compactor.simulation.strategies import ACTIONS, FAILED_RUN
 
 LOWER_BOUND = "lower-bound"
+# The default table fits a terminal this wide; `--wide` shows every column and may not.
+WIDTH = 120
+# The columns a person compares strategies by; the others are `--wide`'s.
+KEY_COLUMNS = (
+    "STRATEGY",
+    "NODE-HOURS",
+    "COST/DAY",
+    "ABOVE BOUND",
+    "VS BEST NATIVE",
+    "EVICTIONS",
+    "PDB VIOLATIONS",
+    "NO PLACE",
+)
 DECISION_WORDS = {
     "drain": "starting a drain",
     "continue-drain": "continuing a drain",
@@ -316,15 +333,22 @@ def to_json(results: Results) -> bytes:
     return orjson.dumps(summarize(results), option=orjson.OPT_INDENT_2)
 
 
-def to_table(results: Results) -> str:
-    data = summarize(results)
+def to_table(results: Results, *, wide: bool = False) -> str:
+    return table(summarize(results), wide=wide)
+
+
+def table(data: dict[str, Any], *, wide: bool = False) -> str:
+    """`summarize`'s figures as a table: the columns of `KEY_COLUMNS` within `WIDTH`, or with `wide` all of them."""
     scenario = data["scenario"]
     lines = [
-        f"{scenario['name']}: {_hours(scenario['hours'])} from {scenario['start']} in {scenario['stepSeconds']} s steps"
-        + (
-            f", after a {_hours(scenario['warmupHours'])} warm-up with the Cluster Autoscaler alone"
-            if scenario["warmupHours"]
-            else ""
+        *_wrap(
+            f"{scenario['name']}: {_hours(scenario['hours'])} from {scenario['start']} in {scenario['stepSeconds']} s "
+            "steps"
+            + (
+                f", after a {_hours(scenario['warmupHours'])} warm-up with the Cluster Autoscaler alone"
+                if scenario["warmupHours"]
+                else ""
+            )
         ),
         "",
     ]
@@ -373,37 +397,68 @@ def to_table(results: Results) -> str:
                 "-" if bound else str(item["noReadyPodSeconds"]),
             ]
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    shown = [index for index, column in enumerate(header) if wide or column in KEY_COLUMNS]
+    widths = {i: max(len(row[i]) for row in rows) for i in shown}
     for row in rows:
-        cells = [cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row)]
+        cells = [row[i].ljust(widths[i]) if i == 0 else row[i].rjust(widths[i]) for i in shown]
         lines.append("  ".join(cells).rstrip())
     lines.append("")
-    if scenario["nightPlateau"]:
-        begin, end = scenario["nightPlateau"]
-        lines.append(
-            "NIGHT GAP: nodes minus the lower bound at the end of the night plateau "
-            f"({_clock(begin)}-{_clock(end)} UTC)."
-        )
-    if native_name is not None:
-        lines.append(
-            "ABOVE BOUND: node-hours above the lower bound. VS BEST NATIVE: against the native strategy with the "
-            f"fewest node-hours ({native_name}; native: {', '.join(NATIVE)})."
-        )
-    lines.append(
-        "RECOVERED: (CA alone - strategy) / (CA alone - lower bound), in node-hours. "
-        "EVICTIONS: pods evicted or deleted by any actor; PER NODE: per node removed; NO PLACE: displaced pods "
-        "whose replacement found no node. NO READY POD-S: seconds workloads spent with no Ready pod after a pod "
-        "was removed (for a single-replica service: from its eviction until the replacement is Ready)."
-    )
-    lines.append(_cost_line(data))
-    lines.extend(f"warning: {warning}" for warning in data["warnings"])
+    notes = dict(_column_notes(data, native_name))
+    lines.extend(_wrap(" ".join(note for column, note in notes.items() if column in {header[i] for i in shown})))
+    if not wide:
+        hidden = ", ".join(column for column in header if column not in KEY_COLUMNS)
+        lines.extend(_wrap(f"More columns ({hidden}): --wide; every figure and the series: --json."))
+    lines.extend(_wrap(_cost_line(data)))
+    for warning in data["warnings"]:
+        lines.extend(_wrap(f"warning: {warning}"))
     for item in data["strategies"]:
         lines.extend(_held_lines(item))
     for item in data["strategies"]:
         if item.get("failures"):
-            lines.append(f"{item['name']}: {len(item['failures'])} failed run(s), first: {item['failures'][0]}")
+            lines.extend(_wrap(f"{item['name']}: {len(item['failures'])} failed run(s), first: {item['failures'][0]}"))
     lines.append(f"Simulated in {data['seconds']:.1f} s.")
     return "\n".join(lines) + "\n"
+
+
+def _column_notes(data: dict[str, Any], native_name: str | None) -> list[tuple[str, str]]:
+    """What each column means, by the column it explains: a note is shown only with its column."""
+    notes: list[tuple[str, str]] = []
+    if native_name is not None:
+        notes += [
+            ("ABOVE BOUND", "ABOVE BOUND: node-hours above the lower bound."),
+            (
+                "VS BEST NATIVE",
+                "VS BEST NATIVE: against the native strategy with the fewest node-hours "
+                f"({native_name}; native: {', '.join(NATIVE)}).",
+            ),
+        ]
+    if data["scenario"]["nightPlateau"]:
+        begin, end = data["scenario"]["nightPlateau"]
+        notes.append(
+            (
+                "NIGHT GAP",
+                "NIGHT GAP: nodes minus the lower bound at the end of the night plateau "
+                f"({_clock(begin)}-{_clock(end)} UTC).",
+            )
+        )
+    notes += [
+        ("RECOVERED", "RECOVERED: (CA alone - strategy) / (CA alone - lower bound), in node-hours."),
+        ("EVICTIONS", "EVICTIONS: pods evicted or deleted by any actor;"),
+        ("PER NODE", "PER NODE: per node removed;"),
+        ("PDB VIOLATIONS", "PDB VIOLATIONS: disruptions a PodDisruptionBudget did not allow;"),
+        ("NO PLACE", "NO PLACE: displaced pods whose replacement found no node."),
+        (
+            "NO READY POD-S",
+            "NO READY POD-S: seconds workloads spent with no Ready pod after a pod was removed (for a "
+            "single-replica service: from its eviction until the replacement is Ready).",
+        ),
+    ]
+    return notes
+
+
+def _wrap(text: str, indent: str = "  ") -> list[str]:
+    """`text` in lines of at most `WIDTH` columns, the lines after the first indented; a word longer stays whole."""
+    return textwrap.wrap(text, WIDTH, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False) or [""]
 
 
 def _cost_line(data: dict[str, Any]) -> str:
@@ -430,18 +485,21 @@ def _held_lines(item: dict[str, Any]) -> list[str]:
     acting = sum(minutes for kind, minutes in decisions.items() if kind in ACTIONS)
     lines = [
         "",
-        f"{item['name']}: what its runs decided, in minutes of the {total:g} measured "
-        f"(acting {acting:g}, {100 * acting / total:.0f}%; held back {total - acting:g}); "
-        f"ABOVE BOUND: of those, the minutes with more nodes than the lower bound ({sum(above.values()):g}):",
+        *_wrap(
+            f"{item['name']}: what its runs decided, in minutes of the {total:g} measured "
+            f"(acting {acting:g}, {100 * acting / total:.0f}%; held back {total - acting:g}); "
+            f"ABOVE BOUND: of those, the minutes with more nodes than the lower bound ({sum(above.values()):g}):"
+        ),
     ]
     width = max(len(kind) for kind in decisions)
     lines.append(f"  {'DECISION'.ljust(width)}  {'MINUTES':>7}  {'SHARE':>5}  {'ABOVE BOUND':>11}  ROLE    MEANING")
     for kind, minutes in decisions.items():
         role = "acting" if kind in ACTIONS else "held"
-        lines.append(
-            f"  {kind.ljust(width)}  {minutes:7g}  {100 * minutes / total:4.0f}%  {above.get(kind, 0):11g}  "
-            f"{role:6}  {words(kind)}"
+        row = (
+            f"  {kind.ljust(width)}  {minutes:7g}  {100 * minutes / total:4.0f}%  {above.get(kind, 0):11g}  {role:6}  "
         )
+        # A long meaning goes on under MEANING, so the column stays one.
+        lines.extend(_wrap(row + words(kind), " " * len(row)))
     return lines
 
 

@@ -1,0 +1,174 @@
+"""`simulate` for a person at a terminal: a table within 120 columns (every column with --wide), progress
+that a log can read, and a --help that says what each strategy is."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from compactor import cli
+from compactor.simulation import progress, report, runner, scenario
+from tests.simulation.builders import START, scenario_data, setup_from
+
+KEY_COLUMNS = ["STRATEGY", "NODE-HOURS", "COST/DAY", "ABOVE BOUND", "VS BEST NATIVE", "EVICTIONS"]
+KEY_COLUMNS += ["PDB VIOLATIONS", "NO PLACE"]
+WIDE_ONLY = ["VS CA ALONE", "RECOVERED", "NODES MIN-MAX", "NIGHT GAP", "REMOVED", "PER NODE", "PENDING POD-MIN"]
+WIDE_ONLY += ["NO READY POD-S"]
+ROWS = [*runner.STRATEGIES, report.LOWER_BOUND]
+
+
+def simulate(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    path = tmp_path / "scenario.json"
+    path.write_bytes(orjson.dumps(scenario_data()))
+    code = cli.main(["simulate", "--scenario", str(path), "--hours", "1", *args])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    return captured.out
+
+
+def columns(table: str) -> list[str]:
+    header = next(line for line in table.splitlines() if line.startswith("STRATEGY"))
+    return re.split(r"\s{2,}", header.strip())
+
+
+@pytest.fixture(scope="module")
+def summary() -> dict[str, Any]:
+    setup = scenario.with_hours(setup_from(scenario_data()), 0.5)
+    return report.summarize(runner.run(setup, strategies=("ca-alone", "node-compactor")))
+
+
+# -- the table -------------------------------------------------------------------------------------------
+
+
+def test_the_default_table_fits_120_columns_with_the_columns_to_compare_strategies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = simulate(tmp_path, capsys)
+    assert max(len(line) for line in table.splitlines()) <= 120
+    assert columns(table) == KEY_COLUMNS
+    assert [line.split()[0] for line in table.splitlines() if line.split() and line.split()[0] in ROWS] == ROWS
+    assert "--wide" in table, "the table says where the other columns are"
+
+
+def test_wide_shows_every_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    table = simulate(tmp_path, capsys, "--wide")
+    assert set(columns(table)) == set(KEY_COLUMNS + WIDE_ONLY)
+    assert columns(table)[:5] == KEY_COLUMNS[:5]
+    assert "NO READY POD-S: seconds workloads spent with no Ready pod" in table
+
+
+def test_json_is_the_same_with_or_without_wide(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plain = orjson.loads(simulate(tmp_path, capsys, "--json"))
+    wide = orjson.loads(simulate(tmp_path, capsys, "--json", "--wide"))
+    for data in (plain, wide):
+        data.pop("seconds")
+        for strategy in data["strategies"]:
+            strategy.pop("seconds", None)
+    assert plain == wide
+
+
+def test_long_warnings_failures_and_meanings_wrap_within_120_columns(summary: dict[str, Any]) -> None:
+    warning = "pool " + ", ".join(f"pool-{index}" for index in range(40)) + " has no price"
+    failure = "the API server said " + "no " * 80
+    data = {**summary, "warnings": [warning]}
+    data["strategies"] = [
+        {**item, "failures": [failure]} if item["name"] == "node-compactor" else item for item in data["strategies"]
+    ]
+    table = report.table(data)
+    lines = table.splitlines()
+    assert max(len(line) for line in lines) <= 120
+    # Wrapped, not cut: the words read on, the lines after the first indented.
+    assert " ".join(line.strip() for line in table.split("warning: ")[1].splitlines()[:4]).startswith(warning)
+    assert all(line.startswith("  ") for line in table.split("warning: ")[1].splitlines()[1:3])
+    assert "node-compactor: 1 failed run(s), first: the API server said no no" in table
+
+
+# -- progress --------------------------------------------------------------------------------------------
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.seconds = 1000.0
+
+    def __call__(self) -> float:
+        return self.seconds
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def plain_bar(clock: Clock) -> tuple[progress.Bar, io.StringIO]:
+    stream = io.StringIO()  # not a terminal: a log, a CI job, a pipe
+    return progress.Bar(stream, start=START, hours=24, warmup_hours=6, clock=clock), stream
+
+
+def test_without_a_terminal_progress_is_a_plain_line_at_most_every_five_seconds() -> None:
+    clock = Clock()
+    bar, stream = plain_bar(clock)
+    for second in range(13):  # an update every second, 1% further each time
+        clock.seconds = 1000.0 + second
+        bar.update("node-compactor", second / 100)
+    bar.close()
+    assert stream.getvalue().splitlines() == [
+        "node-compactor: 5%, 1.2 h of 24 h simulated (2026-11-20 13:12 UTC)",
+        "node-compactor: 10%, 2.4 h of 24 h simulated (2026-11-20 14:24 UTC)",
+    ]
+
+
+def test_without_a_terminal_the_warm_up_counts_its_own_hours_before_the_start() -> None:
+    clock = Clock()
+    bar, stream = plain_bar(clock)
+    clock.seconds += 5
+    bar.update("warm-up", 0.5)
+    assert stream.getvalue() == "warm-up: 50%, 3.0 h of 6 h simulated (2026-11-20 09:00 UTC)\n"
+
+
+def test_without_a_terminal_each_strategy_says_when_it_is_done_however_soon() -> None:
+    clock = Clock()
+    bar, stream = plain_bar(clock)
+    for name in ("ca-alone", "node-compactor"):
+        bar.update(name, 0.5)
+        bar.update(name, 1.0)
+    bar.close()
+    assert stream.getvalue() == "ca-alone: done\nnode-compactor: done\n"
+
+
+def test_a_short_run_without_a_terminal_writes_no_percent() -> None:
+    clock = Clock()
+    bar, stream = plain_bar(clock)
+    clock.seconds += 4.9
+    bar.update("ca-alone", 0.9)
+    assert stream.getvalue() == ""
+
+
+def test_on_a_terminal_progress_is_a_bar_redrawn_in_place() -> None:
+    stream = Terminal()
+    bar = progress.Bar(stream, start=START, hours=24, clock=Clock())
+    bar.update("ca-alone", 0.5)
+    bar.update("ca-alone", 1.0)
+    bar.close()
+    assert stream.getvalue() == (
+        f"\r{'ca-alone':<15} [{'#' * 15}{'.' * 15}]  50%\r{'ca-alone':<15} [{'#' * 30}] 100%\n"
+    )
+
+
+# -- help ------------------------------------------------------------------------------------------------
+
+
+def test_help_names_every_strategy_and_what_surge_and_threshold_mean(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["simulate", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    listed = [line.split()[0] for line in out.splitlines() if line.startswith("  ") and line.split()]
+    assert [name for name in listed if name in ROWS] == ROWS
+    assert "+surge: surgeSingleReplicas" in out
+    assert "+threshold: node-compactor on gke-consolidation-threshold's cluster" in out
+    assert "--wide" in out

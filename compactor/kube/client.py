@@ -733,17 +733,10 @@ class Cluster:
         )
 
     def _patch(self, kind: str, what: str, metadata: dict[str, str], send: Callable[[], Any]) -> dict[str, Any]:
-        try:
-            # A 429 (API Priority and Fairness) is sent before the patch is applied: wait it out and send again.
-            response = self._waiting(f"patch {what}", send)
-        except client.ApiException as error:
-            if error.status == 409:
-                raise ConflictError(f"{what} changed since it was read") from error
-            if error.status == 404:
-                raise NotFoundError(f"{what} no longer exists") from error
-            raise access_error(f"patch {what}", error) from error
-        except urllib3.exceptions.HTTPError as error:
-            raise access_error(f"patch {what}", error) from error
+        # A 429 (API Priority and Fairness) is sent before the patch is applied: `_write` waits it out.
+        response = self._write(
+            f"patch {what}", send, conflict=f"{what} changed since it was read", missing=f"{what} no longer exists"
+        )
         try:
             result = orjson.loads(response.data)
         except orjson.JSONDecodeError:
@@ -759,21 +752,14 @@ class Cluster:
         name already there is a ConflictError, a missing namespace a NotFoundError."""
         name = str(body.get("metadata", {}).get("name", ""))
         what = f"pod {namespace}/{name}"
-        try:
-            response = self._waiting(
-                f"create {what}",
-                lambda: self.core.create_namespaced_pod(
-                    namespace, body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
-                ),
-            )
-        except client.ApiException as error:
-            if error.status == 409:
-                raise ConflictError(f"{what} already exists") from error
-            if error.status == 404:
-                raise NotFoundError(f"namespace {namespace} does not exist") from error
-            raise access_error(f"create {what}", error) from error
-        except urllib3.exceptions.HTTPError as error:
-            raise access_error(f"create {what}", error) from error
+        response = self._write(
+            f"create {what}",
+            lambda: self.core.create_namespaced_pod(
+                namespace, body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            ),
+            conflict=f"{what} already exists",
+            missing=f"namespace {namespace} does not exist",
+        )
         try:
             created = orjson.loads(response.data or b"{}")
         except orjson.JSONDecodeError:
@@ -784,19 +770,27 @@ class Cluster:
         """Delete node replacement's placeholder pod (never a workload's: those are evicted); gone already is
         a NotFoundError."""
         what = f"pod {namespace}/{name}"
+        self._write(
+            f"delete {what}",
+            lambda: self.core.delete_namespaced_pod(
+                name, namespace, grace_period_seconds=0, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            ),
+            missing=f"{what} no longer exists",
+        )
+
+    def _write(self, doing: str, send: Callable[[], Any], *, missing: str, conflict: str | None = None) -> Any:
+        """One write through `_waiting`: a 409 is a ConflictError (when `conflict` says what it means), a 404 a
+        NotFoundError, anything else a ClusterAccessError naming what was being done."""
         try:
-            self._waiting(
-                f"delete {what}",
-                lambda: self.core.delete_namespaced_pod(
-                    name, namespace, grace_period_seconds=0, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
-                ),
-            )
+            return self._waiting(doing, send)
         except client.ApiException as error:
+            if error.status == 409 and conflict is not None:
+                raise ConflictError(conflict) from error
             if error.status == 404:
-                raise NotFoundError(f"{what} no longer exists") from error
-            raise access_error(f"delete {what}", error) from error
+                raise NotFoundError(missing) from error
+            raise access_error(doing, error) from error
         except urllib3.exceptions.HTTPError as error:
-            raise access_error(f"delete {what}", error) from error
+            raise access_error(doing, error) from error
 
     def evict(self, namespace: str, name: str) -> EvictionResult:
         """Ask the Eviction API to evict one pod; PDBs are enforced by the API server (429).

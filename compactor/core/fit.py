@@ -50,6 +50,7 @@ from compactor.core.model import (
     Pdb,
     Pod,
     PodAffinityTerm,
+    Resources,
     SpreadConstraint,
 )
 from compactor.core.selectors import node_affinity_matches, selector_matches
@@ -318,7 +319,7 @@ class Simulation:
             # One pass: the reasons gathered on the way explain a pod that fits nowhere.
             refusals: Counter[str] = Counter()
             if self.spread_score and _default_spread_owner(pod) is not None:
-                picked = self._spread_pick(pod, heap, targets, refusals) or self._preempt(pod, heap, targets)
+                picked = self._spread_pick(pod, heap, targets, refusals) or self._preempt(pod, targets)
                 if picked is None:
                     return FitResult(False, placements, self._explain(pod, refusals))
                 self.place(pod, picked)
@@ -370,7 +371,7 @@ class Simulation:
                 continue
             for entry in looked:
                 heapq.heappush(heap, entry)
-            victim = self._preempt(pod, heap, targets)
+            victim = self._preempt(pod, targets)
             if victim is None:
                 return FitResult(False, placements, self._explain(pod, refusals))  # every target refused it
             self.place(pod, victim)
@@ -378,7 +379,7 @@ class Simulation:
             _rerank(heap, targets, self._rank)
         return FitResult(True, placements)
 
-    def _preempt(self, pod: Pod, heap: list[_Entry], targets: Sequence[NodeState]) -> NodeState | None:
+    def _preempt(self, pod: Pod, targets: Sequence[NodeState]) -> NodeState | None:
         """kube-scheduler's preemption, as far as node replacement needs it: a pod that fits on no node as
         it is takes a node whose placeholder (priority PLACEHOLDER_PRIORITY) holds the room it needs, and the
         placeholder goes. Only then: a pod that fits elsewhere never preempts one. None when no placeholder
@@ -565,11 +566,18 @@ class Simulation:
         usage = self.usage.get(target.name)
         if usage is None:
             requested = target.requested
-            held = self.view.preemptible.get(target.name) if self.view.preemptible else None
+            held = self._held(target)
             if held is None:
                 return requested.cpu_millis, requested.memory_bytes
             return requested.cpu_millis + held.cpu_millis, requested.memory_bytes + held.memory_bytes
         return usage.cpu, usage.memory
+
+    def _held(self, target: NodeState) -> Resources | None:
+        """The room a node replacement placeholder on `target` still holds in this run (None: none, or preempted)."""
+        held = self.view.preemptible
+        if not held or target.name in self._preempted:
+            return None
+        return held.get(target.name)
 
     def _least_rise(self, pod: Pod) -> float:
         """The least `pod` can add to any target's larger share: the smaller of its cpu and memory
@@ -615,8 +623,8 @@ class Simulation:
         if usage is None:
             requested = target.requested
             usage = _Usage(requested.cpu_millis, requested.memory_bytes, len(target.pods), dict(requested.extended))
-            held = self.view.preemptible.get(target.name) if self.view.preemptible else None
-            if held is not None and target.name not in self._preempted:
+            held = self._held(target)
+            if held is not None:
                 usage.cpu += held.cpu_millis
                 usage.memory += held.memory_bytes
                 usage.pods += 1
@@ -670,8 +678,8 @@ class Simulation:
         requests = pod.requests
         if usage is None:
             cpu, memory, count = target.requested.cpu_millis, target.requested.memory_bytes, len(target.pods)
-            held = self.view.preemptible.get(target.name) if self.view.preemptible else None
-            if held is not None and target.name not in self._preempted:  # a placeholder's room is taken
+            held = self._held(target)
+            if held is not None:  # a placeholder's room is taken
                 cpu, memory, count = cpu + held.cpu_millis, memory + held.memory_bytes, count + 1
         else:
             cpu, memory, count = usage.cpu, usage.memory, usage.pods

@@ -414,12 +414,12 @@ def choose(
             for combination in itertools.combinations(ranked, size):
                 group = list(combination)
                 zone = group[0].node.zone
-                daemons = _sum(pod.requests for state in group for pod in state.pods if pod.stays_on_node)
                 removed = node_costs.total(state.name for state in group) or 0.0
                 for target_pool in settings.target_pools:
                     key = (target_pool, zone)
                     made = templates.get(key)
                     if made is None:
+                        daemons = _sum(pod.requests for state in group for pod in state.pods if pod.stays_on_node)
                         made = templates[key] = template(view, table, target_pool, zone, daemons)
                         if isinstance(made, str) and made not in warnings:
                             warnings.append(made)
@@ -437,7 +437,8 @@ def choose(
                     options.append((-saving / max(pods, 1), rank, group, made, removed, saving))
     options.sort(key=lambda option: (option[0], option[1]))
     proofs = 0
-    views: dict[str, tuple[ClusterView, list[NodeState]]] = {}
+    # One view with the new node per template (a target pool's template differs by zone).
+    views: dict[tuple[str, str | None], tuple[ClusterView, list[NodeState]]] = {}
     for _, _, group, made, removed, saving in options:
         if proofs >= MAX_PROOFS:
             break
@@ -449,9 +450,9 @@ def choose(
                 "nodes and the new node have free",
             )
             continue
-        grown = views.get(made.pool)
+        grown = views.get((made.pool, made.zone))
         if grown is None:
-            grown = views[made.pool] = _with_template(view, made)
+            grown = views[(made.pool, made.zone)] = _with_template(view, made)
         bigger, targets = grown
         names = {state.name for state in group}
         moving = [pod for state in group for pod in state.movable_pods]

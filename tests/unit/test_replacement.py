@@ -419,3 +419,23 @@ def test_a_target_pool_whose_limits_were_not_read_is_assumed_able_to_grow_and_sa
     assert any("small-pool: its autoscaling limits are unknown" in text for text in plan.price_warnings)
     known = plan_for(nodes, pods, config(), autoscaling={SMALL: PoolAutoscaling(enabled=True)})
     assert not any("limits are unknown" in text for text in known.price_warnings)
+
+
+def test_each_zone_s_template_is_proven_with_its_own_new_node() -> None:
+    """b1 (zone-a) is tried first and fails; b2's pods hold volumes in zone-b, so only zone-b's new node takes them."""
+    nodes = [
+        big("b1", zone="zone-a"),
+        big("b2", zone="zone-b"),
+        small("s1", zone="zone-a"),
+        small("s3", zone="zone-b"),
+    ]
+    pods = [
+        make_pod("huge", node="b1", cpu="5500m", memory="1Gi"),  # one pod: the best saving per pod; fits nowhere
+        *(make_pod(f"db-{i}", node="b2", cpu="1200m", memory="1Gi", pvc_names=("data",)) for i in range(4)),
+        make_pod("full", node="s1", cpu="4", memory="1Gi"),
+        make_pod("busy", node="s3", cpu="2500m", memory="1Gi"),
+    ]
+    plan = plan_for(nodes, pods, config())
+    assert plan.replacement is not None, [node.replacement for node in plan.nodes]
+    assert plan.replacement.nodes == ("b2",)
+    assert plan.replacement.zone == "zone-b"

@@ -131,6 +131,8 @@ class PathModel(_Model):
     reaches_lower_bound: bool = Field(serialization_alias="reachesLowerBound")
     stopped_because: str = Field(serialization_alias="stoppedBecause")
     estimated_minutes: float = Field(serialization_alias="estimatedMinutes")
+    # What could make the path wrong that the plan can see (nodes the Cluster Autoscaler may remove first).
+    caveats: list[str] = Field(default_factory=list)
 
 
 class PreviewModel(_Model):
@@ -329,6 +331,7 @@ def _path_model(plan: Plan) -> PathModel | None:
         reaches_lower_bound=path.reaches_lower_bound,
         stopped_because=path.stopped_because,
         estimated_minutes=path.estimated_minutes,
+        caveats=list(path.caveats),
     )
 
 
@@ -520,6 +523,8 @@ def _path_lines(path: ConsolidationPath) -> list[str]:
     for number, step in enumerate(path.steps, start=1):
         moved = f"{step.pods_moved} pod(s) moved; pool {step.pool} then has {step.nodes_after} node(s)"
         lines += _wrap(f"{number}. {step.node} ({moved})", first="  ", indent="     ")
+    for caveat in path.caveats:
+        lines += _wrap(f"But: {caveat}.", first="  ", indent="    ")
     return lines
 
 

@@ -10,6 +10,13 @@ removed. What cannot pass by waiting still stops the path: pods that cannot
 be scheduled, PodDisruptionBudgets at zero, pods that block a drain, pods
 that fit nowhere, and the pools' own limits.
 
+The path assumes no other node goes away meanwhile. The Cluster Autoscaler
+removes nodes of its own, those below its utilization threshold whose pods
+fit elsewhere; when the path counts on the room of such a node (places pods
+on it), the path says so in its caveats: if the autoscaler removes that node
+first, the pods it counted on placing there need other room, and the path
+can end sooner than it shows.
+
 The path is bounded (at most `MAX_STEPS` drains, and by default at most
 `WORK_LIMIT` pods planned over the steps after the first, so a 5,000-node
 cluster costs one more plan, about a second; a caller may ask for a number
@@ -23,14 +30,23 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
 from msgspec import structs
 
 from compactor.core import planner, pools, preview, pricing
 from compactor.core.cluster import ClusterView, PdbIndex
-from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE, Pod, Snapshot
+from compactor.core.coexistence import Coexistence
+from compactor.core.model import (
+    CA_SCALE_DOWN_DISABLED,
+    DRAIN_FAILED_AT,
+    DRAIN_STARTED_AT,
+    UNDERUTILIZED_SINCE,
+    Node,
+    Pod,
+    Snapshot,
+)
 from compactor.core.plan import ConsolidationPath, Decision, PathStep, Plan
 from compactor.core.timing import format_stamp
 from compactor.settings.config import Config
@@ -56,6 +72,7 @@ def consolidation_path(
 ) -> ConsolidationPath:
     """The path from the plan `first` made now; `view` may be the view `first` was made on, whose
     PDB index and per-node sums the path's plans then share."""
+    snapshot_nodes = {node.name: node for node in snapshot.nodes}
     started = {node.name for node in snapshot.nodes if DRAIN_STARTED_AT in node.annotations}
     if started - set(first.awaiting_removal):  # the planner found a node still being drained
         return ConsolidationPath((), False, "a drain in progress comes first; the path starts once it is done", 0.0)
@@ -63,6 +80,9 @@ def consolidation_path(
     limit = max_steps if max_steps is not None else min(MAX_STEPS, 1 + WORK_LIMIT // max(1, len(snapshot.pods)))
     matured_config = _without_waiting(config)
     steps: list[PathStep] = []
+    coexistence = view.coexistence if view is not None else None
+    # The nodes the path places pods on, in the order it first does.
+    targets: dict[str, None] = dict.fromkeys(target for _, target in first.decision.placements)
     # What the last drain moved, by target: with the view before it, the next view is made without
     # regrouping every pod (`ClusterView`); None when there is no such view.
     moved: dict[str, list[Pod]] | None = {} if view is not None else None
@@ -94,7 +114,12 @@ def consolidation_path(
             break
         current, step, moved = _apply(current, plan.decision, config.pool_label, view.nodes[plan.decision.node].pods)
         steps.append(step)
-    return _path(steps, reached, stopped, config, schedule_minutes, removal_minutes)
+        targets.update(dict.fromkeys(target for _, target in plan.decision.placements))
+    found = _path(steps, reached, stopped, config, schedule_minutes, removal_minutes)
+    gone = {step.node for step in steps}
+    counted_on = [target for target in targets if target not in gone]
+    caveats = _autoscaler_may_remove(snapshot_nodes, first, counted_on, config, coexistence)
+    return dataclasses.replace(found, caveats=caveats) if caveats else found
 
 
 def plan_with_path(
@@ -188,6 +213,42 @@ def _at_lower_bound(view: ClusterView, config: Config) -> bool:
         if config.enabled_pool(name) is not None and view.coexistence.left(name) is None
     ]
     return bool(enabled) and all(len(members) <= pools.lower_bound_nodes(members) for members in enabled)
+
+
+def _autoscaler_may_remove(
+    nodes: Mapping[str, Node],
+    first: Plan,
+    targets: Sequence[str],
+    config: Config,
+    coexistence: Coexistence | None,
+) -> tuple[str, ...]:
+    """The caveat for the path's targets that the Cluster Autoscaler may remove on its own: Ready, not
+    cordoned, not opted out with its `scale-down-disabled`, and below its utilization threshold (the
+    larger of the cpu and memory shares requested, DaemonSet pods counted, as the autoscaler measures
+    it: cluster-autoscaler/simulator/utilization/info.go) as they are now. Its own drainability rules are
+    not checked: "may"."""
+    reports = {report.name: report for report in first.nodes}
+    named: list[str] = []
+    for name in targets:
+        report, node = reports.get(name), nodes.get(name)
+        if report is None or node is None or report.cpu_ratio is None or not report.ready or report.cordoned:
+            continue
+        if node.annotations.get(CA_SCALE_DOWN_DISABLED) == "true":
+            continue
+        known = coexistence.pools.get(report.pool) if coexistence is not None and report.pool is not None else None
+        threshold = (
+            known.threshold if known is not None and known.threshold is not None else config.ca_utilization_threshold
+        )
+        utilization = max(report.cpu_ratio, report.memory_ratio or 0.0)
+        if utilization < threshold:
+            named.append(f"{name} ({utilization:.0%} requested, below its {threshold:.0%} threshold)")
+    if not named:
+        return ()
+    return (
+        "the Cluster Autoscaler may remove "
+        + ", ".join(named)
+        + " on its own first; the path places pods there, and if that room goes, the path ends sooner",
+    )
 
 
 def _why_stopped(plan: Plan) -> str:

@@ -136,6 +136,9 @@ class ConsolidationPath:
     reaches_lower_bound: bool
     stopped_because: str
     estimated_minutes: float
+    # What could make the path wrong that the plan can see: nodes it places pods on that the Cluster
+    # Autoscaler may remove on its own first (`core.path._autoscaler_may_remove`).
+    caveats: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

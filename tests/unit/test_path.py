@@ -160,7 +160,12 @@ def test_plan_prints_the_path_under_the_decision_and_in_the_json() -> None:
     assert any(line.startswith("Path if nothing changed: ") for line in lines[decision:])
     report = json.loads(run_cli("--json").stdout)
     assert report["path"]["steps"][0]["node"] == report["decision"]["node"]
-    assert set(report["path"]) == {"steps", "reachesLowerBound", "stoppedBecause", "estimatedMinutes"}
+    assert set(report["path"]) == {"steps", "reachesLowerBound", "stoppedBecause", "estimatedMinutes", "caveats"}
+    # The shipped cluster's path counts on gke-...-8c1f-3pzx (43% requested), which the autoscaler removes on
+    # its own in `simulate --snapshot`: the path's second drain then has no room left for data/postgres-0.
+    (caveat,) = report["path"]["caveats"]
+    assert "may remove gke-shop-prod-default-pool-8c1f-3pzx (43% requested, below its 50% threshold)" in caveat
+    assert any(line.startswith("  But: the Cluster Autoscaler may remove") for line in lines[decision:])
     assert json.loads(run_cli("--json", "--path-steps", "0").stdout)["path"] is None
 
 
@@ -189,3 +194,35 @@ def test_the_next_view_is_the_one_regrouping_the_cluster_would_make() -> None:
     }
     assert "monitoring" not in derived.pods_by_namespace
     assert dict(derived.pods_by_namespace) == dict(full.pods_by_namespace)
+
+
+def cluster_with_light_target(**target: Any) -> Snapshot:
+    """l0 (a light node of the enabled pool) can only be drained onto t, a node of a pool node-compactor
+    leaves alone that is 45% requested: below the Cluster Autoscaler's 50%, so it may remove t itself."""
+    nodes = [
+        make_node("l0"),
+        make_node("b0", marked_since=None),
+        make_node("t", pool="other-pool", marked_since=None, **target),
+    ]
+    pods = [make_pod("web", node="l0", cpu="500m"), busy("full", "b0", cpu="3900m"), busy("half", "t", cpu="1800m")]
+    return make_snapshot(nodes, pods)
+
+
+def test_the_path_says_when_it_counts_on_a_node_the_autoscaler_may_remove_first() -> None:
+    first, found = plan_and_path(cluster_with_light_target())
+    assert [step.node for step in found.steps] == ["l0"] and dict(first.decision.placements) == {"default/web": "t"}
+    (caveat,) = found.caveats
+    assert "may remove t (45% requested, below its 50% threshold) on its own first" in caveat
+    assert "b0" not in caveat and "l0" not in caveat  # full, and the path's own drain
+
+
+@pytest.mark.parametrize(
+    ("target", "config"),
+    [
+        ({}, {"clusterAutoscalerUtilizationThreshold": 0.4}),  # 45% is above the autoscaler's threshold
+        ({"annotations": {"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"}}, {}),
+    ],
+)
+def test_no_caveat_for_a_node_the_autoscaler_would_keep(target: dict[str, Any], config: dict[str, Any]) -> None:
+    _, found = plan_and_path(cluster_with_light_target(**target), **config)
+    assert found.caveats == ()

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
+import random
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -43,13 +45,13 @@ from msgspec import structs
 from compactor.core import fit, machines
 from compactor.core.blockers import pod_blockers
 from compactor.core.cluster import ClusterView, NodeState
-from compactor.core.model import CA_SCALE_DOWN_DISABLED, HOSTNAME_LABEL, ZERO, ZONE_LABELS, Pod, Resources
+from compactor.core.model import CA_SCALE_DOWN_DISABLED, HOSTNAME_LABEL, ZERO, ZONE_LABELS, Node, Pod, Resources
 from compactor.kube import snapshot as parsing
 from compactor.settings import config as config_module
 from compactor.simulation import objects
 from compactor.simulation.controllers import Controllers
 from compactor.simulation.metrics import CLUSTER_AUTOSCALER
-from compactor.simulation.model import PoolSpec, Setup
+from compactor.simulation.model import AutoscalerSettings, PoolSpec, Setup
 from compactor.simulation.scheduler import NOWHERE, node_state, prepared
 from compactor.simulation.world import World
 
@@ -62,6 +64,7 @@ MAX_BULK_SOFT_TAINT_COUNT = 10
 # --max-empty-bulk-delete, also 10), --max-drain-parallelism (1) and --unremovable-node-recheck-timeout
 # (5 minutes): the defaults in cluster-autoscaler/FAQ.md's table of parameters.
 MAX_SCALE_DOWN_PARALLELISM = 10
+MAX_DRAIN_PARALLELISM = 1
 UNREMOVABLE_RECHECK = timedelta(minutes=5)
 SYSTEM_NAMESPACE = "kube-system"
 BOOTSTRAP_AGE = timedelta(days=1)
@@ -95,6 +98,19 @@ class _Removal:
     started: datetime
 
 
+@dataclass(frozen=True)
+class _PassInputs:
+    """What the planner's last pass read (`Autoscaler._unchanged_since_last_pass`)."""
+
+    settings: AutoscalerSettings
+    records: tuple[tuple[Pod, ...], tuple[Node, ...], tuple[tuple[Any, int], ...]]
+    pdbs: int
+    draining: str | None
+    unneeded: frozenset[str]
+    unremovable: frozenset[str]
+    next_ready: datetime | None
+
+
 @dataclass
 class _Option:
     pool: PoolSpec
@@ -114,6 +130,9 @@ class Autoscaler:
     removal: _Removal | None = None
     # Nodes whose removal simulation failed, and until when they are not simulated again.
     unremovable_until: dict[str, datetime] = field(default_factory=dict)
+    # Unneeded nodes whose removal evicts pods (the planner's PodsToReschedule), the others being empty.
+    _needs_drain: set[str] = field(default_factory=set)
+    _last_pass: _PassInputs | None = None
 
     def __post_init__(self) -> None:
         self.pools = {pool.name: pool for pool in self.setup.pools}
@@ -125,6 +144,8 @@ class Autoscaler:
             source="cluster-autoscaler",
         )
         self._serial = itertools.count()
+        # The order among ripe nodes: Go's map iteration in the real autoscaler, drawn from the seed here.
+        self._order = random.Random(self.setup.seed)
         self._templates: dict[tuple[str, str], NodeState] = {}
 
     # -- nodes ----------------------------------------------------------------------------------
@@ -331,16 +352,17 @@ class Autoscaler:
     # -- scale-down -----------------------------------------------------------------------------
 
     def step(self, now: datetime) -> None:
-        """One loop: provisioning and scale-up; then, as the real loop does, the scale-down planner runs
-        whether or not a drain is under way, and the actuator starts what its budgets allow."""
+        """One loop (RunOnce, core/static_autoscaler.go): provisioning and scale-up; then the scale-down
+        planner, also after a scale-up (which only puts scale-down in cooldown), the actuator starting
+        what its budgets allow, and the soft taints updated in every loop, whether or not a deletion
+        started (`updateSoftDeletionTaints` on each branch of `scaleDown`)."""
         self.provision(now)
-        if self.scale_up(now):
-            return  # RunOnce ends after a scale-up (static_autoscaler.go)
+        self.scale_up(now)
         if self.removal is not None:
             self._continue_removal(now)
         self._update_unneeded(now)
-        if not self._removals_started(now):
-            self._soft_taint(now)
+        self._start_removals(now)
+        self._soft_taint(now)
 
     def _in_cooldown(self, now: datetime) -> bool:
         if self.upcoming:
@@ -348,42 +370,62 @@ class Autoscaler:
         delay = timedelta(seconds=self.settings.delay_after_add_seconds)
         return self.last_scale_up is not None and now - self.last_scale_up < delay
 
-    def _removals_started(self, now: datetime) -> bool:
-        """Empty nodes unneeded long enough are deleted together, up to `max-scale-down-parallelism`
-        (10) nodes in all; beside them at most one node is drained (`max-drain-parallelism` 1)."""
+    def _start_removals(self, now: datetime) -> bool:
+        """The nodes unneeded long enough (`since + unneeded time` strictly before now: unneeded/nodes.go,
+        `unremovableReason`), their pool kept above its minimum only here, when deleting (`verifyMinSize`,
+        each node chosen counting against the size), the empty ones first, each group in the random order
+        of a Go map (`splitEmptyAndNonEmptyNodes`; the scenario's seed draws it). Empty nodes are deleted
+        together, up to `max-scale-down-parallelism` (10) nodes in all; beside them at most one node is
+        drained (`max-drain-parallelism` 1): budgets/budgets.go, `CropNodes`."""
         if self._in_cooldown(now):
             return False
-        ripe = sorted(
-            (name for name, since in self.unneeded_since.items() if now - since >= self._unneeded_time(name)),
-            key=lambda name: (self.unneeded_since[name], name),
-        )
+        ripe = [
+            name
+            for name in sorted(self.unneeded_since)
+            if now - self.unneeded_since[name] > self._unneeded_time(name) and name in self.world.nodes
+        ]
         if not ripe:
             return False
+        empty = [name for name in ripe if name not in self._needs_drain]
+        drain = [name for name in ripe if name in self._needs_drain]
+        self._order.shuffle(empty)
+        self._order.shuffle(drain)
+        sizes: Counter[str] = Counter(self.world.node_pool(name) or "" for name in self.world.nodes)
+        if self.removal is not None:
+            sizes[self.world.node_pool(self.removal.node) or ""] -= 1  # deletions in progress count as gone
         budget = MAX_SCALE_DOWN_PARALLELISM - (1 if self.removal is not None else 0)
+        # A drain that empties its node at once ends within this loop; it still took the one drain slot.
+        drain_budget = MAX_DRAIN_PARALLELISM - (1 if self.removal is not None else 0)
         started = False
-        drained = False  # a drain that empties the node at once must not let a second start in this loop
-        for name in ripe:
-            if budget <= 0:
-                break
-            if self._is_empty(name):
-                self.unneeded_since.pop(name, None)
+        for name in [*empty, *drain]:
+            pool_name = self.world.node_pool(name) or ""
+            pool = self.pools.get(pool_name)
+            if budget <= 0 or pool is None or sizes[pool_name] <= pool.min_nodes:
+                continue
+            if name in empty:
                 self._delete(name, now)
-                budget -= 1
-                started = True
-            elif self.removal is None and not drained:
+            elif drain_budget > 0:
                 self._start_removal(name, now)
-                budget -= 1
-                started = drained = True
+                drain_budget -= 1
+            else:
+                continue
+            sizes[pool_name] -= 1
+            budget -= 1
+            started = True
         return started
-
-    def _is_empty(self, name: str) -> bool:
-        return all(self.world.pod_record(key).stays_on_node for key in self.world.pods_on(name))
 
     def _threshold(self, pool: str | None) -> float:
         return self.settings.pool_thresholds.get(pool or "", self.settings.utilization_threshold)
 
     def _unneeded_time(self, name: str) -> timedelta:
+        """The node pool's own consolidation delay first, then its ComputeClass's consolidationDelayMinutes,
+        else the profile's unneeded time: GKE's fork asks the node pool (its MIG's spec) before the class
+        (GoogleCloudPlatform/cluster-autoscaler, pkg/computeclass/autoscaling_options.go,
+        `ScaleDownUnneededTime`)."""
         pool = self.world.node_pool(name) or ""
+        spec = self.pools.get(pool)
+        if spec is not None and spec.consolidation_delay_seconds is not None:
+            return timedelta(seconds=spec.consolidation_delay_seconds)
         return timedelta(seconds=self.settings.pool_unneeded_seconds.get(pool, self.settings.unneeded_seconds))
 
     def _soft_taint(self, now: datetime) -> None:
@@ -406,18 +448,30 @@ class Autoscaler:
             budget -= 1
 
     def _update_unneeded(self, now: datetime) -> None:
-        """The planner's pass (core/scaledown/planner/planner.go, categorizeNodes): the pods of the node
-        being drained are placed first (injectOngoingActuation); then each node, those unneeded in the
-        last loop first (the previous-candidates processor), is checked: below its threshold (the
-        larger of cpu and memory: a node is a candidate only when both are below), every pod drainable
-        and fitting on the nodes left, a node found removable no longer being a destination for the
-        nodes after it. A node whose pods were blocked or found no place is not simulated again for
-        `unremovable-node-recheck-timeout` (5 minutes)."""
-        view = ClusterView(self.world.snapshot(now), self.rules)
+        """The planner's pass (core/scaledown/planner/planner.go, `UpdateClusterState`, `categorizeNodes`).
+
+        The pods of the node being drained are placed on the others first and count in their utilization
+        (`injectRecentlyEvictedPods`, and the currently drained nodes' pods the scale-up placed). Every node
+        then passes the eligibility check (core/scaledown/eligibility/eligibility.go): its utilization, the
+        larger of cpu and memory with DaemonSet and mirror pods counted (--ignore-daemonsets-utilization is
+        false by default, config/flags/flags.go), at or below its threshold (`utilization > threshold` keeps
+        a node; GKE's fork runs this upstream code). A node with only DaemonSet and mirror pods is judged
+        the same way. The eligible nodes are simulated one after the other, empty nodes first, then those
+        unneeded in the last loop (the EmptySorting and PreviousCandidates comparers,
+        processors/scaledowncandidates, registered in builder/autoscaler.go), in `SimulateNodeRemoval`
+        (simulator/cluster.go): every pod drainable and fitting on the nodes left. A node found removable
+        keeps its pods booked where they landed (the planner's RemovalSimulator persists a successful
+        simulation in its snapshot) and is no destination for the nodes after it; pods booked onto a node
+        move with it when it is simulated, and make it a node to drain. A node whose pods were blocked or
+        found no place is not simulated again for `unremovable-node-recheck-timeout` (5 minutes). The
+        pool's minimum size is checked only when deleting (`_start_removals`)."""
         draining = self.removal.node if self.removal is not None else None
         self.unremovable_until = {name: until for name, until in self.unremovable_until.items() if until > now}
+        if self._unchanged_since_last_pass(now, draining):
+            return
+        view = ClusterView(self.world.snapshot(now), self.rules)
         targets = [t for t in fit.targets_for(view) if t.name != draining]
-        injected: list[tuple[Pod, NodeState]] = []
+        booked: dict[str, list[Pod]] = {}  # destination -> pods placed on it before any node is judged
         if draining is not None and draining in view.nodes:
             source = view.nodes[draining]
             base = fit.Simulation(view, source, targets)
@@ -425,42 +479,92 @@ class Autoscaler:
                 target = next((t for t in base.targets if base.why_not(pod, t) is None), None)
                 if target is not None:
                     base.place(pod, target)
-                    injected.append((pod, target))
-        sizes: Counter[str | None] = Counter(state.pool for state in view.nodes.values())
+                    booked.setdefault(target.name, []).append(pod)
         previous = self.unneeded_since
-        order = sorted(view.nodes.values(), key=lambda s: (s.name not in previous, s.name))
+        # Empty nodes first, then those unneeded in the last loop (processors/scaledowncandidates: the
+        # EmptySorting and PreviousCandidates comparers builder/autoscaler.go registers, in that order).
+        order = sorted(view.nodes.values(), key=lambda s: (bool(s.movable_pods), s.name not in previous, s.name))
+        eligible = [state for state in order if self._eligible(state, draining, booked.get(state.name, ()))]
+        by_name = {target.name: target for target in targets}
         removed: set[str] = set()
-        found = []
-        for state in order:
-            pool = self.pools.get(state.pool or "")
-            if pool is None or state.name == draining or not state.node.ready:
+        found: list[str] = []
+        needs_drain: set[str] = set()
+        for state in eligible:
+            if state.name in self.unremovable_until:
                 continue
-            if sizes[state.pool] - sum(1 for name in removed if view.nodes[name].pool == state.pool) <= pool.min_nodes:
+            own = state.movable_pods
+            if any(self._blocks(pod, view) for pod in own):
+                self.unremovable_until[state.name] = now + UNREMOVABLE_RECHECK
                 continue
-            if state.node.annotations.get(CA_SCALE_DOWN_DISABLED, "").strip().lower() == "true":
-                continue
-            movable = state.movable_pods
+            movable = [*own, *booked.get(state.name, ())]
             if movable:
-                threshold = self._threshold(state.pool)
-                if max(state.cpu_ratio or 0.0, state.memory_ratio or 0.0) >= threshold:
-                    continue
-                if state.name in self.unremovable_until:
-                    continue
-                if any(self._blocks(pod, view) for pod in movable):
-                    self.unremovable_until[state.name] = now + UNREMOVABLE_RECHECK
-                    continue
-                destinations = [t for t in targets if t.name not in removed]
+                destinations = [t for t in targets if t.name not in removed and t.name != state.name]
                 # The autoscaler simulates the node gone from its snapshot: it is no spread domain.
                 simulation = fit.Simulation(view, state, destinations, source_is_domain=False)
-                for pod, target in injected:
-                    if target.name != state.name:
-                        simulation.place(pod, target)
-                if not simulation.run(fit.largest_first(movable)).fits:
+                for target_name, pods in booked.items():
+                    if target_name != state.name:
+                        for pod in pods:
+                            simulation.place(pod, by_name[target_name])
+                result = simulation.run(fit.largest_first(movable))
+                if not result.fits:
                     self.unremovable_until[state.name] = now + UNREMOVABLE_RECHECK
                     continue
+                booked.pop(state.name, None)
+                for pod in movable:
+                    booked.setdefault(result.placements[pod.key], []).append(pod)
+            if movable:
+                needs_drain.add(state.name)  # its PodsToReschedule: its own pods and those booked onto it
             found.append(state.name)
             removed.add(state.name)
         self.unneeded_since = {name: previous.get(name, now) for name in found}
+        self._needs_drain = needs_drain
+        self._last_pass = self._pass_inputs(now, draining)
+
+    def _pass_inputs(self, now: datetime, draining: str | None) -> _PassInputs:
+        return _PassInputs(
+            self.settings,
+            self.world.records(),
+            len(self.world.pdbs),
+            draining,
+            frozenset(self.unneeded_since),
+            frozenset(self.unremovable_until),
+            self.world.next_ready(now),
+        )
+
+    def _unchanged_since_last_pass(self, now: datetime, draining: str | None) -> bool:
+        """Whether the planner would read the same as in its last pass: the same settings, pod and node records, scales,
+        budgets, node being drained, unneeded and unremovable nodes, and no pod turned Ready since (a budget's
+        allowance changes with it). Its result is then the same, so the pass is skipped: a loop every 10 s
+        at the cost of one only when something changed. A kube-system pod's blocking time depends on the
+        clock alone, so with `system_pod_blocking_seconds` set every loop runs the pass."""
+        last = self._last_pass
+        if last is None or last.settings is not self.settings or self.settings.system_pod_blocking_seconds is not None:
+            return False
+        if last.next_ready is not None and last.next_ready <= now:
+            return False
+        pods, nodes, scales = self.world.records()
+        last_pods, last_nodes, last_scales = last.records
+        return (
+            len(pods) == len(last_pods)
+            and len(nodes) == len(last_nodes)
+            and all(map(operator.is_, pods, last_pods))
+            and all(map(operator.is_, nodes, last_nodes))
+            and scales == last_scales
+            and len(self.world.pdbs) == last.pdbs
+            and draining == last.draining
+            and frozenset(self.unneeded_since) == last.unneeded
+            and frozenset(self.unremovable_until) == last.unremovable
+        )
+
+    def _eligible(self, state: NodeState, draining: str | None, arriving: Iterable[Pod]) -> bool:
+        """`FilterOutUnremovable` (core/scaledown/eligibility/eligibility.go): an autoscaled, Ready node
+        without the scale-down-disabled annotation, at or below its pool's threshold with the pods of a
+        drain under way that land on it counted."""
+        if state.pool not in self.pools or state.name == draining or not state.node.ready:
+            return False
+        if state.node.annotations.get(CA_SCALE_DOWN_DISABLED, "").strip().lower() == "true":
+            return False
+        return utilization(state, _sum(arriving)) <= self._threshold(state.pool)
 
     def _blocks(self, pod: Pod, view: ClusterView) -> bool:
         """The drainability rules (simulator/drainability/rules): GKE's, where local storage no longer
@@ -497,6 +601,15 @@ class Autoscaler:
             if not self.world.pod_record(key).stays_on_node:
                 self.world.evict(key, actor=CLUSTER_AUTOSCALER, at=now)
         if not any(not self.world.pod_record(key).stays_on_node for key in self.world.pods_on(name)):
+            # --daemonset-eviction-for-occupied-nodes (true by default, config/flags/flags.go): a drained node's
+            # DaemonSet pods are evicted too, best effort, mirror pods never (core/scaledown/actuation/drain.go,
+            # `podsToEvict`); they go with the VM, so they are counted here, not recreated.
+            daemon_pods = sum(
+                1
+                for key in self.world.pods_on(name)
+                if (record := self.world.pod_record(key)).controller_kind == "DaemonSet" and not record.is_terminal
+            )
+            self.world.recorder.evicted[CLUSTER_AUTOSCALER] += daemon_pods
             self._delete(name, now)
             self.removal = None
             return
@@ -511,6 +624,20 @@ class Autoscaler:
         self.world.delete_node(name, actor=CLUSTER_AUTOSCALER, at=now)
         self.world.recorder.nodes_removed += 1
         self.unneeded_since.pop(name, None)
+
+
+def utilization(state: NodeState, arriving: Resources = ZERO) -> float:
+    """The autoscaler's utilization of a node (simulator/utilization/info.go, `Calculate`): the larger of its
+    cpu and memory requests over allocatable, every pod counted (DaemonSet and mirror pods too, as
+    --ignore-daemonsets-utilization is false by default), with `arriving` pods added."""
+    allocatable = state.node.allocatable
+    requested = state.requested + arriving
+    shares = [0.0]
+    if allocatable.cpu_millis > 0:
+        shares.append(requested.cpu_millis / allocatable.cpu_millis)
+    if allocatable.memory_bytes > 0:
+        shares.append(requested.memory_bytes / allocatable.memory_bytes)
+    return max(shares)
 
 
 def _base_price(cpu_millis: int, memory_bytes: int) -> float:

@@ -65,6 +65,9 @@ class PoolSpec:
     taints: tuple[JsonObject, ...] = ()
     # The scenario's `pricePerHour`: what one node costs, over the configuration's and the price table's.
     price_per_hour: float | None = None
+    # The node pool's own consolidation delay (GKE API NodeConfig.consolidationDelay), in seconds: how long its
+    # nodes stay unneeded before removal, over its ComputeClass's delay and the profile's; None: not set.
+    consolidation_delay_seconds: int | None = None
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,8 @@ class AutoscalerSettings:
     # Which pool a scale-up grows when pods may use several: "least-waste", or "price", GKE's gke-price as far
     # as `autoscaler` models it (a scenario's `autoscaler.expander`).
     expander: str = "least-waste"
+    # --scan-interval (10 s by default, config/flags/flags.go): the autoscaler loops this often inside a step.
+    scan_interval_seconds: int = 10
 
 
 # GKE's `optimize-utilization` autoscaling profile, as far as Google documents it (docs/savings.md): scale-down

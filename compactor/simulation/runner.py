@@ -7,8 +7,8 @@ so every strategy starts from the state a day of GKE leaves behind. Each
 strategy then runs on a deep copy of it for `hours` in steps of
 `step_seconds`. A step: provisioned VMs join, controllers and the scheduler
 settle, the strategy acts (node-compactor every 5 minutes), the cluster
-settles, the Cluster Autoscaler takes its turn, the cluster settles again,
-and the step is measured. `ca-optimize-utilization` is the Cluster
+settles, the Cluster Autoscaler loops every `--scan-interval` (10 s) with the
+cluster settling after each loop, and the step is measured. `ca-optimize-utilization` is the Cluster
 Autoscaler alone on a copy whose autoscaler and scheduler follow GKE's
 optimize-utilization profile from the end of the warm-up on;
 `gke-consolidation-threshold` the Cluster Autoscaler with a custom
@@ -79,13 +79,21 @@ class Cluster:
         self.scheduler.schedule(at)
 
     def step(self, strategy: Strategy, now: datetime) -> None:
+        """One step; inside it the Cluster Autoscaler loops every `scan_interval_seconds` (--scan-interval,
+        10 s), the cluster settling after each loop, the workloads' replica counts those of the step."""
         self.world.now = now
         self.autoscaler.provision(now)
         self.settle(now, now)
         strategy.act(now)
         self.settle(now, now)
-        self.autoscaler.step(now)
-        self.settle(now, now)
+        step_seconds = self.autoscaler.setup.step_seconds
+        interval = max(1, self.autoscaler.settings.scan_interval_seconds)
+        for offset in range(0, max(1, step_seconds), interval):
+            at = now + timedelta(seconds=offset)
+            self.world.now = at
+            self.autoscaler.step(at)
+            self.settle(now, at)
+        self.world.now = now
 
 
 @dataclass

@@ -89,6 +89,11 @@ class Pool(_Strict):
     price_per_hour: float | None = Field(
         None, alias="pricePerHour", gt=0, le=config_module.MAX_PRICE_PER_HOUR, allow_inf_nan=False
     )
+    # The node pool's own consolidation delay (GKE API NodeConfig.consolidationDelay, `gcloud container
+    # node-pools create --consolidation-delay`): over its ComputeClass's consolidationDelayMinutes.
+    consolidation_delay_seconds: int | None = Field(None, alias="consolidationDelaySeconds", ge=0, le=86400)
+    # The pool's maximum pods per node (GKE Standard's default 110): the nodes' allocatable pods.
+    max_pods_per_node: int = Field(machines.MAX_PODS, alias="maxPodsPerNode", ge=8, le=256)
 
     @model_validator(mode="after")
     def _sizes(self) -> Pool:
@@ -210,6 +215,8 @@ class Autoscaler(_Strict):
     # Which pool a scale-up grows when pods may use several: upstream's least-waste (the published figures'),
     # or GKE's gke-price as `simulation.autoscaler` models it.
     expander: Literal["least-waste", "price"] = "least-waste"
+    # --scan-interval (10 s, config/flags/flags.go): the autoscaler's loops inside each step.
+    scan_interval_seconds: int = Field(10, alias="scanIntervalSeconds", ge=1, le=600)
 
 
 class SchedulerSettings(_Strict):
@@ -324,11 +331,14 @@ def _setup(scenario: ScenarioFile, *, source: str, config: Config | None) -> Set
         PoolSpec(
             name=pool.name,
             machine_type=pool.machine_type,
-            allocatable=(
-                {**pool.allocatable.as_dict(), "pods": str(machines.MAX_PODS)}
-                if pool.allocatable is not None
-                else machines.allocatable(pool.machine_type)
-            ),
+            allocatable={
+                **(
+                    pool.allocatable.as_dict()
+                    if pool.allocatable is not None
+                    else machines.allocatable(pool.machine_type)
+                ),
+                "pods": str(pool.max_pods_per_node),
+            },
             zones=tuple(pool.zones),
             min_nodes=pool.min_nodes,
             max_nodes=pool.max_nodes,
@@ -336,6 +346,7 @@ def _setup(scenario: ScenarioFile, *, source: str, config: Config | None) -> Set
             labels=pool.node_labels(),
             taints=tuple(taint.model_dump(exclude_defaults=False) for taint in pool.taints),
             price_per_hour=pool.price_per_hour,
+            consolidation_delay_seconds=pool.consolidation_delay_seconds,
         )
         for pool in scenario.pools
     )
@@ -437,6 +448,7 @@ def _setup(scenario: ScenarioFile, *, source: str, config: Config | None) -> Set
             max_pod_eviction_seconds=settings.max_pod_eviction_seconds,
             system_pod_blocking_seconds=settings.system_pod_blocking_seconds,
             expander=settings.expander,
+            scan_interval_seconds=settings.scan_interval_seconds,
         ),
         config=config,
         balanced_allocation=scenario.scheduler.balanced_allocation,

@@ -498,6 +498,16 @@ class World:
 
     # -- what the planner and the scheduler read ------------------------------------------------
 
+    def records(self) -> tuple[tuple[Pod, ...], tuple[Node, ...], tuple[tuple[OwnerKey, int], ...]]:
+        """The pod and node records and the owners' scales as they are: each record is replaced, never
+        changed, so the same records (by identity) mean the same cluster (the autoscaler's planner skips a
+        loop in which nothing it reads changed)."""
+        return tuple(self._pod_records.values()), tuple(self._node_records.values()), tuple(self.scales.items())
+
+    def next_ready(self, at: datetime) -> datetime | None:
+        """When the next pod becomes Ready after `at` (a PodDisruptionBudget's allowance may change then)."""
+        return min((ready for ready in self.ready_at.values() if ready > at), default=None)
+
     def snapshot(self, at: datetime, *, placeholders_apart: bool = False) -> Snapshot:
         """The cluster as a Snapshot. With `placeholders_apart`, what a live run reads
         (`compactor.kube.snapshot`): placeholder pods in `placeholders`, not in `pods`; without, every pod

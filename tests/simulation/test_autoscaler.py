@@ -33,15 +33,15 @@ def minutes(cluster: Cluster, start: int, stop: int) -> None:
         cluster.autoscaler.step(BEGIN + timedelta(minutes=minute))
 
 
-def test_an_empty_cordoned_node_is_removed_after_ten_minutes_unneeded() -> None:
+def test_an_empty_cordoned_node_is_removed_once_unneeded_for_more_than_ten_minutes() -> None:
     cluster = idle_cluster(3)
     first, second, third = names(cluster)
     fill(cluster, first, "3")
     fill(cluster, second, "3")
     cluster.world.patch_node(third, {"spec": {"unschedulable": True}})
-    minutes(cluster, 0, 10)
-    assert third in cluster.world.nodes, "unneeded for 9 minutes only"
-    minutes(cluster, 10, 11)
+    minutes(cluster, 0, 11)
+    assert third in cluster.world.nodes, "unneeded for exactly 10 minutes: since + 10 min is not before now"
+    minutes(cluster, 11, 12)
     assert names(cluster) == [first, second]
     assert cluster.world.recorder.nodes_removed == 1
 
@@ -117,14 +117,13 @@ def test_empty_nodes_go_together_beside_one_drain_at_a_time() -> None:
     fill(cluster, keep, "3")
     fill(cluster, first, "200m")
     fill(cluster, second, "200m")
-    minutes(cluster, 0, 10)
-    assert len(cluster.world.nodes) == 5, "unneeded for 9 minutes only"
-    minutes(cluster, 10, 11)
-    gone = {empty, other_empty, first} - set(cluster.world.nodes)
-    assert gone == {empty, other_empty, first}, "both empty nodes in bulk, and one drain"
-    assert second in cluster.world.nodes, "a second drain waits for the first (max-drain-parallelism 1)"
+    minutes(cluster, 0, 11)
+    assert len(cluster.world.nodes) == 5, "unneeded for 10 minutes only"
     minutes(cluster, 11, 12)
-    assert names(cluster) == [keep]
+    gone = {empty, other_empty, first, second} - set(cluster.world.nodes)
+    assert {empty, other_empty} <= gone and len(gone) == 3, "both empty nodes in bulk, and one drain"
+    minutes(cluster, 12, 13)
+    assert names(cluster) == [keep], "a second drain waits for the first (max-drain-parallelism 1)"
 
 
 def test_a_node_whose_pods_found_no_place_is_simulated_again_only_after_five_minutes() -> None:
@@ -141,9 +140,9 @@ def test_a_node_whose_pods_found_no_place_is_simulated_again_only_after_five_min
     assert light not in cluster.autoscaler.unneeded_since, "not simulated again before 5 minutes"
     minutes(cluster, 5, 6)
     assert cluster.autoscaler.unneeded_since[light] == BEGIN + timedelta(minutes=5)
-    minutes(cluster, 6, 15)
+    minutes(cluster, 6, 16)
     assert light in cluster.world.nodes
-    minutes(cluster, 15, 16)
+    minutes(cluster, 16, 17)
     assert light not in cluster.world.nodes
 
 
@@ -155,7 +154,7 @@ def test_the_planner_keeps_finding_unneeded_nodes_while_a_node_drains() -> None:
     add_pod(cluster.world, "busy", node=later, cpu="2500m", owner=("ReplicaSet", "busy"))
     cluster.world.set_scale(("default", "ReplicaSet", "rs"), 2)
     add_pdb(cluster.world, "guarded", maxUnavailable=1)
-    cluster.autoscaler.unneeded_since[draining] = BEGIN - timedelta(minutes=10)
+    cluster.autoscaler.unneeded_since[draining] = BEGIN - timedelta(minutes=11)
     cluster.autoscaler.step(BEGIN)  # its drain starts at once; the PDB lets one pod go, and holds the other
     assert cluster.autoscaler.removal is not None and cluster.autoscaler.removal.node == draining
     assert sum(key in cluster.world.pods for key in guarded) == 1

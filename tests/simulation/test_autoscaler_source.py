@@ -1,0 +1,206 @@
+"""The Cluster Autoscaler model where the 1.36.1 source (kubernetes/autoscaler, cluster-autoscaler/) and GKE's
+fork (GoogleCloudPlatform/cluster-autoscaler) decide: eligibility, the sequential removal simulation, the
+order and budgets of deletions, the soft taints, the DaemonSet evictions, the 10 s loop and the node pool's
+consolidation delay."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+
+from compactor.simulation import autoscaler as autoscaler_module
+from compactor.simulation import runner
+from compactor.simulation.model import compute_class
+from compactor.simulation.runner import Cluster
+from compactor.simulation.strategies import ClusterAutoscalerAlone
+from tests.simulation.builders import POOL, add_pod, cluster_from, scenario_data, setup_from
+
+BEGIN = datetime.fromisoformat("2026-11-20T17:00:00+00:00")
+CA = "cluster-autoscaler"
+
+
+def idle_cluster(nodes: int = 3, *, seed: int = 3, **pool: object) -> Cluster:
+    pools = [{"name": POOL, "machineType": "e2-standard-4", "zones": ["zone-a"], "initialNodes": nodes, **pool}]
+    return cluster_from(scenario_data(pools=pools, deployments=[], daemonSets=[], seed=seed))
+
+
+def names(cluster: Cluster) -> list[str]:
+    return sorted(cluster.world.nodes)
+
+
+def fill(cluster: Cluster, node: str, cpu: str, name: str | None = None) -> str:
+    name = name or f"fill-{node}"
+    return add_pod(cluster.world, name, node=node, cpu=cpu, owner=("ReplicaSet", name))
+
+
+def daemon(cluster: Cluster, node: str, cpu: str) -> str:
+    return add_pod(cluster.world, f"agent-{node}", node=node, cpu=cpu, owner=("DaemonSet", "agent"))
+
+
+def loops(cluster: Cluster, start_minute: float, stop_minute: float, every_seconds: int = 60) -> None:
+    at = BEGIN + timedelta(minutes=start_minute)
+    while at < BEGIN + timedelta(minutes=stop_minute):
+        cluster.world.now = at
+        cluster.autoscaler.step(at)
+        at += timedelta(seconds=every_seconds)
+
+
+def soft_tainted(cluster: Cluster, node: str) -> bool:
+    taints = cluster.world.nodes[node]["spec"].get("taints") or []
+    return any(t["key"] == autoscaler_module.DELETION_CANDIDATE for t in taints)
+
+
+@pytest.mark.parametrize(
+    ("daemon_cpu", "removed"),
+    [
+        pytest.param("2500m", False, id="daemonsets-at-64%-keep-the-node"),
+        pytest.param("1960m", True, id="daemonsets-at-exactly-50%-removed"),
+        pytest.param("500m", True, id="daemonsets-at-13%-removed"),
+    ],
+)
+def test_a_node_with_only_daemonset_pods_is_removed_only_at_or_below_the_threshold(
+    daemon_cpu: str, removed: bool
+) -> None:
+    cluster = idle_cluster(2)
+    only_daemons, busy = names(cluster)
+    daemon(cluster, only_daemons, daemon_cpu)
+    fill(cluster, busy, "2500m")
+    loops(cluster, 0, 13)
+    assert (only_daemons not in cluster.world.nodes) is removed
+
+
+def test_a_node_exactly_at_the_threshold_is_unneeded() -> None:
+    cluster = idle_cluster(2)
+    at_half, other = names(cluster)
+    fill(cluster, at_half, "1960m")  # 1960m of 3920m: utilization 0.5, not above 0.5
+    fill(cluster, other, "1")
+    loops(cluster, 0, 1)
+    assert at_half in cluster.autoscaler.unneeded_since
+
+
+def test_a_removable_nodes_pods_are_booked_before_the_next_node_is_judged() -> None:
+    cluster = idle_cluster(3)
+    first, second, target = names(cluster)
+    fill(cluster, first, "1200m")
+    fill(cluster, second, "1200m")
+    fill(cluster, target, "2000m")  # 51%: needed; 1920m free, room for one of the two pods only
+    loops(cluster, 0, 1)
+    assert list(cluster.autoscaler.unneeded_since) == [first], "the second finds no room once the first is booked"
+    assert second in cluster.autoscaler.unremovable_until, "rechecked after unremovable-node-recheck-timeout"
+    assert cluster.autoscaler.unremovable_until[second] == BEGIN + timedelta(minutes=5)
+
+
+def test_the_pool_minimum_is_checked_only_when_deleting() -> None:
+    cluster = idle_cluster(3, minNodes=2)
+    loops(cluster, 0, 1)
+    assert len(cluster.autoscaler.unneeded_since) == 3, "every empty node stays a candidate"
+    loops(cluster, 1, 30)
+    assert len(cluster.world.nodes) == 2
+
+
+def test_soft_taints_are_updated_in_a_loop_that_starts_a_deletion() -> None:
+    cluster = idle_cluster(3)
+    empty, light, busy = names(cluster)
+    fill(cluster, light, "500m")
+    fill(cluster, busy, "2500m")
+    cluster.autoscaler.unneeded_since[empty] = BEGIN - timedelta(minutes=11)
+    loops(cluster, 0, 1)
+    assert empty not in cluster.world.nodes, "deleted in this loop"
+    assert soft_tainted(cluster, light), "and the new candidate tainted in the same loop"
+
+
+def test_daemonset_pods_of_a_drained_node_are_counted_as_evictions() -> None:
+    cluster = idle_cluster(2)
+    light, busy = names(cluster)
+    fill(cluster, light, "500m")
+    daemon(cluster, light, "100m")
+    fill(cluster, busy, "1")
+    loops(cluster, 0, 12)
+    assert light not in cluster.world.nodes
+    assert cluster.world.recorder.evicted[CA] == 2, "the app pod and the DaemonSet pod"
+
+
+def test_an_empty_nodes_daemonset_pods_are_not_evicted() -> None:
+    cluster = idle_cluster(2)
+    empty, busy = names(cluster)
+    daemon(cluster, empty, "100m")
+    fill(cluster, busy, "1")
+    loops(cluster, 0, 12)
+    assert empty not in cluster.world.nodes
+    assert cluster.world.recorder.evicted[CA] == 0, "--daemonset-eviction-for-empty-nodes is false by default"
+
+
+def first_drained(seed: int) -> int:
+    cluster = idle_cluster(5, seed=seed)
+    nodes = names(cluster)
+    fill(cluster, nodes[0], "2500m")
+    for node in nodes[1:]:
+        fill(cluster, node, "200m")
+    for node in nodes[1:]:
+        cluster.autoscaler.unneeded_since[node] = BEGIN - timedelta(minutes=20)
+    loops(cluster, 0, 0.5)
+    (gone,) = set(nodes) - set(cluster.world.nodes)
+    return nodes.index(gone)
+
+
+def test_ripe_nodes_are_drained_in_an_order_drawn_from_the_seed() -> None:
+    assert first_drained(1) == first_drained(1), "the same seed, the same order"
+    assert len({first_drained(seed) for seed in range(8)}) > 1, "not always the first by name"
+
+
+def test_the_autoscaler_loops_every_ten_seconds_inside_a_step() -> None:
+    cluster = idle_cluster(5)
+    busy, *light = names(cluster)
+    fill(cluster, busy, "1")
+    for node in light:
+        fill(cluster, node, "200m")
+        cluster.autoscaler.unneeded_since[node] = BEGIN - timedelta(minutes=20)
+    cluster.step(ClusterAutoscalerAlone(), BEGIN)
+    assert cluster.world.recorder.nodes_removed >= 3, "a drain a loop, six loops a minute"
+
+
+def test_a_scale_up_does_not_end_the_loop() -> None:
+    cluster = idle_cluster(2)
+    light, busy = names(cluster)
+    fill(cluster, light, "500m")
+    fill(cluster, busy, "3")
+    add_pod(cluster.world, "newcomer", cpu="3500m", owner=("ReplicaSet", "newcomer"))
+    cluster.scheduler.schedule(BEGIN)
+    loops(cluster, 0, 1)
+    assert cluster.autoscaler.upcoming, "a node for the newcomer"
+    assert soft_tainted(cluster, light), "the scale-down planner ran in the same loop (in cooldown)"
+
+
+def test_the_node_pools_consolidation_delay_overrides_its_compute_classs() -> None:
+    cluster = idle_cluster(2, consolidationDelaySeconds=120)
+    light, busy = names(cluster)
+    fill(cluster, light, "500m")
+    fill(cluster, busy, "1")
+    cluster.autoscaler.settings = compute_class(cluster.autoscaler.settings, {POOL: 0.5}, {POOL: 1800})
+    loops(cluster, 0, 2)
+    assert light in cluster.world.nodes, "unneeded for 2 minutes only"
+    loops(cluster, 2, 4)
+    assert light not in cluster.world.nodes, "the pool's 2 minutes, not the class's 30"
+
+
+def test_the_planner_skips_only_passes_whose_result_it_already_has(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pass skipped because nothing it reads changed finds what a full pass would."""
+    checked = []
+    update = autoscaler_module.Autoscaler._update_unneeded
+    unchanged = autoscaler_module.Autoscaler._unchanged_since_last_pass
+
+    def compared(self: autoscaler_module.Autoscaler, now: datetime, draining: str | None) -> bool:
+        if not unchanged(self, now, draining):
+            return False
+        kept = (dict(self.unneeded_since), set(self._needs_drain), set(self.unremovable_until), self._last_pass)
+        self._last_pass = None
+        update(self, now)
+        checked.append((dict(self.unneeded_since), set(self._needs_drain), set(self.unremovable_until)) == kept[:3])
+        self.unneeded_since, self._needs_drain, self._last_pass = kept[0], kept[1], kept[3]
+        return True
+
+    monkeypatch.setattr(autoscaler_module.Autoscaler, "_unchanged_since_last_pass", compared)
+    setup = setup_from(scenario_data(hours=1))
+    runner.run(setup, strategies=("ca-alone", "gke-consolidation-threshold"))
+    assert checked and all(checked), f"{checked.count(False)} of {len(checked)} skipped passes differ"

@@ -102,7 +102,7 @@ def node_blockers(
     if found and first_only:
         return found[:1]
     found.extend(_pool_size_blockers(state, view, pool))
-    left_behind = _autoscaler_refusal(state, config.ca_utilization_threshold)
+    left_behind = _autoscaler_refusal(state, *autoscaler_threshold(view, state.pool))
     if left_behind is not None:
         found.append(left_behind)
     return found[:1] if first_only else found
@@ -156,13 +156,29 @@ def opt_outs(state: NodeState) -> list[Blocker]:
     return found
 
 
-def _autoscaler_refusal(state: NodeState, threshold: float) -> Blocker | None:
+def autoscaler_threshold(view: ClusterView, pool: str | None) -> tuple[float, str]:
+    """The utilization threshold the Cluster Autoscaler applies to the pool's nodes, and where it comes from:
+    its ComputeClass's consolidationThreshold (read from the cluster, else declared in the configuration:
+    `core.coexistence`), else `clusterAutoscalerUtilizationThreshold`. GKE's fork asks the node pool's
+    ComputeClass first (GoogleCloudPlatform/cluster-autoscaler, pkg/computeclass/autoscaling_options.go,
+    `ScaleDownUtilizationThreshold`), and only then the flag."""
+    known = view.coexistence.pools.get(pool) if pool is not None else None
+    if known is not None and known.threshold is not None:
+        if known.compute_class is not None:
+            return known.threshold, f"ComputeClass {known.compute_class}'s consolidationThreshold"
+        return known.threshold, "computeClassConsolidationThreshold"
+    return view.config.ca_utilization_threshold, "clusterAutoscalerUtilizationThreshold"
+
+
+def _autoscaler_refusal(state: NodeState, threshold: float, source: str) -> Blocker | None:
     """The Cluster Autoscaler would not remove the emptied node: what stays on it is above its threshold.
 
     Cluster Autoscaler counts a node as unneeded only while its utilization, the larger of the cpu and
-    memory requests of the pods on it (DaemonSet and mirror pods included) over allocatable, is below
-    --scale-down-utilization-threshold (simulator/utilization and core/scaledown/eligibility in
-    kubernetes/autoscaler). After a drain only DaemonSet and mirror pods are left, so their share decides.
+    memory requests of the pods on it (DaemonSet and mirror pods included, --ignore-daemonsets-utilization
+    being false by default) over allocatable, is at or below the threshold: `utilization > threshold` keeps
+    it (core/scaledown/eligibility/eligibility.go, `isNodeAtOrBelowUtilizationThreshold`, in
+    kubernetes/autoscaler; GKE's fork runs that code). After a drain only DaemonSet and mirror pods are left,
+    so their share decides, against the pool's ComputeClass threshold when it has one (`autoscaler_threshold`).
     """
     allocatable = state.node.allocatable
     cpu = memory = 0
@@ -178,12 +194,12 @@ def _autoscaler_refusal(state: NodeState, threshold: float) -> Blocker | None:
     if not shares:
         return None
     resource, share = max(shares, key=lambda item: item[1])
-    if share < threshold:
+    if share <= threshold:
         return None
     return Blocker(
         "ca-threshold",
         f"DaemonSet and mirror pods request {percent(share)} of its {resource}: once emptied, the Cluster "
-        f"Autoscaler would not remove it (threshold {percent(threshold)}, clusterAutoscalerUtilizationThreshold)",
+        f"Autoscaler would not remove it (threshold {percent(threshold)}, {source})",
     )
 
 

@@ -113,6 +113,7 @@ class Demand:
     pod: Pod  # one of them
     cpu_millis: int
     memory_bytes: int
+    pods: int = 1  # how many
 
 
 @dataclass(frozen=True)

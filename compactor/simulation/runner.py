@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from compactor.core import pools
 from compactor.core.model import Resources
 from compactor.kube import snapshot as parsing
 from compactor.settings.config import Config
@@ -273,18 +274,26 @@ def _measure(setup: Setup, cluster: Cluster, name: str, results: Results, progre
 
 
 def lower_bound(setup: Setup, cluster: Cluster, demand: list[prices.Demand] | None = None) -> dict[str, int]:
-    wanted: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    """Per pool, the fewest nodes of its machine type that hold its pods: by cpu, by memory, by pod count (the
+    pool's max pods per node less its DaemonSet pods) and by the replicas that repel one another on
+    kubernetes.io/hostname (k of them need k nodes: `pools.repels_itself`), at least the pool's minimum."""
+    wanted: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     for group in demand if demand is not None else pod_demand(setup, cluster):
         totals = wanted[group.home]
         totals[0] += group.cpu_millis
         totals[1] += group.memory_bytes
+        totals[2] += group.pods
+        if pools.repels_itself(group.pod):
+            totals[3] = max(totals[3], group.pods)
     bounds = {}
     for pool in setup.pools:
-        cpu, memory = wanted.get(pool.name, [0, 0])
+        cpu, memory, count, one_each = wanted.get(pool.name, [0, 0, 0, 0])
         room_cpu, room_memory = _room(pool, cluster)
+        room_pods = _max_pods(pool.allocatable) - len(cluster.controllers.daemon_templates(pool.name))
         by_cpu = math.ceil(cpu / room_cpu) if room_cpu > 0 else 0
         by_memory = math.ceil(memory / room_memory) if room_memory > 0 else 0
-        bounds[pool.name] = max(by_cpu, by_memory, pool.min_nodes)
+        by_pods = math.ceil(count / room_pods) if room_pods > 0 else 0
+        bounds[pool.name] = max(by_cpu, by_memory, by_pods, one_each, pool.min_nodes)
     return bounds
 
 
@@ -305,6 +314,7 @@ def pod_demand(setup: Setup, cluster: Cluster) -> list[prices.Demand]:
         else:
             group.cpu_millis += pod.requests.cpu_millis
             group.memory_bytes += pod.requests.memory_bytes
+            group.pods += 1
     return list(groups.values())
 
 
@@ -320,6 +330,10 @@ def _cheapest_capacity(setup: Setup, cluster: Cluster) -> prices.CheapestCapacit
         return None
     rooms = {pool.name: _room(pool, cluster) for pool in setup.pools}
     return prices.CheapestCapacity(setup, rooms, cluster.world.pool_label)
+
+
+def _max_pods(amounts: Mapping[str, str]) -> int:
+    return parsing.parse_node({"metadata": {"name": "pool"}, "status": {"allocatable": dict(amounts)}}).allocatable_pods
 
 
 def _allocatable(amounts: Mapping[str, str]) -> Resources:

@@ -356,6 +356,14 @@ class PoolAutoscaling(msgspec.Struct, frozen=True, gc=False):
     labels: Mapping[str, str] = msgspec.field(default_factory=dict)  # a dict: pools travel to simulation workers
     taints: tuple[Taint, ...] = ()
     locations: tuple[str, ...] = ()
+    # The node pool's own consolidation delay (NodeConfig.consolidationDelay, GKE 1.34.1-gke.2364000 and later),
+    # in seconds: GKE's autoscaler takes it over the ComputeClass's consolidationDelayMinutes; None: not set.
+    consolidation_delay_seconds: int | None = None
+    # The pool's maximum pods per node (maxPodsConstraint, else the cluster's default); 0 = not known.
+    max_pods_per_node: int = 0
+    # The cluster's default ComputeClass is on (ClusterAutoscaling.defaultComputeClassConfig.enabled): a pool
+    # whose nodes carry no cloud.google.com/compute-class label follows the ComputeClass named "default".
+    default_compute_class: bool = False
 
     def can_grow(self, nodes: int) -> bool:
         """Whether the autoscaler may add a node to a pool of `nodes` nodes (enabled and below its maximum)."""

@@ -292,8 +292,17 @@ def _private_directory() -> str:
 
 
 def _pool_autoscaling(cluster: Any) -> Mapping[str, PoolAutoscaling]:
-    """Each node pool's autoscaling limits, and its node template for a replacement into a pool with no node
-    yet (machine type, Spot, labels, taints, zones: `core.replacement`)."""
+    """Each node pool's autoscaling limits, its node template for a replacement into a pool with no node
+    yet (machine type, Spot, labels, taints, zones: `core.replacement`), its own consolidation delay, its
+    maximum pods per node, and whether the cluster's default ComputeClass is on (`core.coexistence`)."""
+    cluster_autoscaling = getattr(cluster, "autoscaling", None)
+    default_config = getattr(cluster_autoscaling, "default_compute_class_config", None)
+    # GKE's autoscaler applies the class named "default" to a node pool without the compute-class label
+    # only when this is on (GoogleCloudPlatform/cluster-autoscaler, pkg/computeclass/lister/ccc.go,
+    # `NodeGroupCrd` and `GetDefaultCrd`; pkg/cloudprovider/gke/gkeclient/autoscaling_gke_client_v1beta1.go
+    # reads it from the cluster's autoscaling.defaultComputeClassConfig.enabled).
+    default_class = bool(getattr(default_config, "enabled", False))
+    cluster_max_pods = int(getattr(getattr(cluster, "default_max_pods_constraint", None), "max_pods_per_node", 0) or 0)
     pools = {}
     for pool in cluster.node_pools:
         autoscaling, config = pool.autoscaling, pool.config
@@ -312,8 +321,31 @@ def _pool_autoscaling(cluster: Any) -> Mapping[str, PoolAutoscaling]:
                 for taint in config.taints
             ),
             locations=tuple(str(zone) for zone in pool.locations),
+            consolidation_delay_seconds=_consolidation_delay(config),
+            max_pods_per_node=int(
+                getattr(getattr(pool, "max_pods_constraint", None), "max_pods_per_node", 0) or cluster_max_pods
+            ),
+            default_compute_class=default_class,
         )
     return MappingProxyType(pools)
+
+
+def _consolidation_delay(config: Any) -> int | None:
+    """NodeConfig.consolidationDelay (a protobuf Duration) in whole seconds; None when the field is not set
+    ("nodes are scaled down by default behavior, i.e. according to the chosen autoscaling profile", the
+    field's description). GKE's autoscaler reads the pool's value whenever it is given, zero included
+    (GoogleCloudPlatform/cluster-autoscaler, pkg/cloudprovider/gke/gkeclient/autoscaling_gke_client.go,
+    `NodePoolSpec.ConsolidationDelay`). proto-plus hands the field out as a `datetime.timedelta`."""
+    try:
+        present = "consolidation_delay" in config
+    except TypeError:  # not a proto-plus message (a test double): read the attribute
+        present = getattr(config, "consolidation_delay", None) is not None
+    if not present:
+        return None
+    duration = config.consolidation_delay
+    if isinstance(duration, timedelta):
+        return int(duration.total_seconds())
+    return int(getattr(duration, "seconds", 0) or 0)
 
 
 # container.v1 NodeTaint.Effect -> a Kubernetes taint effect (1 NO_SCHEDULE, 2 PREFER_NO_SCHEDULE, 3 NO_EXECUTE).

@@ -620,6 +620,41 @@ def test_reads_the_autoscaling_settings_of_every_node_pool(
     assert not connection.pool_autoscaling["fixed"].can_grow(0)
 
 
+def test_reads_each_pools_consolidation_delay_max_pods_and_the_clusters_default_compute_class(
+    gke_api: GkeApi, cluster_manager: container_v1.ClusterManagerClient
+) -> None:
+    body = cluster_json(
+        dns_endpoint=ENABLED_DNS_ENDPOINT,
+        node_pools=[
+            {"name": "quick", "config": {"consolidationDelay": "120s"}, "maxPodsConstraint": {"maxPodsPerNode": "32"}},
+            {"name": "at-once", "config": {"consolidationDelay": "0s"}},
+            {"name": "profile", "config": {"machineType": "e2-standard-4"}},
+        ],
+    )
+    body["autoscaling"] = {"defaultComputeClassConfig": {"enabled": True}}
+    body["defaultMaxPodsConstraint"] = {"maxPodsPerNode": "110"}
+    gke_api.clusters[CLUSTER] = body
+
+    pools = gke.connect(CLUSTER, credentials=CountingCredentials(), cluster_manager=cluster_manager).pool_autoscaling
+
+    assert pools["quick"].consolidation_delay_seconds == 120
+    assert pools["at-once"].consolidation_delay_seconds == 0, "a zero delay is set, not absent"
+    assert pools["profile"].consolidation_delay_seconds is None, "absent: the autoscaling profile's delay"
+    assert (pools["quick"].max_pods_per_node, pools["profile"].max_pods_per_node) == (32, 110)
+    assert all(pool.default_compute_class for pool in pools.values())
+
+
+def test_the_default_compute_class_is_off_unless_the_cluster_turns_it_on(
+    gke_api: GkeApi, cluster_manager: container_v1.ClusterManagerClient
+) -> None:
+    gke_api.clusters[CLUSTER] = cluster_json(dns_endpoint=ENABLED_DNS_ENDPOINT)
+
+    pools = gke.connect(CLUSTER, credentials=CountingCredentials(), cluster_manager=cluster_manager).pool_autoscaling
+
+    assert not pools["default-pool"].default_compute_class
+    assert pools["default-pool"].max_pods_per_node == 0, "not known"
+
+
 # --- cache -----------------------------------------------------------------------------------------------------------
 
 

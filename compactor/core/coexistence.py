@@ -9,8 +9,9 @@ anyway, and measured on the simulator the pair did worse than the threshold alon
 node-compactor adds the nodes between the two. So:
 
 - a pool's threshold is that of the ComputeClass its nodes carry in `cloud.google.com/compute-class`
-  (the highest one when they carry several: the side that leaves more to the autoscaler), else the
-  configuration's `computeClassConsolidationThreshold`;
+  (the highest one when they carry several: the side that leaves more to the autoscaler), or, for nodes
+  without the label, that of the ComputeClass named `default` when the cluster's default ComputeClass
+  is on (`class_of`), else the configuration's `computeClassConsolidationThreshold`;
 - a pool whose cpu limit (or memory limit, when set) is at or below its threshold is left to the
   autoscaler: no marks, soft taints, steering or new drains there. A drain already under way in it
   still continues or is rolled back (`inflight`): node-compactor never leaves a node cordoned.
@@ -30,6 +31,10 @@ from typing import Literal
 from compactor.core.model import COMPUTE_CLASS_LABEL, ComputeClass, Node, Snapshot
 from compactor.settings.config import Config, PoolConfig
 
+# The ComputeClass GKE's autoscaler applies to a node pool without the compute-class label when the cluster's
+# default ComputeClass is on (GoogleCloudPlatform/cluster-autoscaler: pkg/cloudprovider/gke/labels/system_labels.go,
+# DefaultCCCName; pkg/computeclass/lister/ccc.go, `NodeGroupCrd` falls back to `GetDefaultCrd`).
+DEFAULT_CLASS = "default"
 # A limit suggested above a threshold: node-compactor+threshold's, measured (0.9 beside 75%).
 LIMIT_ABOVE_THRESHOLD = 0.15
 # Which kubectl command saves the ComputeClasses with the rest of a snapshot.
@@ -86,6 +91,9 @@ def judge(snapshot: Snapshot, config: Config, nodes_by_pool: Mapping[str | None,
     verdicts: dict[str, PoolThreshold] = {}
     for name, pool in sorted(enabled.items()):
         members = nodes_by_pool.get(name, ())
+        assumed = _default_assumed(name, members, snapshot)
+        if assumed is not None:
+            warnings.append(assumed)
         read, read_class = _read_threshold(name, members, classes, snapshot, warnings, pool)
         declared = pool.compute_class_threshold
         if read is not None:
@@ -117,7 +125,7 @@ def class_thresholds(snapshot: Snapshot, pool_label: str) -> dict[str, float]:
     thresholds: dict[str, float] = {}
     for node in snapshot.nodes:
         pool = node.labels.get(pool_label)
-        threshold = readable.get(node.labels.get(COMPUTE_CLASS_LABEL, ""))
+        threshold = readable.get(class_of(node, pool, snapshot) or "")
         if pool is not None and threshold is not None:
             thresholds[pool] = max(thresholds.get(pool, 0.0), threshold / 100)
     return thresholds
@@ -131,7 +139,7 @@ def class_delays(snapshot: Snapshot, pool_label: str) -> dict[str, int]:
     chosen: dict[str, tuple[int, int | None]] = {}  # pool -> (threshold, delay in minutes) of the class taken
     for node in snapshot.nodes:
         pool = node.labels.get(pool_label)
-        found = readable.get(node.labels.get(COMPUTE_CLASS_LABEL, ""))
+        found = readable.get(class_of(node, pool, snapshot) or "")
         if pool is None or found is None or found.consolidation_threshold is None:
             continue
         candidate = (found.consolidation_threshold, found.consolidation_delay_minutes)
@@ -139,6 +147,41 @@ def class_delays(snapshot: Snapshot, pool_label: str) -> dict[str, int]:
         if taken is None or candidate[0] > taken[0] or (candidate[0] == taken[0] and _shorter(candidate[1], taken[1])):
             chosen[pool] = candidate
     return {pool: minutes * 60 for pool, (_, minutes) in chosen.items() if minutes is not None}
+
+
+def class_of(node: Node, pool: str | None, snapshot: Snapshot) -> str | None:
+    """The ComputeClass GKE's autoscaler applies to the node's pool: the one its `cloud.google.com/compute-class`
+    label names, else the ComputeClass named `default` when there is one and the cluster's default ComputeClass
+    is on (GoogleCloudPlatform/cluster-autoscaler, pkg/computeclass/lister/ccc.go: `NodeGroupCrd` reads the
+    node pool's label and, without it, `GetDefaultCrd` returns the class `default` only while
+    `IsDefaultCCCEnabled`, the cluster's autoscaling.defaultComputeClassConfig.enabled). Without the GKE API
+    (a kubeconfig run, a snapshot file) the setting is unknown and assumed on: a class of that name exists
+    for that purpose, and `judge` warns."""
+    named = node.labels.get(COMPUTE_CLASS_LABEL)
+    if named is not None:
+        return named
+    return DEFAULT_CLASS if _default_applies(pool, snapshot) else None
+
+
+def _default_applies(pool: str | None, snapshot: Snapshot) -> bool:
+    if not any(found.name == DEFAULT_CLASS for found in snapshot.compute_classes):
+        return False
+    known = snapshot.pool_autoscaling.get(pool) if pool is not None else None
+    return known is None or known.default_compute_class
+
+
+def _default_assumed(name: str, members: Iterable[Node], snapshot: Snapshot) -> str | None:
+    """The warning when a pool follows the class `default` although the GKE API did not say the cluster's
+    default ComputeClass is on."""
+    if snapshot.pool_autoscaling.get(name) is not None or not _default_applies(name, snapshot):
+        return None
+    if all(COMPUTE_CLASS_LABEL in node.labels for node in members):
+        return None
+    return (
+        f"pool {name}'s nodes carry no {COMPUTE_CLASS_LABEL} label and the cluster has a ComputeClass named "
+        f"{DEFAULT_CLASS}: node-compactor assumes the cluster's default ComputeClass is on, so the Cluster "
+        "Autoscaler follows that class on this pool (the GKE API, which says whether it is on, was not read)"
+    )
 
 
 def _shorter(delay: int | None, than: int | None) -> bool:
@@ -161,8 +204,9 @@ def _read_threshold(
     warnings: list[str],
     pool: PoolConfig,
 ) -> tuple[int | None, str | None]:
-    """The highest threshold among the ComputeClasses the pool's nodes carry, and that class's name."""
-    counts: Counter[str | None] = Counter(node.labels.get(COMPUTE_CLASS_LABEL) for node in members)
+    """The highest threshold among the ComputeClasses the pool's nodes follow (`class_of`), and that class's
+    name."""
+    counts: Counter[str | None] = Counter(class_of(node, name, snapshot) for node in members)
     named = sorted(value for value in counts if value is not None)
     if not named:
         return None, None

@@ -198,6 +198,23 @@ class Cluster:
         page = self._page(resource, namespace, query, limit=0, continue_token="")
         return page.resource_version, page.items
 
+    def selection(self, resource: Resource, query: dict[str, str]) -> Callable[[JsonObject], bool] | None:
+        """What the field and label selectors of `query` let through (None: everything), as for a list."""
+        fields = selectors.parse_field_selector(
+            query.get("fieldSelector", ""), resource.kind, events_v1=resource is EVENTS
+        )
+        labels = selectors.parse_label_selector(query.get("labelSelector", ""))
+        if not fields and not labels:
+            return None
+
+        def predicate(obj: JsonObject) -> bool:
+            if not all(requirement.matches(obj) for requirement in fields):
+                return False
+            object_labels = selectors.labels_of(obj)
+            return all(requirement.matches(object_labels) for requirement in labels)
+
+        return predicate
+
     def _page(
         self, resource: Resource, namespace: str | None, query: dict[str, str], *, limit: int, continue_token: str
     ) -> Page:

@@ -22,7 +22,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -37,6 +37,7 @@ from tests.fakeapi import discovery, statuses
 from tests.fakeapi.cluster import Cluster, deep_copy
 from tests.fakeapi.resources import BY_URL, COMPUTE_CLASSES, PODS, JsonObject, Resource, resource_for_kind
 from tests.fakeapi.statuses import ApiError
+from tests.fakeapi.watches import WATCH_MODES, DropConnectionError, Watches
 
 logger = logging.getLogger(__name__)
 
@@ -136,6 +137,8 @@ class _Response:
     # (or until the client closes it) as kube-apiserver holds a watch open.
     chunks: list[bytes] | None = None
     hold_open: float = 0.0
+    # A plain watch: its lines as they come (b"" while idle), until the watch ends (`watches.Watches`).
+    stream: Iterator[bytes] | None = None
 
     @staticmethod
     def json(status: int, body: JsonObject | bytes) -> _Response:
@@ -170,6 +173,7 @@ class FakeApiServer:
         self._http: _HttpServer | None = None
         self._thread: threading.Thread | None = None
         self._watch_list = "on"
+        self._watches = Watches(self._cluster)
         self._gzip = True
         self._before_bookmark: dict[str, list[tuple[str, JsonObject]]] = {}
         # GKE's ComputeClass CRD: "installed" (served), "absent" (404, as off GKE) or "forbidden" (403 on a list).
@@ -352,6 +356,42 @@ class FakeApiServer:
         if mode not in WATCH_LIST_MODES:
             raise ValueError(f"watch-list mode {mode!r} is not one of {WATCH_LIST_MODES}")
         self._watch_list = mode
+
+    def serve_watches(self, mode: str) -> None:
+        """How a plain watch (from a resourceVersion, no sendInitialEvents) is answered: "off" (the default,
+        `400` as before the fake served them), "on" (as kube-apiserver's watch cache, `watches.py`), or
+        "forbidden" (RBAC's `403` for a client bound without the `watch` verb)."""
+        if mode not in WATCH_MODES:
+            raise ValueError(f"watch mode {mode!r} is not one of {WATCH_MODES}")
+        self._watches.mode = mode
+
+    def watch_bookmarks(self, seconds: float) -> None:
+        """Seconds between two bookmarks of a watch that asked for them (kube-apiserver: about 60)."""
+        self._watches.bookmark_seconds = seconds
+
+    def drop_watches(self) -> None:
+        """Close every open watch's connection without ending its stream, as a kube-apiserver restart does."""
+        self._watches.drop()
+
+    def stall_watches(self, stalled: bool = True) -> None:
+        """Open watches send nothing, not even bookmarks, until `stall_watches(False)` (their changes wait)."""
+        self._watches.stall(stalled)
+
+    def lose_watch_events(self, kind: str, count: int = 1) -> None:
+        """The next `count` changes of `kind` reach no watch (later bookmarks pass their resourceVersion)."""
+        with self._cluster.lock:
+            store = self._cluster.store
+            store.lose_next[kind] = store.lose_next.get(kind, 0) + count
+
+    def compact_watch_history(self) -> None:
+        """Forget every change so far: a watch from an older resourceVersion gets 410 Expired."""
+        with self._cluster.lock:
+            self._cluster.store.compact_changes()
+
+    @property
+    def watches_opened(self) -> int:
+        """How many plain watches were answered 200 (a 410 as an ERROR event included)."""
+        return self._watches.opened
 
     def serve_compute_classes(self, mode: str) -> None:
         """How GKE's `computeclasses` (cloud.google.com/v1) are answered: "installed" (the default, as on
@@ -597,6 +637,13 @@ class FakeApiServer:
         """
         send_initial = query.get("sendInitialEvents")
         match = query.get("resourceVersionMatch", "")
+        if send_initial is None and not match and self._watches.mode != "off":
+            if self._watches.mode == "forbidden":
+                raise statuses.forbidden_watch(resource, "system:serviceaccount:node-compactor:node-compactor")
+            predicate = self._cluster.selection(resource, query)
+            bookmarks = _parse_bool(query.get("allowWatchBookmarks"))
+            stream = self._watches.stream(resource, namespace, query, predicate, bookmarks)
+            return _Response(200, b"", "application/json", stream=stream)
         if self._watch_list != "ignored":
             problems: list[tuple[str, str]] = []
             if send_initial is not None and match != "NotOlderThan":
@@ -872,6 +919,9 @@ class _Handler(BaseHTTPRequestHandler):
         if response is None:
             self.close_connection = True
             return
+        if response.stream is not None:
+            self._follow(response.stream)
+            return
         if response.chunks is not None:
             self._stream(response)
             return
@@ -883,6 +933,36 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(response.body)
+
+    def _follow(self, lines: Iterator[bytes]) -> None:
+        """A plain watch: each piece as it comes, chunked, until the watch ends, the client leaves, or a fault
+        drops the connection (no last chunk)."""
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Cache-Control", "no-cache, private")
+        self.end_headers()
+        try:
+            for piece in lines:
+                if not piece:
+                    # Readable means the client closed the connection (it sends nothing else on a watch).
+                    if select.select([self.connection], [], [], 0)[0]:
+                        return
+                    continue
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except DropConnectionError:
+            with contextlib.suppress(OSError):
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            return  # the client left
+        finally:
+            close = getattr(lines, "close", None)
+            if close is not None:
+                close()
 
     def _stream(self, response: _Response) -> None:
         """A watch: chunked transfer encoding, then open until the client leaves or the hold time passes."""

@@ -168,6 +168,20 @@ def forbidden_list(resource: Resource, user: str) -> ApiError:
     )
 
 
+def forbidden_watch(resource: Resource, user: str) -> ApiError:
+    """RBAC's refusal of a cluster-wide watch (k8s.io/apiserver's `forbiddenMessage`)."""
+    details: JsonObject = {"kind": resource.plural}
+    if resource.group:
+        details["group"] = resource.group
+    return ApiError(
+        403,
+        "Forbidden",
+        f'{resource.qualified} is forbidden: User "{user}" cannot watch resource "{resource.plural}" in API group '
+        f'"{resource.group}" at the cluster scope',
+        details=details,
+    )
+
+
 def invalid(
     resource: Resource, name: str, field_errors: list[tuple[str, str, str]], *, by_resource: bool = False
 ) -> ApiError:

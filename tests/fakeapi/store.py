@@ -17,7 +17,7 @@ import binascii
 import bisect
 import itertools
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +32,31 @@ Encoder = Callable[[JsonObject], bytes]
 
 # How many paginated lists may be in flight before the oldest one's continue token expires.
 SNAPSHOTS_KEPT = 64
+# How many changes watches can be started before (kube-apiserver's watch cache keeps at least its
+# `eventFreshDuration`, 75 s, of them, and up to 100,000 per resource); older ones are compacted away.
+CHANGES_KEPT = 10_000
+
+
+@dataclass
+class Change:
+    """One write as watches see it: the object before and after (None: created / deleted), at `resource_version`.
+
+    `lost`: a fault that keeps this change from every watch open when it happened (`api.lose_watch_events`)."""
+
+    resource_version: int
+    kind: str
+    key: str
+    before: JsonObject | None
+    after: JsonObject | None
+    lost: bool = False
+
+
+@dataclass(eq=False)
+class WatchQueue:
+    """The changes of `kind` an open watch has still to send, in order (kube-apiserver's cacheWatcher input)."""
+
+    kind: str
+    pending: deque[Change]
 
 
 @dataclass
@@ -104,6 +129,14 @@ class Store:
         # How many of the next requests that continue a list find their snapshot compacted away.
         self.expire_next_continues = 0
         self._snapshot_ids = itertools.count(1)
+        # Every write, for watches (`changes_since`); those at or below `compacted_through` are gone.
+        self.changes: deque[Change] = deque()
+        self.compacted_through = 0
+        # Per kind, how many of the next changes no watch open now will see (a fault).
+        self.lose_next: dict[str, int] = {}
+        # Notified (under its own lock) after each change, so that watches need not poll the store.
+        self.changed = threading.Condition(threading.Lock())
+        self.watch_queues: list[WatchQueue] = []
 
     def next_resource_version(self) -> int:
         self.resource_version += 1
@@ -133,6 +166,8 @@ class Store:
         self._encoded[kind].pop(key, None)
         if kind == "Pod":
             self._reindex_pod(key, previous, obj)
+        if bump:
+            self._record(kind, key, previous, obj)
         return obj
 
     def remove(self, kind: str, key: str) -> JsonObject | None:
@@ -144,7 +179,49 @@ class Store:
         self._sorted_keys[kind] = None
         if kind == "Pod":
             self._reindex_pod(key, obj, None)
+        self._record(kind, key, obj, None)
         return obj
+
+    def _record(self, kind: str, key: str, before: JsonObject | None, after: JsonObject | None) -> None:
+        lost = self.lose_next.get(kind, 0) > 0
+        if lost:
+            self.lose_next[kind] -= 1
+        change = Change(self.resource_version, kind, key, before, after, lost)
+        self.changes.append(change)
+        if not lost:
+            for queue in self.watch_queues:
+                if queue.kind == kind:
+                    queue.pending.append(change)
+        while len(self.changes) > CHANGES_KEPT:
+            self.compacted_through = self.changes.popleft().resource_version
+        with self.changed:
+            self.changed.notify_all()
+
+    def compact_changes(self) -> None:
+        """Forget every change so far, as an etcd compaction followed by a restart of kube-apiserver
+        (whose new watch cache starts at the current revision) does."""
+        self.changes.clear()
+        self.compacted_through = self.resource_version
+
+    def open_watch(self, resource_version: int, kind: str) -> WatchQueue | None:
+        """A queue holding the changes of `kind` after `resource_version`, and every later one as it happens;
+        None when some of them were compacted away (410 Gone)."""
+        if resource_version < self.compacted_through:
+            return None
+        found: list[Change] = []
+        for change in reversed(self.changes):
+            if change.resource_version <= resource_version:
+                break
+            if change.kind == kind and not change.lost:
+                found.append(change)
+        found.reverse()
+        queue = WatchQueue(kind, deque(found))
+        self.watch_queues.append(queue)
+        return queue
+
+    def close_watch(self, queue: WatchQueue) -> None:
+        if queue in self.watch_queues:
+            self.watch_queues.remove(queue)
 
     def encoded(self, kind: str, key: str) -> bytes:
         cache = self._encoded[kind]

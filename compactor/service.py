@@ -32,7 +32,7 @@ from compactor.errors import (
     LeaseHeldError,
 )
 from compactor.gcp import pricefile
-from compactor.kube import integrity
+from compactor.kube import integrity, watching
 from compactor.kube.snapshot import paused_gc
 from compactor.settings import config as config_source
 
@@ -314,6 +314,18 @@ def _run(
                     plan = planner.plan(snapshot, config, now=clock(), prices=prices)
             for warning in plan.compute_class_warnings:  # the report lists them too
                 log.warning(warning, extra={"fields": {"event": "compute-class-warning"}})
+            # Later batches of a drain are proven on this read kept current by watches (started only when the
+            # first such proof is due), on their own connections: long streams must not hold the pool's.
+            watcher = cluster.watcher()
+            proof_state = watching.ProofState(
+                watcher,
+                snapshot,
+                cluster.list_resource_versions,
+                functools.partial(_read_fresh, cluster, connection.pool_autoscaling),
+                remaining=budget.remaining,
+                confirm_seconds=watching.CONFIRM_SECONDS,
+                stall_seconds=watching.STALL_SECONDS,
+            )
             executor = Executor(
                 cluster,
                 config,
@@ -322,7 +334,7 @@ def _run(
                 dry_run=dry_run,
                 first_backoff=first_backoff,
                 guard=guard,
-                snapshot_reader=functools.partial(_read_again, cluster, connection.pool_autoscaling),
+                proof_state=proof_state,
                 deployments=cluster if config.surges else None,
                 read_seconds=read_seconds,
                 replacements=cluster,
@@ -335,8 +347,12 @@ def _run(
                         plan, outcome=executor.outcome.to_dict(), warnings=warnings, config_source=loaded.source
                     ),
                     cluster,
+                    proof_state,
                 )
                 raise
+            finally:
+                proof_state.close()
+                watcher.close()
         finally:
             gc.unfreeze()  # a warm function instance must not keep this run's objects out of collection
             if not dry_run:
@@ -344,16 +360,18 @@ def _run(
     finally:
         connection.close()
     document = report.to_dict(plan, outcome=outcome.to_dict(), warnings=warnings, config_source=loaded.source)
-    return RunResult(plan, _with_read(document, cluster), outcome)
+    return RunResult(plan, _with_read(document, cluster, proof_state), outcome)
 
 
-def _read_again(cluster: Any, pool_autoscaling: Mapping[str, Any] | None) -> Snapshot:
-    """The cluster read again, for the proof before a later batch of evictions (`Executor`); the
-    report's `read` stays what the run's own read cost."""
+def _read_fresh(cluster: Any, pool_autoscaling: Mapping[str, Any] | None) -> tuple[Snapshot, dict[str, str], int]:
+    """The cluster read again, for a proof the watched state could not serve (`kube.watching.ProofState`):
+    the snapshot, each list's resourceVersion (the watches start again there) and its bytes on the wire.
+    The report's `read` stays what the run's own read cost; the report's `watch` counts this one."""
     first = cluster.last_read
     try:
         fresh: Snapshot = integrity.check_unique(cluster.read_snapshot(pool_autoscaling))
-        return fresh
+        stats = cluster.last_read
+        return fresh, dict(cluster.list_resource_versions), stats.wire_bytes if stats is not None else 0
     finally:
         cluster.last_read = first
 
@@ -368,8 +386,13 @@ def input_warnings(loaded: config_source.Loaded, snapshot: Snapshot) -> list[str
     return found
 
 
-def _with_read(run_report: dict[str, Any], cluster: Any) -> dict[str, Any]:
-    """The report with `read`: how the cluster was read and what that cost (`kube.ReadStats`)."""
+def _with_read(
+    run_report: dict[str, Any], cluster: Any, proof_state: watching.ProofState | None = None
+) -> dict[str, Any]:
+    """The report with `read`: how the cluster was read and what that cost (`kube.ReadStats`); and, when a
+    drain proved later batches, `watch`: how their state was kept current and what that cost."""
     if cluster.last_read is not None:
         run_report["read"] = cluster.last_read.to_dict()
+    if proof_state is not None and proof_state.asked:
+        run_report["watch"] = proof_state.stats.to_dict()
     return run_report

@@ -16,7 +16,9 @@ opt-out: `node-compactor.dev/disabled`, the Cluster Autoscaler's
 `scale-down-disabled`, `karpenter.sh/do-not-disrupt`); and before every batch
 of pods not tried yet but the first, which the plan has just proven, and
 before a retry once the last proof is older than PROOF_INTERVAL_PROOFS times
-what a proof takes, it reads the whole cluster again and asks the
+what a proof takes, it takes the whole cluster as it is now (`proof_state`:
+the run's read kept current by watches, proven to show every eviction the run
+made, or the cluster read again) and asks the
 planner's own question again (`inflight.in_flight`): do the pods left still
 fit on the other nodes as they are now, with the pods waiting for the
 scheduler placed first, and is no pod this pool could hold unschedulable? A
@@ -92,8 +94,19 @@ CONFLICT_RETRIES = 3
 Guard = Callable[[str], None]
 """Called with what the run is about to do; raises a CompactorError when it must not (the Lease is lost)."""
 
-SnapshotReader = Callable[[], Snapshot]
-"""Reads the whole cluster again (nodes, pods, PDBs), for the proof before each later batch of evictions."""
+
+class ProofState(Protocol):
+    """The cluster as it is now, for the proof before each later batch of evictions (nodes, pods, PDBs):
+    `compactor.kube.watching.ProofState` live, the run's read kept current by watches and proven as new
+    as the run's last eviction answer, or the cluster read again."""
+
+    def snapshot(self) -> Snapshot: ...
+
+    def evicted(self, key: str) -> None:
+        """The Eviction API answered that it evicted pod `key` ("namespace/name")."""
+
+    def node_read(self, node: dict[str, Any]) -> None:
+        """The draining node as the check before a batch read it (GET): a proof's state holds it as new."""
 
 
 class ClusterPort(Protocol):
@@ -213,13 +226,13 @@ class Executor:
         dry_run: bool,
         first_backoff: float = FIRST_BACKOFF_SECONDS,
         guard: Guard | None = None,
-        snapshot_reader: SnapshotReader | None = None,
+        proof_state: ProofState | None = None,
         deployments: surging.DeploymentPort | None = None,
         restart_wait: bool = True,
         read_seconds: float = 0.0,
         replacements: placeholders.PlaceholderPort | None = None,
     ) -> None:
-        """`snapshot_reader` reads the cluster for the proof before each later batch of evictions;
+        """`proof_state` gives the cluster as it is now for the proof before each later batch of evictions;
         without one (the simulations' in-memory port) only the node is re-read between batches.
         `deployments` restarts the Deployments of pods a rolling restart moves (surgeSingleReplicas);
         without it such pods stay where they are. `restart_wait` False checks the rollouts once instead of
@@ -233,7 +246,7 @@ class Executor:
         self.restart_wait = restart_wait
         self._single_replicas: tuple[SurgeVerdict, ...] = ()
         self.guard = guard
-        self.snapshot_reader = snapshot_reader
+        self.proof_state = proof_state
         self.config = config
         self.clock = clock
         self.budget = budget
@@ -674,6 +687,8 @@ class Executor:
                     return
                 result = self.cluster.evict(namespace, name)
                 maybe_landed = result.unknown
+                if result.status == "evicted" and self.proof_state is not None:
+                    self.proof_state.evicted(key)  # no proof stands on a state that does not show it
                 if result.status in ("evicted", "gone"):
                     with self.outcome._lock:
                         (self.outcome.evicted if result.status == "evicted" else self.outcome.gone).append(key)
@@ -893,6 +908,8 @@ class Executor:
             return f"could not re-read the node ({error.message})"
         if node is None:
             return "the node no longer exists"
+        if self.proof_state is not None:
+            self.proof_state.node_read(node)
         annotations = (node.get("metadata") or {}).get("annotations") or {}
         if not (node.get("spec") or {}).get("unschedulable"):
             return self._interrupt(node, "someone else uncordoned the node during the drain")
@@ -909,7 +926,7 @@ class Executor:
             except CompactorError as error:
                 self._error(f"evict pods on {name}: {error.message}")
                 return error.message
-        if proven or self.snapshot_reader is None:
+        if proven or self.proof_state is None:
             return None
         if self.budget.remaining() < self._proof_seconds:
             # A read the budget cuts short is an error that fails the run; without a proof no pod goes anyway.
@@ -917,13 +934,13 @@ class Executor:
         return self._prove_again(name, node)
 
     def _prove_again(self, name: str, node: dict[str, Any]) -> str | None:
-        """Read the cluster and plan the drain under way again (`inflight.in_flight`, the planner's own
-        rule 0): the next batch goes only when the answer is still "continue {name}", and then only
-        with pods that answer lists."""
-        assert self.snapshot_reader is not None
+        """Take the cluster as it is now (`proof_state`: watched, or read again) and plan the drain under
+        way again (`inflight.in_flight`, the planner's own rule 0): the next batch goes only when the answer
+        is still "continue {name}", and then only with pods that answer lists."""
+        assert self.proof_state is not None
         started = self.budget.monotonic()
         try:
-            fresh = self.snapshot_reader()
+            fresh = self.proof_state.snapshot()
         except TransientError as error:
             return self._stop_for_now(name, f"could not re-read the cluster ({error.message})")
         except CompactorError as error:

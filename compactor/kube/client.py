@@ -149,6 +149,10 @@ class ListExpiredError(ClusterAccessError):
     """A list's `continue` token expired while paging (HTTP 410): the list must start again."""
 
 
+class WatchRefusedError(ClusterAccessError):
+    """The server refused a watch in a way no retry in this run changes (403 without the `watch` verb, ...)."""
+
+
 class WatchListUnavailableError(Exception):
     """The server refused a streaming list or did not finish its initial events; `reason` says which."""
 
@@ -269,6 +273,20 @@ class Cluster:
         self.watch_idle_seconds = WATCH_IDLE_SECONDS
         # What the last `read_snapshot` cost (None before the first).
         self.last_read: ReadStats | None = None
+        # The resourceVersion of each kind's list in the last `read_snapshot` ("Node", "Pod",
+        # "PodDisruptionBudget"): where watches that keep that snapshot current start (`kube.watching`).
+        self.list_resource_versions: dict[str, str] = {}
+
+    def watcher(self) -> Cluster:
+        """A client for watches on connections of its own (the same server and credentials): a watch holds
+        its connection for minutes, which would leave the evictions too few in this client's pool."""
+        other = Cluster(client.ApiClient(self.api_client.configuration), page_size=self.page_size)
+        other.read_budget = self.read_budget
+        other.sleep = self.sleep
+        return other
+
+    def close(self) -> None:
+        self.api_client.close()
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -311,8 +329,9 @@ class Cluster:
         self, pool_autoscaling: Mapping[str, PoolAutoscaling] | None, stats: ReadStats, workloads: bool = False
     ) -> Snapshot:
         builder = SnapshotBuilder()
+        versions: dict[str, str] = {}
         with paused_gc():
-            self._read_list(builder, stats, "Node", "list nodes", self.core.list_node)
+            self._read_list(builder, stats, "Node", "list nodes", self.core.list_node, versions=versions)
             # Finished pods count for nothing (DESIGN rule 1): the API server leaves them out.
             self._read_list(
                 builder,
@@ -320,6 +339,7 @@ class Cluster:
                 "Pod",
                 "list pods",
                 self.core.list_pod_for_all_namespaces,
+                versions=versions,
                 field_selector=UNFINISHED_PODS,
             )
             self._read_list(
@@ -328,11 +348,14 @@ class Cluster:
                 "PodDisruptionBudget",
                 "list PodDisruptionBudgets",
                 self.policy.list_pod_disruption_budget_for_all_namespaces,
+                versions=versions,
             )
             if workloads:
                 self._read_workloads(builder, stats)
             self._read_compute_classes(builder, stats)
-        return builder.build(pool_autoscaling)
+        snapshot = builder.build(pool_autoscaling)
+        self.list_resource_versions = versions
+        return snapshot
 
     def _read_compute_classes(self, builder: SnapshotBuilder, stats: ReadStats) -> None:
         """GKE's ComputeClasses, in paged lists (a handful of objects; never a streaming list).
@@ -405,13 +428,21 @@ class Cluster:
         kind: str,
         what: str,
         list_call: Callable[..., Any],
+        *,
+        versions: dict[str, str] | None = None,
         **query: Any,
     ) -> None:
-        """Every object of `kind` into `builder`, by the list method this client uses."""
+        """Every object of `kind` into `builder`, by the list method this client uses; the list's
+        resourceVersion (its first page's, or the streaming list's closing bookmark's) into `versions`."""
         if self.list_method == WATCH_LIST:
-            self._watch_list(builder, stats, kind, what, list_call, **query)
+            self._watch_list(builder, stats, kind, what, list_call, versions=versions, **query)
             return
+        first = True
         for page in self._raw_pages(what, list_call, list_kind=f"{kind}List", stats=stats, **query):
+            if first and versions is not None:
+                head = _page_head(page, what, None)
+                versions[kind] = head.metadata.resourceVersion if head.metadata is not None else ""
+            first = False
             builder.add_page(kind, page, what=what)
 
     def _watch_list(
@@ -421,6 +452,8 @@ class Cluster:
         kind: str,
         what: str,
         list_call: Callable[..., Any],
+        *,
+        versions: dict[str, str] | None = None,
         **query: Any,
     ) -> None:
         """One streaming list (WatchList): its initial events into `builder`, then the stream is closed.
@@ -469,7 +502,7 @@ class Cluster:
                 yield data
 
         try:
-            watchlist.read_initial_events(chunks(), builder, kind, what=what)
+            watchlist.read_initial_events(chunks(), builder, kind, what=what, versions=versions)
         except watchlist.StreamEndedError as ended:
             if ended.code == 410:
                 raise ListExpiredError(f"cannot {what}: {ended.reason}") from None
@@ -488,6 +521,69 @@ class Cluster:
             # The watch would go on sending changes: close it rather than read it to its end.
             response.close()
             response.release_conn()
+
+    # -- watching (`compactor.kube.watching` keeps a snapshot current with these) ----------------
+
+    def _watched_list(self, kind: str) -> tuple[str, Callable[..., Any], dict[str, Any]]:
+        """What a list or watch of `kind` is called, the client call, and its query (pods: unfinished ones)."""
+        if kind == "Node":
+            return "nodes", self.core.list_node, {}
+        if kind == "Pod":
+            return "pods", self.core.list_pod_for_all_namespaces, {"field_selector": UNFINISHED_PODS}
+        if kind == "PodDisruptionBudget":
+            return "PodDisruptionBudgets", self.policy.list_pod_disruption_budget_for_all_namespaces, {}
+        raise ValueError(f"{kind} is not watched")
+
+    def open_watch(self, kind: str, resource_version: str, *, timeout_seconds: int, idle_seconds: float) -> Any:
+        """A watch of `kind` from `resource_version` (the objects a snapshot's read found; pods: unfinished
+        ones), with bookmarks; the raw response, whose body is read as it comes. The server ends it after
+        `timeout_seconds`; a read that waits longer than `idle_seconds` for a byte raises urllib3's
+        ReadTimeoutError. A 5xx or a 429 is sent again as for a list; WatchRefusedError for an answer no
+        retry changes (403 without the `watch` verb, ...), ListExpiredError for 410 Gone."""
+        plural, list_call, query = self._watched_list(kind)
+        what = f"watch {plural}"
+
+        def send(timeout: tuple[float, float]) -> Any:
+            return list_call(
+                watch=True,
+                resource_version=resource_version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=max(1, timeout_seconds),
+                _preload_content=False,
+                _request_timeout=(timeout[0], idle_seconds),
+                **query,
+            )
+
+        try:
+            return self._send(what, send, None)
+        except client.ApiException as error:
+            if error.status == 410:
+                raise ListExpiredError(f"cannot {what}: {_describe(error)}") from error
+            if error.status in _WATCH_LIST_REFUSALS:
+                raise WatchRefusedError(f"cannot {what}: {_describe(error)}") from error
+            raise access_error(what, error) from error
+        except urllib3.exceptions.HTTPError as error:
+            raise access_error(what, error) from error
+
+    def current_resource_version(self, kind: str) -> tuple[str, int]:
+        """The resourceVersion of a list of `kind` read now (one object asked for): every write the API
+        server answered before this call is at or below it. With the bytes it took on the wire."""
+        plural, list_call, _ = self._watched_list(kind)
+        what = f"list {plural} (one, for its resourceVersion)"
+        try:
+            response = self._send(
+                what,
+                lambda timeout: list_call(limit=1, _preload_content=False, _request_timeout=timeout),
+                None,
+            )
+            data: bytes = response.data
+        except client.ApiException as error:
+            raise access_error(what, error) from error
+        except urllib3.exceptions.HTTPError as error:
+            raise access_error(what, error) from error
+        head = _page_head(data, what, f"{kind}List")
+        version = head.metadata.resourceVersion if head.metadata is not None else ""
+        return version, response.tell() or len(data)
 
     def _send(
         self,

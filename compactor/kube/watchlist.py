@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import msgspec
+
 from compactor.errors import SnapshotError
 from compactor.kube import decoding
 from compactor.kube.snapshot import SnapshotBuilder
@@ -34,6 +36,17 @@ _PROMPT = (b"BOOKMARK", b'"ERROR"')
 _MARKER_OVERLAP = 16  # a marker split between two reads is still found
 
 
+class _Versioned(msgspec.Struct, gc=False):
+    resourceVersion: str = ""  # noqa: N815
+
+
+class _VersionedHead(msgspec.Struct, gc=False):
+    metadata: _Versioned | None = None
+
+
+_VERSIONED_HEAD = msgspec.json.Decoder(_VersionedHead)
+
+
 class StreamEndedError(Exception):
     """The stream ended (or sent an ERROR event) before its initial events did; `reason` says how."""
 
@@ -43,12 +56,15 @@ class StreamEndedError(Exception):
         self.code = code
 
 
-def read_initial_events(chunks: Iterable[bytes], builder: SnapshotBuilder, kind: str, *, what: str) -> int:
+def read_initial_events(
+    chunks: Iterable[bytes], builder: SnapshotBuilder, kind: str, *, what: str, versions: dict[str, str] | None = None
+) -> int:
     """Feed the objects of a streaming list of `kind` to `builder` until its initial events end.
 
     `chunks` are the stream's bytes as they arrive, in pieces of any size. Returns how many events were
-    read. Raises StreamEndedError when the stream ends first or sends an ERROR event, SnapshotError
-    when it sends what is not a watch event of `kind`.
+    read; the initial-events-end bookmark's resourceVersion (where a watch of the same objects would go
+    on) goes into `versions[kind]`. Raises StreamEndedError when the stream ends first or sends an ERROR
+    event, SnapshotError when it sends what is not a watch event of `kind`.
     """
     pending = bytearray()
     events = 0
@@ -65,19 +81,21 @@ def read_initial_events(chunks: Iterable[bytes], builder: SnapshotBuilder, kind:
         batch = bytes(pending[:cut])
         del pending[:cut]
         prompt = any(marker in pending for marker in _PROMPT)
-        count, ended = _add_lines(builder, kind, batch, what)
+        count, ended = _add_lines(builder, kind, batch, what, versions)
         events += count
         if ended:
             return events
     if pending.strip():  # the last line of a stream that ended may have no newline
-        count, ended = _add_lines(builder, kind, bytes(pending) + b"\n", what)
+        count, ended = _add_lines(builder, kind, bytes(pending) + b"\n", what, versions)
         events += count
         if ended:
             return events
     raise StreamEndedError(f"the stream ended after {events} events, before the initial-events-end bookmark")
 
 
-def _add_lines(builder: SnapshotBuilder, kind: str, batch: bytes, what: str) -> tuple[int, bool]:
+def _add_lines(
+    builder: SnapshotBuilder, kind: str, batch: bytes, what: str, versions: dict[str, str] | None = None
+) -> tuple[int, bool]:
     """Whole lines of events: (how many, whether the initial-events-end bookmark was among them)."""
     try:
         decoded = decoding.EVENT.decode_lines(batch)
@@ -93,12 +111,14 @@ def _add_lines(builder: SnapshotBuilder, kind: str, batch: bytes, what: str) -> 
         if not line.strip():
             continue
         count += 1
-        if _add_line(builder, kind, line, what):
+        if _add_line(builder, kind, line, what, versions):
             return count, True
     return count, False
 
 
-def _add_line(builder: SnapshotBuilder, kind: str, line: bytes, what: str) -> bool:
+def _add_line(
+    builder: SnapshotBuilder, kind: str, line: bytes, what: str, versions: dict[str, str] | None = None
+) -> bool:
     """One event read on its own; True when it is the initial-events-end bookmark."""
     try:
         event = decoding.RAW_EVENT.decode(line)
@@ -124,7 +144,10 @@ def _add_line(builder: SnapshotBuilder, kind: str, line: bytes, what: str) -> bo
     meta = head.metadata or decoding.ObjectMeta()
     if event.type == "BOOKMARK":
         annotations = meta.annotations if isinstance(meta.annotations, dict) else {}
-        return bool(annotations.get(INITIAL_EVENTS_END) == "true")
+        ended = bool(annotations.get(INITIAL_EVENTS_END) == "true")
+        if ended and versions is not None:
+            versions[kind] = _resource_version(bytes(event.object))
+        return ended
     if event.type == "DELETED":
         if not isinstance(meta.name, str) or not meta.name:
             raise SnapshotError(f"cannot {what}: the API server sent a DELETED event for an object without a name")
@@ -132,6 +155,15 @@ def _add_line(builder: SnapshotBuilder, kind: str, line: bytes, what: str) -> bo
         return False
     builder.add_object(kind, bytes(event.object), what=what, replaces=event.type == "MODIFIED")
     return False
+
+
+def _resource_version(raw: bytes) -> str:
+    """An event object's metadata.resourceVersion; "" when it has none that reads as a string."""
+    try:
+        head = _VERSIONED_HEAD.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return ""
+    return head.metadata.resourceVersion if head.metadata is not None else ""
 
 
 def _head(raw: bytes, what: str) -> decoding.ObjectHead:

@@ -91,6 +91,19 @@ def test_a_removable_nodes_pods_are_booked_before_the_next_node_is_judged() -> N
     assert cluster.autoscaler.unremovable_until[second] == BEGIN + timedelta(minutes=5)
 
 
+def test_pods_of_a_drain_under_way_count_in_the_utilization_of_the_node_they_land_on() -> None:
+    cluster = idle_cluster(3)
+    draining, light, busy = names(cluster)
+    fill(cluster, draining, "1500m")  # held by the drain under way
+    fill(cluster, light, "500m")  # 13% alone, 51% with the drained pod, the only node it fits
+    fill(cluster, busy, "3300m")  # 620m free: room for light's pod, not for the drained one
+    cluster.autoscaler.removal = autoscaler_module._Removal(draining, BEGIN)
+    cluster.world.now = BEGIN
+    cluster.autoscaler._update_unneeded(BEGIN)
+    assert light not in cluster.autoscaler.unneeded_since, "above 50% with the pod it is about to receive"
+    assert light not in cluster.autoscaler.unremovable_until, "turned down by utilization, not by the simulation"
+
+
 def test_the_pool_minimum_is_checked_only_when_deleting() -> None:
     cluster = idle_cluster(3, minNodes=2)
     loops(cluster, 0, 1)

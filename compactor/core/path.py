@@ -11,7 +11,7 @@ be scheduled, PodDisruptionBudgets at zero, pods that block a drain, pods
 that fit nowhere, and the pools' own limits.
 
 The path assumes no other node goes away meanwhile. The Cluster Autoscaler
-removes nodes of its own, those below its utilization threshold whose pods
+removes nodes of its own, those at or below its utilization threshold whose pods
 fit elsewhere; when the path counts on the room of such a node (places pods
 on it), the path says so in its caveats: if the autoscaler removes that node
 first, the pods it counted on placing there need other room, and the path
@@ -223,7 +223,7 @@ def _autoscaler_may_remove(
     coexistence: Coexistence | None,
 ) -> tuple[str, ...]:
     """The caveat for the path's targets that the Cluster Autoscaler may remove on its own: Ready, not
-    cordoned, not opted out with its `scale-down-disabled`, and below its utilization threshold (the
+    cordoned, not opted out with its `scale-down-disabled`, and at or below its utilization threshold (the
     larger of the cpu and memory shares requested, DaemonSet pods counted, as the autoscaler measures
     it: cluster-autoscaler/simulator/utilization/info.go) as they are now. Its own drainability rules are
     not checked: "may"."""
@@ -240,8 +240,8 @@ def _autoscaler_may_remove(
             known.threshold if known is not None and known.threshold is not None else config.ca_utilization_threshold
         )
         utilization = max(report.cpu_ratio, report.memory_ratio or 0.0)
-        if utilization < threshold:
-            named.append(f"{name} ({utilization:.0%} requested, below its {threshold:.0%} threshold)")
+        if utilization <= threshold:
+            named.append(f"{name} ({utilization:.0%} requested, its threshold {threshold:.0%})")
     if not named:
         return ()
     return (

@@ -164,7 +164,7 @@ def test_plan_prints_the_path_under_the_decision_and_in_the_json() -> None:
     # The shipped cluster's path counts on gke-...-8c1f-3pzx (43% requested), which the autoscaler removes on
     # its own in `simulate --snapshot`: the path's second drain then has no room left for data/postgres-0.
     (caveat,) = report["path"]["caveats"]
-    assert "may remove gke-shop-prod-default-pool-8c1f-3pzx (43% requested, below its 50% threshold)" in caveat
+    assert "may remove gke-shop-prod-default-pool-8c1f-3pzx (43% requested, its threshold 50%)" in caveat
     assert any(line.startswith("  But: the Cluster Autoscaler may remove") for line in lines[decision:])
     assert json.loads(run_cli("--json", "--path-steps", "0").stdout)["path"] is None
 
@@ -212,7 +212,7 @@ def test_the_path_says_when_it_counts_on_a_node_the_autoscaler_may_remove_first(
     first, found = plan_and_path(cluster_with_light_target())
     assert [step.node for step in found.steps] == ["l0"] and dict(first.decision.placements) == {"default/web": "t"}
     (caveat,) = found.caveats
-    assert "may remove t (45% requested, below its 50% threshold) on its own first" in caveat
+    assert "may remove t (45% requested, its threshold 50%) on its own first" in caveat
     assert "b0" not in caveat and "l0" not in caveat  # full, and the path's own drain
 
 

@@ -267,6 +267,8 @@ def _strategy(
         else None,
         # The same, counting only the minutes when the strategy had more nodes than the lower bound: what cost savings.
         "decisionMinutesAboveBound": decisions_above or ({} if decisions else None),
+        # The pods that most often held node-compactor back by fitting nowhere else: what `no-fit` waited on.
+        "noFitPods": [{"pod": held.pod, "runs": held.runs, "why": held.why} for held in result.no_fit],
         "failures": result.failures[:20],
         "seconds": round(result.seconds, 1),
         "series": {
@@ -500,6 +502,13 @@ def _held_lines(item: dict[str, Any]) -> list[str]:
         )
         # A long meaning goes on under MEANING, so the column stays one.
         lines.extend(_wrap(row + words(kind), " " * len(row)))
+    held = item.get("noFitPods") or []
+    if held:
+        runs = sum(1 for decision in item["series"].get("decisions", ()) if decision == "no-fit")
+        lines += _wrap(f"  no-fit waited most on (of {runs} minutes held by it):", "    ")
+        for entry in held:
+            text = f"    {entry['pod']} in {entry['runs']} run(s): fits on no other node ({entry['why']})"
+            lines += _wrap(text, "      ")
     return lines
 
 

@@ -36,7 +36,7 @@ import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from compactor.core import pools
@@ -49,7 +49,7 @@ from compactor.simulation.controllers import Controllers
 from compactor.simulation.metrics import Recorder, Series
 from compactor.simulation.model import PoolSpec, Setup, coexisting, compute_class, optimize_utilization
 from compactor.simulation.scheduler import Scheduler
-from compactor.simulation.strategies import ClusterAutoscalerAlone, Estafette, NodeCompactor, Strategy
+from compactor.simulation.strategies import ClusterAutoscalerAlone, Estafette, NodeCompactor, NoFit, Strategy
 from compactor.simulation.world import World
 
 STRATEGIES = (
@@ -105,6 +105,8 @@ class StrategyResult:
     summary: dict[str, int]
     failures: list[str]
     seconds: float
+    # The pods that most often held node-compactor's runs back by fitting nowhere else (`NodeCompactor.no_fit`).
+    no_fit: list[NoFit] = field(default_factory=list)
 
 
 @dataclass
@@ -270,7 +272,9 @@ def _measure(setup: Setup, cluster: Cluster, name: str, results: Results, progre
         progress(name, 1.0)
     series.lower_bound = results.lower_bound
     elapsed = time.monotonic() - started
-    return StrategyResult(name, world.recorder, series, strategy.summary(), list(strategy.failures), elapsed)
+    return StrategyResult(
+        name, world.recorder, series, strategy.summary(), list(strategy.failures), elapsed, strategy.no_fit()
+    )
 
 
 def lower_bound(setup: Setup, cluster: Cluster, demand: list[prices.Demand] | None = None) -> dict[str, int]:

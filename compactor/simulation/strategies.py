@@ -28,6 +28,7 @@ import contextlib
 import json
 import logging
 import random
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -36,6 +37,7 @@ from typing import Protocol
 from compactor.actuation import executor as live
 from compactor.core import planner
 from compactor.core.cluster import ClusterView, NodeState
+from compactor.core.plan import Plan
 from compactor.core.timing import format_stamp
 from compactor.errors import RunFailedError
 from compactor.settings.config import Config
@@ -50,6 +52,18 @@ SYSTEM_NAMESPACE = "kube-system"
 RUN_INTERVAL = timedelta(minutes=5)
 ACTIONS = frozenset({"drain", "continue-drain", "rollback"})  # decisions that act; any other holds back
 FAILED_RUN = "failed-run"
+NO_FIT_SHOWN = 5
+# A node's reason when one of its pods fits nowhere else (`compactor.core.fit`'s wording).
+_FITS_NOWHERE = re.compile(r"pod (?P<pod>\S+) \(.*?\) fits on no other node \((?P<why>[^)]*)\)")
+
+
+@dataclass(frozen=True, slots=True)
+class NoFit:
+    """A pod that kept nodes from being drained because it fitted on no other node."""
+
+    pod: str  # namespace/name
+    runs: int  # the runs held by no-fit that named it
+    why: str  # the latest reason: what the other nodes lacked
 
 
 class Strategy(Protocol):
@@ -61,6 +75,8 @@ class Strategy(Protocol):
     def act(self, now: datetime) -> None: ...
 
     def summary(self) -> dict[str, int]: ...
+
+    def no_fit(self) -> list[NoFit]: ...
 
 
 class ClusterAutoscalerAlone:
@@ -75,6 +91,9 @@ class ClusterAutoscalerAlone:
 
     def summary(self) -> dict[str, int]:
         return {}
+
+    def no_fit(self) -> list[NoFit]:
+        return []
 
 
 @dataclass
@@ -141,6 +160,9 @@ class Estafette:
     def summary(self) -> dict[str, int]:
         return {"nodesCordoned": self.nodes_picked}
 
+    def no_fit(self) -> list[NoFit]:
+        return []
+
 
 def _prevents_removal(state: NodeState) -> bool:
     """estafette's hasPodWhichPreventsNodeRemoval."""
@@ -169,6 +191,8 @@ class NodeCompactor:
     counts: dict[str, int] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     decision: str | None = None
+    # Runs held by no-fit: per pod that fitted nowhere, how many runs named it and the latest reason.
+    no_fit_pods: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._prices = prices.table_for(self.config)
@@ -181,6 +205,8 @@ class NodeCompactor:
         plan = planner.plan(snapshot, self.config, now=now, prices=self._prices)
         action = plan.decision.action
         self.decision = action if action != "none" else (plan.held_by or "none")
+        if plan.held_by == "no-fit":
+            self._note_no_fit(plan)
         port = SimulatedCluster(
             self.world,
             actor=self.name,
@@ -231,6 +257,23 @@ class NodeCompactor:
 
     def summary(self) -> dict[str, int]:
         return dict(self.counts)
+
+    def no_fit(self) -> list[NoFit]:
+        """The pods most often named by runs held back by `no-fit`, most named first (at most `NO_FIT_SHOWN`)."""
+        ranked = sorted(self.no_fit_pods.items(), key=lambda item: (-item[1][0], item[0]))
+        return [NoFit(pod, runs, why) for pod, (runs, why) in ranked[:NO_FIT_SHOWN]]
+
+    def _note_no_fit(self, plan: Plan) -> None:
+        """For a run held by `no-fit`: each pod that keeps a node from being drained because it fits on no
+        other node (the node's first reason), counted once a run, with the latest reason given."""
+        named: dict[str, str] = {}
+        for node in plan.nodes:
+            found = _FITS_NOWHERE.match(node.blockers[0]) if node.blockers else None
+            if found is not None:
+                named.setdefault(found["pod"], found["why"])
+        for pod, why in named.items():
+            runs, _ = self.no_fit_pods.get(pod, (0, why))
+            self.no_fit_pods[pod] = (runs + 1, why)
 
 
 @contextlib.contextmanager

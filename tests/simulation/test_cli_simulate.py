@@ -196,3 +196,20 @@ def test_a_colour_means_one_thing_in_every_panel() -> None:
         # Every reason looks different from every other.
         assert len({styles[kind] for kind in held}) == len(held)
     assert plot.PLATEAU_COLOR not in strategies
+
+
+def test_no_fit_names_the_pods_it_waits_on(capsys: pytest.CaptureFixture[str]) -> None:
+    # The shipped offpeak cluster: after the first drain the autoscaler removes gke-...-8c1f-3pzx itself, and
+    # data/postgres-0 (its volume in europe-west1-b) then fits on no other node, which `plan`'s path could not
+    # know (its caveat names 3pzx: tests/unit/test_path.py). The simulation says which pod it waited on.
+    code, out, err = run(capsys, "--snapshot", SNAPSHOT, "--config", "examples/config.json", "--hours", "1", "--json")
+    assert code == 0, err
+    (compactor,) = [s for s in json.loads(out)["strategies"] if s["name"] == "node-compactor"]
+    held = {entry["pod"]: entry for entry in compactor["noFitPods"]}
+    assert "another zone than its volume" in held["data/postgres-0"]["why"]
+    assert 0 < held["data/postgres-0"]["runs"] <= compactor["decisionMinutes"]["no-fit"] / 5
+    assert not any(
+        s.get("noFitPods") for s in json.loads(out)["strategies"] if not s["name"].startswith("node-compactor")
+    )
+    code, out, err = run(capsys, "--snapshot", SNAPSHOT, "--config", "examples/config.json", "--hours", "1")
+    assert "no-fit waited most on" in out and "data/postgres-0 in " in out

@@ -16,12 +16,14 @@ is"):
 
 The proof waits for that, up to `confirm_seconds`. The watched state is dropped and the cluster read
 afresh (the watches start again from that read) when a watch broke (410 Gone: its resourceVersion was
-compacted; a dropped connection; an ERROR event; an object that cannot be read), when one stalled
-(nothing, not even a bookmark, within its bookmark interval), when the pods' watch passed the
-resourceVersion of a list read after the last eviction answer without that eviction's event (it lost
-one: the bookmark shows it), and when freshness was not proven in time. Each fresh read is counted
-in the report's `watch` with its reason. A server that refuses the watch (403 without the `watch`
-verb, ...) is read afresh for each proof of the run, as before watches.
+compacted; a dropped connection; an ERROR event; an object that cannot be read), when the pods' watch
+passed the resourceVersion of a list read after the last eviction answer without that eviction's
+event (it lost one: a bookmark or a later event shows it), and when freshness was not proven in time
+(a stalled or lagging stream). A stream silent for `stall_seconds` (past kube-apiserver's bookmark
+interval) is watched again from its last resourceVersion: on a resource nothing changes, kube-apiserver
+sends no bookmark at all, so silence alone proves nothing, and the new watch replays what a hung one
+held back. Each fresh read is counted in the report's `watch` with its reason. A server that refuses
+the watch (403 without the `watch` verb, ...) is read afresh for each proof of the run, as before.
 
 resourceVersions are compared only within one resource, as integers, the way apimachinery's
 `resourceversion.CompareResourceVersion` does (k8s.io/apimachinery/pkg/util/resourceversion).
@@ -54,8 +56,9 @@ log = logging.getLogger(__name__)
 WATCHED_KINDS = ("Pod", "PodDisruptionBudget", "Node")
 PLURALS = {"Pod": "pods", "PodDisruptionBudget": "PodDisruptionBudgets", "Node": "nodes"}
 # kube-apiserver sends each watcher a bookmark about every minute (apiserver pkg/storage/cacher
-# `defaultBookmarkFrequency`) and 2 s before the watch's timeout; a stream silent for that long plus
-# the 15 s kube-apiserver itself allows its watch cache (`DefaultEventFreshDuration`) has stalled.
+# `defaultBookmarkFrequency`) once its watch cache has moved past the watcher's resourceVersion, and 2 s
+# before the watch's timeout; a stream silent for that long plus the 15 s kube-apiserver allows its own
+# watch cache (`DefaultEventFreshDuration`) is watched again from its last resourceVersion.
 BOOKMARK_SECONDS = 60.0
 STALL_SECONDS = BOOKMARK_SECONDS + 15.0
 # How long a proof waits for the watched state to show the run's own writes (normally milliseconds).
@@ -63,7 +66,7 @@ CONFIRM_SECONDS = 5.0
 # A watch asks the server to end it after this long at most, and is started again from where it was.
 WATCH_SECONDS = 300
 READ_BYTES = 64 * 1024
-_RECHECK_SECONDS = 0.25  # how often a waiting proof looks at the clock (stalls) between events
+_RECHECK_SECONDS = 0.25  # how often a waiting proof looks at the clock between events
 
 
 class WatchSource(Protocol):
@@ -88,8 +91,10 @@ class UnusableError(Exception):
 class WatchStats:
     """What keeping the state current cost, and how often it could not be used: the report's `watch`."""
 
-    watches: int = 0  # watch requests answered (each kind's first, and one after each server-side timeout)
+    watches: int = 0  # watch requests answered (each kind's first, then after a server-side timeout or a silence)
+    reopened: int = 0  # watches started again after `stall_seconds` of silence
     events: int = 0
+    events_by_kind: dict[str, int] = field(default_factory=dict)
     bookmarks: int = 0
     wire_bytes: int = 0  # the watch streams' bytes and the resourceVersion reads'
     proofs: int = 0  # proofs that stood on the watched state
@@ -99,17 +104,31 @@ class WatchStats:
     refused: str | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def add(self, *, events: int = 0, bookmarks: int = 0, wire_bytes: int = 0, watches: int = 0) -> None:
+    def add(
+        self,
+        *,
+        kind: str | None = None,
+        events: int = 0,
+        bookmarks: int = 0,
+        wire_bytes: int = 0,
+        watches: int = 0,
+        reopened: int = 0,
+    ) -> None:
         with self._lock:
             self.events += events
+            if kind is not None and events:
+                self.events_by_kind[kind] = self.events_by_kind.get(kind, 0) + events
             self.bookmarks += bookmarks
             self.wire_bytes += wire_bytes
             self.watches += watches
+            self.reopened += reopened
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "watches": self.watches,
+            "reopened": self.reopened,
             "events": self.events,
+            "eventsByKind": dict(sorted(self.events_by_kind.items())),
             "bookmarks": self.bookmarks,
             "bytesOnWire": self.wire_bytes,
             "proofs": self.proofs,
@@ -256,13 +275,12 @@ class Watched:
                 self._break(unusable)
                 return
             except urllib3.exceptions.ReadTimeoutError:
-                self._break(
-                    UnusableError(
-                        f"the watch of {PLURALS[kind]} stalled: nothing came, not even a bookmark, "
-                        f"for {self._stall_seconds:g} s"
-                    )
-                )
-                return
+                # Silence is no proof of a stall: kube-apiserver sends a watcher a bookmark only once its
+                # watch cache has passed the watcher's resourceVersion (cache_watcher.go `process`), which on
+                # a resource nothing changes may take many minutes. Watching again from the last version
+                # seen asks the server to answer, and replays whatever the silent stream held back.
+                self._stats.add(reopened=1)
+                continue
             except Exception as error:  # whatever a broken or closed connection raises
                 if not self._stopping():
                     self._break(
@@ -317,7 +335,7 @@ class Watched:
             self._heard[kind] = self._monotonic()
             self._changed.notify_all()
         bookmarks = sum(1 for event in decoded if event[0] == "BOOKMARK")
-        self._stats.add(events=len(decoded) - bookmarks, bookmarks=bookmarks)
+        self._stats.add(kind=kind, events=len(decoded) - bookmarks, bookmarks=bookmarks)
 
     def _change(self, kind: str, event_type: str, key: str, record: Any) -> None:
         records: dict[str, Any] = self._pods if kind == "Pod" else self._nodes if kind == "Node" else self._pdbs
@@ -359,12 +377,6 @@ class Watched:
                 if self._broken is not None:
                     raise self._broken
                 now = self._monotonic()
-                for kind in WATCHED_KINDS:
-                    if now - self._heard[kind] > self._stall_seconds:
-                        raise UnusableError(
-                            f"the watch of {PLURALS[kind]} stalled: nothing came, not even a bookmark, "
-                            f"for {self._stall_seconds:g} s"
-                        )
                 unseen = sorted(self._unseen)
                 behind: list[str] = []
                 for name, version in nodes_read.items():
@@ -401,7 +413,10 @@ class Watched:
                 left = deadline - now
                 if left <= 0:
                     waited = f"the eviction of {unseen[0]}" if unseen else f"node {behind[0]} as it was read"
-                    raise UnusableError(f"the watched state did not show {waited} within {wait_seconds:g} s")
+                    raise UnusableError(
+                        f"the watched state did not show {waited} within {wait_seconds:g} s (its watch stalled "
+                        f"or lags: nothing came from it for {now - self._heard['Pod' if unseen else 'Node']:.1f} s)"
+                    )
                 self._changed.wait(min(left, _RECHECK_SECONDS))
 
     def _holds_node(self, name: str, version: int) -> bool:

@@ -1,6 +1,7 @@
 """What one drain run's proofs cost kube-apiserver: the whole cluster read again before later batches.
 
     python bench/drain_cost.py --nodes 5000 [--trees before=DIR,after=.] [--budget 240]
+    python bench/drain_cost.py --nodes 1000 --cases free,held   # a check: its own control plane, < 8 min
     python bench/drain_cost.py --attach URL,APISERVER_PID --nodes 5000 ...   # a server loaded already
 
 `bench.real_apiserver` starts kube-apiserver and etcd (the e2e toolchain's binaries) and loads
@@ -17,10 +18,17 @@ process of its own with the tree's `compactor` package:
   (the synth PDBs covering them set so, one PDB made for each pod without one): every eviction is
   answered 429 for the whole budget.
 
-Per run: the full re-reads of the cluster the executor made (`outcome.proofs`), each one's wall
-time and bytes on the wire (the reader's `ReadStats`, counted in the child around
-`service._read_again`), the run's wall time, and the CPU kube-apiserver and etcd used over the
-run (/proc/PID/stat) less their idle rate measured just before. After each run the node and its
+Per run: the full re-reads of the cluster the executor made for its proofs (a tree from before
+watches: each one's wall time and bytes on the wire, the reader's `ReadStats`, counted in the child
+around `service._read_again`; a tree with watches: the report's `watch`, its streams' bytes and the
+fresh reads it fell back to), `runBytesOnWire` (every byte the run read: lists and watch streams),
+`fullReadBytesOnWire` (the run's own read, one full list of the same cluster) and their ratio
+`fullReads`, the run's wall time, and the CPU kube-apiserver and etcd used over the run
+(`apiserverCpu`, /proc/PID/stat) less their idle rate measured just before; then, in another child,
+one full read alone (`fullRead`: its kube-apiserver CPU less the same idle rate, bytes and time)
+and the run's CPU in such reads (`fullReadsOfCpu`); both also with the collection of their own garbage
+counted as bench/api_cost.py counts it (`apiserverCpuWithGc`, `fullReadsOfCpuWithGc`, see
+`Collections`); the child's peak RSS is `peakMiB`. After each run the node and its
 pods are deleted, as the Cluster Autoscaler would remove it, so the next run starts from one
 drain. Writes `bench/out/drain-cost/results.json`. A benchmark run by hand, never a timed test.
 """
@@ -57,7 +65,7 @@ NOT_READY = "node.kubernetes.io/not-ready"
 
 # The child: one `service.run` with the tree's compactor, each proof's read counted.
 CHILD = r"""
-import logging, sys, time, orjson, urllib3
+import logging, resource, sys, time, orjson, urllib3
 from compactor.errors import CompactorError
 from datetime import UTC, datetime, timedelta
 urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
@@ -73,7 +81,8 @@ def counted(cluster, pool_autoscaling):
     finally:
         reads.append({"seconds": round(time.perf_counter() - started, 3), **cluster.last_read.to_dict()})
         cluster.last_read = first
-service._read_again = counted
+if hasattr(service, "_read_again"):  # a tree from before watches: every proof read the cluster this way
+    service._read_again = counted
 env = {"COMPACTOR_CONFIG": open(config).read(), "COMPACTOR_RUN_BUDGET_SECONDS": budget}
 connector = service.connector_from({}, kubeconfig=kubeconfig)
 moment = datetime.fromisoformat(now)
@@ -89,6 +98,7 @@ sys.stdout.buffer.write(orjson.dumps({
     "failed": failed,
     "decision": report.get("decision"),
     "read": report.get("read"),
+    "watch": report.get("watch"),
     "proofs": outcome.get("proofs"),
     "reads": reads,
     "evicted": len(outcome.get("evicted") or ()),
@@ -96,6 +106,7 @@ sys.stdout.buffer.write(orjson.dumps({
     "waitingFor": sorted(set((outcome.get("waiting") or {}).values()))[:3],
     "interrupted": outcome.get("interrupted"),
     "held": outcome.get("held"),
+    "peakMiB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
 }) + b"\n")
 """
 
@@ -226,6 +237,28 @@ def _cpu(pid: int | None) -> float:
     return live_scale._cpu_seconds(pid) if pid else 0.0
 
 
+class Collections:
+    """kube-apiserver's garbage collector, so that a window's CPU counts what collecting that window's own
+    garbage costs, wherever Go runs the collection (it collects once the heap has grown by the live heap,
+    GOGC=100: a read that allocates 2.7 GB on a 4 GB live heap may trigger none, or pay for an earlier
+    read's). As bench/api_cost.py counts it: the process's CPU, less what Go's collector spent meanwhile
+    (`go_cpu_classes_gc_total_cpu_seconds_total`), plus the window's allocations over the live heap times
+    one forced full collection's CPU (`/debug/pprof/heap?gc=1`)."""
+
+    def __init__(self, url: str, pid: int) -> None:
+        self.metrics = api_cost._go_metrics(url)
+        collect = api_cost._collector(url)
+        before = _cpu(pid)
+        collect()
+        self.full_collection_cpu = _cpu(pid) - before
+        self.live_heap = self.metrics()["heap"]
+
+    def cpu(self, raw: float, before: dict[str, float], after: dict[str, float]) -> float:
+        collector = after.get("gc_cpu", 0.0) - before.get("gc_cpu", 0.0)
+        allocated = after["allocated"] - before["allocated"]
+        return raw - collector + allocated / self.live_heap * self.full_collection_cpu
+
+
 def measure(
     tree: Path,
     kubeconfig: Path,
@@ -234,12 +267,14 @@ def measure(
     now: datetime,
     pids: tuple[int, int | None],
     log: Path,
+    collections: Collections | None = None,
 ) -> dict[str, Any]:
     server, etcd = pids
     idle_start = (_cpu(server), _cpu(etcd), time.monotonic())
     time.sleep(IDLE_SECONDS)
     idle_seconds = time.monotonic() - idle_start[2]
     idle = ((_cpu(server) - idle_start[0]) / idle_seconds, (_cpu(etcd) - idle_start[1]) / idle_seconds)
+    go_before = collections.metrics() if collections is not None else {}
     before = (_cpu(server), _cpu(etcd), time.monotonic())
     env = {**os.environ, "PYTHONPATH": str(tree)}
     with open(log, "wb") as logged:
@@ -254,6 +289,11 @@ def measure(
     wall = time.monotonic() - before[2]
     result: dict[str, Any] = orjson.loads(answer.stdout.splitlines()[-1])
     result["apiserverCpu"] = round(_cpu(server) - before[0] - idle[0] * wall, 2)
+    result["apiserverIdleRate"] = round(idle[0], 4)
+    if collections is not None:
+        go_after = collections.metrics()
+        result["apiserverCpuWithGc"] = round(collections.cpu(result["apiserverCpu"], go_before, go_after), 2)
+        result["apiserverAllocatedGB"] = round((go_after["allocated"] - go_before["allocated"]) / 1e9, 2)
     result["etcdCpu"] = round(_cpu(etcd) - before[1] - idle[1] * wall, 2)
     reads = result["reads"]
     result["proofReads"] = {
@@ -262,7 +302,59 @@ def measure(
         "bytesOnWire": sum(read["bytesOnWire"] for read in reads),
         "requests": sum(read["requests"] for read in reads),
     }
+    # Every byte the run read: its own read, the proofs' reads (a tree before watches, or a watch's fallback)
+    # and the watch streams with their resourceVersion reads. One full read of the same cluster is the run's own.
+    watch = result.get("watch") or {}
+    full = (result.get("read") or {}).get("bytesOnWire") or 0
+    result["fullReadBytesOnWire"] = full
+    result["runBytesOnWire"] = (
+        full
+        + result["proofReads"]["bytesOnWire"]
+        + (watch.get("bytesOnWire") or 0)
+        + (watch.get("freshReadBytesOnWire") or 0)
+    )
+    result["fullReads"] = round(result["runBytesOnWire"] / full, 3) if full else None
     return result
+
+
+# A child that reads the cluster once, as a run does, for what one full read costs kube-apiserver.
+READ_CHILD = r"""
+import sys, urllib3
+urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+from compactor import service
+from compactor.kube.client import Cluster
+cluster = Cluster(service.kubernetes_client(sys.argv[1], {}))
+cluster.read_snapshot()
+print(cluster.last_read.wire_bytes)
+"""
+
+
+def full_read_cost(
+    tree: Path, kubeconfig: Path, pids: tuple[int, int | None], idle: float, collections: Collections | None = None
+) -> dict[str, Any]:
+    """One full read of the cluster with the tree's reader, in a child: kube-apiserver's CPU for it (less
+    `idle`, its idle rate measured before the run just made), its bytes on the wire and its wall time."""
+    server, _ = pids
+    go_before = collections.metrics() if collections is not None else {}
+    before = (_cpu(server), time.monotonic())
+    answer = subprocess.run(
+        [sys.executable, "-c", READ_CHILD, str(kubeconfig)],
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        stdout=subprocess.PIPE,
+        check=True,
+    )
+    wall = time.monotonic() - before[1]
+    found: dict[str, Any] = {
+        "apiserverCpu": round(_cpu(server) - before[0] - idle * wall, 2),
+        "bytesOnWire": int(answer.stdout.split()[-1]),
+        "seconds": round(wall, 2),
+    }
+    if collections is not None:
+        go_after = collections.metrics()
+        found["apiserverCpuWithGc"] = round(collections.cpu(found["apiserverCpu"], go_before, go_after), 2)
+        found["apiserverAllocatedGB"] = round((go_after["allocated"] - go_before["allocated"]) / 1e9, 2)
+    return found
 
 
 @contextlib.contextmanager
@@ -303,6 +395,11 @@ def main(argv: list[str] | None = None) -> int:
         admin = Admin(url)
         print(f"  {untaint(admin)} nodes untainted ({NOT_READY})", file=sys.stderr, flush=True)
         nodes = iter(candidates(kubeconfig, config, now))
+        try:
+            collections: Collections | None = Collections(url, pids[0])
+        except (RuntimeError, KeyError, urllib3.exceptions.HTTPError) as error:
+            print(f"  kube-apiserver's collections are not measured: {error}", file=sys.stderr, flush=True)
+            collections = None
         for case in args.cases.split(","):  # one pod changes every second, as api_cost measures reads
             for name, tree in trees:
                 node = next(nodes)
@@ -311,9 +408,17 @@ def main(argv: list[str] | None = None) -> int:
                 log = OUT_DIR / f"{name}-{case}.log"
                 try:
                     with api_cost.churning(url, 1.0):
-                        result = measure(tree, kubeconfig, config_path, args.budget, now, pids, log)
+                        result = measure(tree, kubeconfig, config_path, args.budget, now, pids, log, collections)
+                        result["fullRead"] = full_read_cost(
+                            tree, kubeconfig, pids, result["apiserverIdleRate"], collections
+                        )
                 finally:
                     remove(admin, node)
+                cpu = result["fullRead"]["apiserverCpu"]
+                result["fullReadsOfCpu"] = round(result["apiserverCpu"] / cpu, 3) if cpu > 0 else None
+                if "apiserverCpuWithGc" in result:
+                    with_gc = result["fullRead"]["apiserverCpuWithGc"]
+                    result["fullReadsOfCpuWithGc"] = round(result["apiserverCpuWithGc"] / with_gc, 3)
                 result.update(tree=name, case=case, node=node, pods=pods)
                 results.append(result)
                 print(f"  {orjson.dumps({k: v for k, v in result.items() if k != 'reads'}).decode()}", flush=True)

@@ -3,6 +3,9 @@ watch lines read into what the watched state applies (or refuses)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import orjson
 import pytest
 
@@ -27,7 +30,7 @@ def test_a_resource_version_reads_as_compare_resource_version_reads_it(text: obj
     assert watching.version_of(text) == expected
 
 
-def line(event_type: str, obj: dict[str, object]) -> bytes:
+def line(event_type: str, obj: Mapping[str, Any]) -> bytes:
     return orjson.dumps({"type": event_type, "object": obj})
 
 

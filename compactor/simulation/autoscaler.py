@@ -462,7 +462,9 @@ class Autoscaler:
         (simulator/cluster.go): every pod drainable and fitting on the nodes left. A node found removable
         keeps its pods booked where they landed (the planner's RemovalSimulator persists a successful
         simulation in its snapshot) and is no destination for the nodes after it; pods booked onto a node
-        move with it when it is simulated, and make it a node to drain. A node whose pods were blocked or
+        move with it when it is simulated, and make it a node to drain. Each node found removable spends one
+        disruption of every PDB for each pod of it the PDB covers, so a later node with a pod of a PDB left
+        with none is blocked in the same pass. A node whose pods were blocked or
         found no place is not simulated again for `unremovable-node-recheck-timeout` (5 minutes). The
         pool's minimum size is checked only when deleting (`_start_removals`)."""
         draining = self.removal.node if self.removal is not None else None
@@ -489,6 +491,11 @@ class Autoscaler:
         removed: set[str] = set()
         found: list[str] = []
         needs_drain: set[str] = set()
+        # What each PDB still allows in this pass: its disruptionsAllowed less one for every pod it covers on the
+        # nodes found removable before (the RemainingPdbTracker, set from the PDBs in every loop,
+        # core/static_autoscaler.go `initializeRemainingPdbTracker`, and spent by `categorizeNodes`,
+        # core/scaledown/planner/planner.go, with core/scaledown/pdb/basic.go `RemovePods`).
+        remaining: dict[str, int] = {}
         for state in eligible:
             if state.name in self.unremovable_until:
                 continue
@@ -497,6 +504,12 @@ class Autoscaler:
                 self.unremovable_until[state.name] = now + UNREMOVABLE_RECHECK
                 continue
             movable = [*own, *booked.get(state.name, ())]
+            # The PDB drainability rule asks what is left, not what the PDB's status says
+            # (simulator/drainability/rules/pdb/rule.go: "not enough pod disruption budget to move").
+            budgets = [pdb for pod in movable for pdb in view.pdbs.covering(pod)]
+            if any(remaining.get(pdb.key, pdb.disruptions_allowed) < 1 for pdb in budgets):
+                self.unremovable_until[state.name] = now + UNREMOVABLE_RECHECK
+                continue
             if movable:
                 destinations = [t for t in targets if t.name not in removed and t.name != state.name]
                 # The autoscaler simulates the node gone from its snapshot: it is no spread domain.
@@ -514,6 +527,8 @@ class Autoscaler:
                     booked.setdefault(result.placements[pod.key], []).append(pod)
             if movable:
                 needs_drain.add(state.name)  # its PodsToReschedule: its own pods and those booked onto it
+            for pdb in budgets:
+                remaining[pdb.key] = remaining.get(pdb.key, pdb.disruptions_allowed) - 1
             found.append(state.name)
             removed.add(state.name)
         self.unneeded_since = {name: previous.get(name, now) for name in found}

@@ -14,7 +14,7 @@ from compactor.simulation import runner
 from compactor.simulation.model import compute_class
 from compactor.simulation.runner import Cluster
 from compactor.simulation.strategies import ClusterAutoscalerAlone
-from tests.simulation.builders import POOL, add_pod, cluster_from, scenario_data, setup_from
+from tests.simulation.builders import POOL, add_pdb, add_pod, cluster_from, scenario_data, setup_from
 
 BEGIN = datetime.fromisoformat("2026-11-20T17:00:00+00:00")
 CA = "cluster-autoscaler"
@@ -217,3 +217,17 @@ def test_the_planner_skips_only_passes_whose_result_it_already_has(monkeypatch: 
     setup = setup_from(scenario_data(hours=1))
     runner.run(setup, strategies=("ca-alone", "gke-consolidation-threshold"))
     assert checked and all(checked), f"{checked.count(False)} of {len(checked)} skipped passes differ"
+
+
+def test_a_pdbs_budget_is_spent_by_the_nodes_found_removable_before_in_the_same_pass() -> None:
+    cluster = idle_cluster(4)
+    *light, busy = names(cluster)
+    for node in light:  # one app over three nodes, maxUnavailable 1: its PDB allows one disruption
+        add_pod(cluster.world, f"web-{node}", node=node, cpu="500m", app="web", owner=("ReplicaSet", "web"))
+    add_pdb(cluster.world, "web", maxUnavailable=1)
+    fill(cluster, busy, "2500m")
+    loops(cluster, 0, 1)
+    # The node judged first spends the one disruption; the others are blocked in that pass, rechecked later.
+    (unneeded,) = cluster.autoscaler.unneeded_since
+    assert unneeded in light
+    assert set(light) - {unneeded} <= set(cluster.autoscaler.unremovable_until)

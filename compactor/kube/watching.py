@@ -372,6 +372,7 @@ class Watched:
         `wait_seconds` for that; UnusableError when it cannot be."""
         deadline = self._monotonic() + wait_seconds
         horizon: int | None = None  # the pods' resourceVersion read after the last eviction answer
+        before_horizon: set[str] = set()  # the evictions answered before it was read (their writes are below it)
         with self._changed:
             while True:
                 if self._broken is not None:
@@ -399,16 +400,20 @@ class Watched:
                     finally:
                         self._changed.acquire()
                     self._stats.add(wire_bytes=read_bytes)
+                    before_horizon = set(unseen)
                     horizon = version_of(text)
                     if horizon is None:
                         raise UnusableError(
                             f"the pods' list had a resourceVersion that cannot be compared ({text[:40]!r})"
                         )
                     continue
-                if unseen and horizon is not None and self._confirmed["Pod"] >= horizon:
+                # An eviction answered after the horizon was read may have written after it: only those
+                # answered before it prove a lost event once the watch passes it.
+                lost = sorted(before_horizon & self._unseen)
+                if lost and horizon is not None and self._confirmed["Pod"] >= horizon:
                     raise UnusableError(
                         f"the watch of pods passed resourceVersion {horizon}, read after the run's last eviction "
-                        f"answer, without showing the eviction of {unseen[0]} (it lost an event)"
+                        f"answer, without showing the eviction of {lost[0]} (it lost an event)"
                     )
                 left = deadline - now
                 if left <= 0:

@@ -3,13 +3,18 @@ watch lines read into what the watched state applies (or refuses)."""
 
 from __future__ import annotations
 
+import queue
+import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
 import pytest
 
+from compactor.core.model import Snapshot
 from compactor.kube import watching
+from tests.builders import make_node, make_pod, make_snapshot
 from tests.fakeapi import builders as k8s
 
 
@@ -78,3 +83,77 @@ def test_what_cannot_stand_in_the_state_makes_it_unusable(raw: bytes, reason: st
     with pytest.raises(watching.UnusableError, match="") as raised:
         watching._decode("Pod", raw)
     assert reason in raised.value.reason
+
+
+class ScriptedStream:
+    """A watch's body as the test feeds it: `read1` returns what `feed` put, b"" once the stream is ended."""
+
+    def __init__(self) -> None:
+        self.chunks: queue.Queue[bytes] = queue.Queue()
+
+    def feed(self, *lines: bytes) -> None:
+        self.chunks.put(b"".join(line + b"\n" for line in lines))
+
+    def read1(self, _size: int) -> bytes:
+        return self.chunks.get(timeout=10)
+
+    def close(self) -> None:
+        self.chunks.put(b"")
+
+    def release_conn(self) -> None:
+        pass
+
+
+class ScriptedSource:
+    """A WatchSource whose pods' resourceVersion read answers `horizon`, and whose watches the test feeds."""
+
+    def __init__(self, horizon: str) -> None:
+        self.horizon = horizon
+        self.streams = {kind: ScriptedStream() for kind in watching.WATCHED_KINDS}
+
+    def open_watch(self, kind: str, resource_version: str, *, timeout_seconds: int, idle_seconds: float) -> Any:
+        return self.streams[kind]
+
+    def current_resource_version(self, kind: str) -> tuple[str, int]:
+        return self.horizon, 100
+
+
+def pod_line(name: str, version: int, *, terminating: bool = False) -> bytes:
+    pod = k8s.pod(name, node="n1")
+    pod["metadata"]["resourceVersion"] = str(version)
+    if terminating:
+        pod["metadata"]["deletionTimestamp"] = "2026-11-21T12:00:00Z"
+    return line("MODIFIED", pod)
+
+
+def test_an_eviction_answered_after_the_horizon_is_waited_for_not_taken_for_a_lost_event() -> None:
+    source = ScriptedSource(horizon="10")
+    base = make_snapshot(nodes=[make_node("n1")], pods=[make_pod("web-a"), make_pod("web-b"), make_pod("other")])
+    versions = dict.fromkeys(watching.WATCHED_KINDS, "5")
+    state = watching.Watched(source, base, versions, watching.WatchStats())
+    state.start()
+    try:
+        state.evicted("default/web-a")
+        result: list[object] = []
+        proof = threading.Thread(target=lambda: result.append(_current(state)))
+        proof.start()
+        time.sleep(0.3)  # the proof reads the horizon (10) and waits for web-a
+        state.evicted("default/web-b")  # answered after the horizon was read: its write may come after 10
+        pods = source.streams["Pod"]
+        pods.feed(pod_line("web-a", 8, terminating=True), pod_line("other", 12))  # past the horizon
+        time.sleep(0.3)
+        assert result == [], "the proof took web-b, evicted after the horizon, for a lost event"
+        pods.feed(pod_line("web-b", 13, terminating=True))
+        proof.join(timeout=5)
+        [snapshot] = result
+        assert isinstance(snapshot, Snapshot)
+        assert {pod.name for pod in snapshot.pods if pod.terminating} == {"web-a", "web-b"}
+    finally:
+        state.close()
+
+
+def _current(state: watching.Watched) -> object:
+    try:
+        return state.current(3.0, {})
+    except watching.UnusableError as unusable:
+        return unusable

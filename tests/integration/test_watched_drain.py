@@ -157,7 +157,12 @@ def test_a_lost_eviction_event_holds_the_proof_until_a_bookmark_gives_it_away_th
     assert result.outcome.drain_completed
     watch = result.report["watch"]
     assert watch["freshReads"] == 1, watch
-    assert "lost an event" in watch["fallbacks"][0], watch["fallbacks"]
+    # Which shows first depends on when the lost eviction was answered: before the proof read the pods'
+    # resourceVersion (then the first event past it gives the loss away), or while the proof waited (then
+    # the proof waits for it to its bound). Either way one fresh read; the bookmark case alone is
+    # test_a_proof_waits_for_the_eviction_and_a_bookmark_past_it_without_its_event_gives_the_state_up.
+    [reason] = watch["fallbacks"]
+    assert "the eviction of default/web-" in reason and ("lost an event" in reason or "within 3 s" in reason), reason
     assert full_reads(api) == 2
 
 

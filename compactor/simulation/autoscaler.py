@@ -61,11 +61,11 @@ TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
 DELETION_CANDIDATE = "DeletionCandidateOfClusterAutoscaler"
 MAX_BULK_SOFT_TAINT_COUNT = 10
 # --max-scale-down-parallelism (10: empty and drained nodes deleted at once; it replaced
-# --max-empty-bulk-delete, also 10), --max-drain-parallelism (1) and --unremovable-node-recheck-timeout
-# (5 minutes): the defaults in cluster-autoscaler/FAQ.md's table of parameters.
+# --max-empty-bulk-delete, also 10) and --max-drain-parallelism (1): the defaults in cluster-autoscaler/FAQ.md's
+# table of parameters. --unremovable-node-recheck-timeout (5 minutes there) is a scenario's
+# `autoscaler.unremovableRecheckSeconds`.
 MAX_SCALE_DOWN_PARALLELISM = 10
 MAX_DRAIN_PARALLELISM = 1
-UNREMOVABLE_RECHECK = timedelta(minutes=5)
 SYSTEM_NAMESPACE = "kube-system"
 BOOTSTRAP_AGE = timedelta(days=1)
 # --expendable-pods-priority-cutoff (-10, cluster-autoscaler/FAQ.md): pods of lower priority get no scale-up.
@@ -465,7 +465,8 @@ class Autoscaler:
         move with it when it is simulated, and make it a node to drain. Each node found removable spends one
         disruption of every PDB for each pod of it the PDB covers, so a later node with a pod of a PDB left
         with none is blocked in the same pass. A node whose pods were blocked or
-        found no place is not simulated again for `unremovable-node-recheck-timeout` (5 minutes). The
+        found no place is not simulated again for `unremovable-node-recheck-timeout` (5 minutes by default,
+        `unremovable_recheck_seconds`). The
         pool's minimum size is checked only when deleting (`_start_removals`)."""
         draining = self.removal.node if self.removal is not None else None
         self.unremovable_until = {name: until for name, until in self.unremovable_until.items() if until > now}
@@ -501,14 +502,14 @@ class Autoscaler:
                 continue
             own = state.movable_pods
             if any(self._blocks(pod, view) for pod in own):
-                self.unremovable_until[state.name] = now + UNREMOVABLE_RECHECK
+                self.unremovable_until[state.name] = now + self._recheck
                 continue
             movable = [*own, *booked.get(state.name, ())]
             # The PDB drainability rule asks what is left, not what the PDB's status says
             # (simulator/drainability/rules/pdb/rule.go: "not enough pod disruption budget to move").
             budgets = [pdb for pod in movable for pdb in view.pdbs.covering(pod)]
             if any(remaining.get(pdb.key, pdb.disruptions_allowed) < 1 for pdb in budgets):
-                self.unremovable_until[state.name] = now + UNREMOVABLE_RECHECK
+                self.unremovable_until[state.name] = now + self._recheck
                 continue
             if movable:
                 destinations = [t for t in targets if t.name not in removed and t.name != state.name]
@@ -520,7 +521,7 @@ class Autoscaler:
                             simulation.place(pod, by_name[target_name])
                 result = simulation.run(fit.largest_first(movable))
                 if not result.fits:
-                    self.unremovable_until[state.name] = now + UNREMOVABLE_RECHECK
+                    self.unremovable_until[state.name] = now + self._recheck
                     continue
                 booked.pop(state.name, None)
                 for pod in movable:
@@ -605,6 +606,10 @@ class Autoscaler:
         self.removal = _Removal(name, now)
         self._continue_removal(now)
 
+    @property
+    def _recheck(self) -> timedelta:
+        return timedelta(seconds=self.settings.unremovable_recheck_seconds)
+
     def _continue_removal(self, now: datetime) -> None:
         removal = self.removal
         assert removal is not None
@@ -633,7 +638,7 @@ class Autoscaler:
             taints = [t for t in node["spec"].get("taints") or [] if t.get("key") != TO_BE_DELETED]
             self.world.patch_node(name, {"spec": {"taints": taints or None}})
             self.removal = None
-            self.unremovable_until[name] = now + UNREMOVABLE_RECHECK  # "a failed attempt ... extra 5 minutes"
+            self.unremovable_until[name] = now + self._recheck  # "a failed attempt ... extra 5 minutes"
 
     def _delete(self, name: str, now: datetime) -> None:
         self.world.delete_node(name, actor=CLUSTER_AUTOSCALER, at=now)

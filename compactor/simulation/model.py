@@ -164,6 +164,8 @@ class AutoscalerSettings:
     expander: str = "least-waste"
     # --scan-interval (10 s by default, config/flags/flags.go): the autoscaler loops this often inside a step.
     scan_interval_seconds: int = 10
+    # --unremovable-node-recheck-timeout (5 minutes by default, config/flags/flags.go).
+    unremovable_recheck_seconds: int = 300
 
 
 # GKE's `optimize-utilization` autoscaling profile, as far as Google documents it (docs/savings.md): scale-down

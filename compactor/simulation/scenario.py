@@ -217,6 +217,9 @@ class Autoscaler(_Strict):
     expander: Literal["least-waste", "price"] = "least-waste"
     # --scan-interval (10 s, config/flags/flags.go): the autoscaler's loops inside each step.
     scan_interval_seconds: int = Field(10, alias="scanIntervalSeconds", ge=1, le=600)
+    # --unremovable-node-recheck-timeout (5 minutes, config/flags/flags.go): how long a node found unremovable
+    # is left out of the planner's passes.
+    unremovable_recheck_seconds: int = Field(300, alias="unremovableRecheckSeconds", ge=1, le=86400)
 
 
 class SchedulerSettings(_Strict):
@@ -449,6 +452,7 @@ def _setup(scenario: ScenarioFile, *, source: str, config: Config | None) -> Set
             system_pod_blocking_seconds=settings.system_pod_blocking_seconds,
             expander=settings.expander,
             scan_interval_seconds=settings.scan_interval_seconds,
+            unremovable_recheck_seconds=settings.unremovable_recheck_seconds,
         ),
         config=config,
         balanced_allocation=scenario.scheduler.balanced_allocation,

@@ -20,9 +20,12 @@ BEGIN = datetime.fromisoformat("2026-11-20T17:00:00+00:00")
 CA = "cluster-autoscaler"
 
 
-def idle_cluster(nodes: int = 3, *, seed: int = 3, **pool: object) -> Cluster:
+def idle_cluster(
+    nodes: int = 3, *, seed: int = 3, autoscaler: dict[str, object] | None = None, **pool: object
+) -> Cluster:
     pools = [{"name": POOL, "machineType": "e2-standard-4", "zones": ["zone-a"], "initialNodes": nodes, **pool}]
-    return cluster_from(scenario_data(pools=pools, deployments=[], daemonSets=[], seed=seed))
+    settings = {"autoscaler": autoscaler} if autoscaler is not None else {}
+    return cluster_from(scenario_data(pools=pools, deployments=[], daemonSets=[], seed=seed, **settings))
 
 
 def names(cluster: Cluster) -> list[str]:
@@ -89,6 +92,16 @@ def test_a_removable_nodes_pods_are_booked_before_the_next_node_is_judged() -> N
     assert list(cluster.autoscaler.unneeded_since) == [first], "the second finds no room once the first is booked"
     assert second in cluster.autoscaler.unremovable_until, "rechecked after unremovable-node-recheck-timeout"
     assert cluster.autoscaler.unremovable_until[second] == BEGIN + timedelta(minutes=5)
+
+
+def test_the_recheck_of_an_unremovable_node_follows_the_scenarios_timeout() -> None:
+    cluster = idle_cluster(3, autoscaler={"unremovableRecheckSeconds": 60})
+    first, second, target = names(cluster)
+    fill(cluster, first, "1200m")
+    fill(cluster, second, "1200m")
+    fill(cluster, target, "2000m")
+    loops(cluster, 0, 1)
+    assert cluster.autoscaler.unremovable_until[second] == BEGIN + timedelta(minutes=1)
 
 
 def test_pods_of_a_drain_under_way_count_in_the_utilization_of_the_node_they_land_on() -> None:

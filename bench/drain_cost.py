@@ -14,6 +14,8 @@ process of its own with the tree's `compactor` package:
 - `free`: a node the plan would drain, cordoned and stamped `drain-started-at` as the run that
   started its drain left it, whose pods' PodDisruptionBudgets allow 1,000 disruptions: its pods
   evict freely (no kubelet runs, so they stay terminating; nothing replaces them);
+- `free110` (or any count): the same, on a node first filled with copies of its ReplicaSet pods
+  (bound, Running) up to that many pods to evict;
 - `held`: the same on another such node, every pod held by a PodDisruptionBudget allowing none
   (the synth PDBs covering them set so, one PDB made for each pod without one): every eviction is
   answered 429 for the whole budget.
@@ -178,6 +180,42 @@ def _matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
     if selector.get("matchExpressions") or not wanted:
         return False  # the synth PDBs select by matchLabels only
     return all(labels.get(key) == value for key, value in wanted.items())
+
+
+def fill(admin: Admin, node: str, count: int) -> int:
+    """Put copies of `node`'s ReplicaSet pods on it (bound, status Running, as the loader makes them)
+    until it holds `count` pods to move (110 is the kubelet's default max pods). The copies made."""
+    pods = admin.request("GET", f"/api/v1/pods?fieldSelector=spec.nodeName={node}")["items"]
+    templates = [
+        pod
+        for pod in pods
+        if any(owner.get("kind") == "ReplicaSet" for owner in pod["metadata"].get("ownerReferences", []))
+    ]
+    movable = sum(
+        1
+        for pod in pods
+        if not any(owner.get("kind") in ("DaemonSet", "Node") for owner in pod["metadata"].get("ownerReferences", []))
+    )
+    made = 0
+    for index in range(max(0, count - movable)):
+        template = templates[index % len(templates)]
+        meta = template["metadata"]
+        copy = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{meta['name'][:50]}-copy{index}",
+                "namespace": meta["namespace"],
+                "labels": meta.get("labels") or {},
+                "ownerReferences": meta.get("ownerReferences") or [],
+            },
+            "spec": template["spec"],
+        }
+        path = f"/api/v1/namespaces/{meta['namespace']}/pods"
+        admin.request("POST", path, copy)
+        admin.merge(f"{path}/{copy['metadata']['name']}/status", {"status": template["status"]})
+        made += 1
+    return made
 
 
 def prepare(admin: Admin, node: str, now: datetime, *, allowed: int) -> int:
@@ -377,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=5000, help="the synth cluster's size (what --attach loaded)")
     parser.add_argument("--attach", metavar="URL,APISERVER_PID[,ETCD_PID]")
     parser.add_argument("--trees", default=f"after={REPO}", help="NAME=DIR,... node-compactor trees to compare")
-    parser.add_argument("--cases", default="free,held")
+    parser.add_argument("--cases", default="free,held", help="free, held, or free110 (a node filled to 110 pods)")
     parser.add_argument("--budget", type=int, default=240, help="each run's COMPACTOR_RUN_BUDGET_SECONDS")
     args = parser.parse_args(argv)
     trees = [
@@ -403,7 +441,11 @@ def main(argv: list[str] | None = None) -> int:
         for case in args.cases.split(","):  # one pod changes every second, as api_cost measures reads
             for name, tree in trees:
                 node = next(nodes)
-                pods = prepare(admin, node, now, allowed=1000 if case == "free" else 0)
+                # "free110": a free drain of a node filled up to 110 pods to move.
+                kind, wanted = case.rstrip("0123456789"), case[len(case.rstrip("0123456789")) :]
+                if wanted:
+                    fill(admin, node, int(wanted))
+                pods = prepare(admin, node, now, allowed=1000 if kind == "free" else 0)
                 print(f"  {name} {case}: {node}, {pods} pods to evict", file=sys.stderr, flush=True)
                 log = OUT_DIR / f"{name}-{case}.log"
                 try:

@@ -23,12 +23,15 @@ IAM_PERMISSIONS: tuple[str, ...] = (
     "container.clusters.connect",
     "container.nodes.get",
     "container.nodes.list",
+    "container.nodes.watch",  # a drain's later proofs on watches (compactor.kube.watching)
     "container.nodes.update",  # marks, soft taints and the cordon (patches)
     "container.pods.get",
     "container.pods.list",
+    "container.pods.watch",
     "container.pods.update",  # the pod-deletion-cost of scale-down steering (a patch)
     "container.pods.evict",
     "container.podDisruptionBudgets.list",
+    "container.podDisruptionBudgets.watch",
     # GKE's ComputeClasses (custom resources: GKE names every custom resource's permissions
     # container.thirdPartyObjects.*), read each run for their consolidationThreshold (core.coexistence).
     "container.thirdPartyObjects.list",
@@ -71,11 +74,13 @@ DEFAULT_LEASE_NAMESPACE = "kube-system"
 # RBAC ignores resourceNames for create ("Referring to resources", Kubernetes RBAC
 # docs). It is therefore granted without names, in the Lease namespace only; what it
 # allows there is making a Lease that does not exist yet, never changing one.
+# watch on nodes, pods and PodDisruptionBudgets: a drain's later batches are proven on the run's read kept
+# current by watches (`compactor.kube.watching`); without it each batch is proven on a fresh list.
 RBAC_RULES: tuple[RbacRule, ...] = (
-    RbacRule("", "nodes", ("get", "list", "patch")),
-    RbacRule("", "pods", ("get", "list", "patch")),
+    RbacRule("", "nodes", ("get", "list", "watch", "patch")),
+    RbacRule("", "pods", ("get", "list", "watch", "patch")),
     RbacRule("", "pods/eviction", ("create",)),
-    RbacRule("policy", "poddisruptionbudgets", ("list",)),
+    RbacRule("policy", "poddisruptionbudgets", ("list", "watch")),
     RbacRule("cloud.google.com", "computeclasses", ("list",)),
     RbacRule("", "events", ("create",)),
     RbacRule("coordination.k8s.io", "leases", ("create",), lease_namespace=True),

@@ -49,7 +49,7 @@ def api_call(request: Request) -> ApiCall:
     if target.name is not None or target.subresource is not None:
         verb = _VERB_ON_OBJECT.get(request.method, request.method.lower())
     elif request.method == "GET":
-        verb = "watch" if request.query.get("watch") in ("true", "1") else "list"
+        verb = "watch" if request.query.get("watch", "").lower() in ("true", "1") else "list"
     elif request.method == "DELETE":
         verb = "deletecollection"
     else:

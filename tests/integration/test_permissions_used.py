@@ -85,8 +85,18 @@ IAM_SUBRESOURCES = {("pods", "eviction", "create"): "container.pods.evict"}
 GKE_API_PERMISSIONS = frozenset({"container.clusters.get", "container.clusters.connect"})
 
 
-def compactor_tour(api: FakeApiServer, namespaces: Namespaces) -> None:
+def watched_light_cluster(api: FakeApiServer) -> None:
+    """The light cluster, n1 holding enough pods that a drain's later batches are proven on watches (the
+    query's `watch=True`, as the Python client writes it, is kube-apiserver's watch verb)."""
     light_cluster(api)
+    for index in range(3, 21):
+        api.add(k8s.pod(f"web-a{index}", node="n1", cpu="10m"))
+    api.serve_watches("on")
+    api.watch_bookmarks(0.2)
+
+
+def compactor_tour(api: FakeApiServer, namespaces: Namespaces) -> None:
+    watched_light_cluster(api)
     env = env_with(COMPACTOR_LEASE_NAMESPACE=namespaces.lease)
     assert run_once(api, env=env).report["decision"]["action"] == "drain"
     assert cordoned(api, "n1")
@@ -95,7 +105,7 @@ def compactor_tour(api: FakeApiServer, namespaces: Namespaces) -> None:
 
 def surge_tour(api: FakeApiServer, namespaces: Namespaces) -> None:
     """The compactor's tour with a pool that sets surgeSingleReplicas: n1 also holds a Deployment's only pod."""
-    light_cluster(api)
+    watched_light_cluster(api)
     for obj in k8s.deployment("api", nodes=["n1"]):
         api.add(obj)
     config = {"nodePools": {"default-pool": {**POOL_CONFIG, "surgeSingleReplicas": True}}}

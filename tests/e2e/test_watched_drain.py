@@ -2,9 +2,8 @@
 
 node-compactor lists the cluster once per run; when a drain needs a later batch it watches nodes,
 pods and PodDisruptionBudgets from that list's resourceVersions and proves each batch on the watched
-state once it shows the run's evictions (docs/drain-states.md "How fresh a proof's state is"). Here
-node-compactor's identity is granted `watch` on those three (WATCH_RULES, beside deploy/rbac.yaml);
-without it every proof reads the cluster again, as tests/e2e/test_drain.py shows. The second test
+state once it shows the run's evictions (docs/drain-states.md "How fresh a proof's state is"), with the
+`watch` verb deploy/rbac.yaml grants node-compactor's identity. The second test
 restarts kube-apiserver in the middle of a drain held back by a PodDisruptionBudget: the watches lose
 their connection, the run falls back to a fresh read (or stops evicting for this run), and the runs
 after it finish the drain with no pod left Pending and the PDB never below its minimum.
@@ -16,7 +15,6 @@ import contextlib
 import json
 import subprocess
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -37,45 +35,6 @@ from tests.e2e.cluster import (
 from tests.e2e.test_drain import MARKED_SECONDS, BudgetWatch, config_for, movable_pods_on
 
 pytestmark = pytest.mark.e2e
-
-WATCH_ROLE = "node-compactor-e2e-watch"
-WATCH_RULES = [
-    {"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["watch"]},
-    {"apiGroups": ["policy"], "resources": ["poddisruptionbudgets"], "verbs": ["watch"]},
-]
-RBAC = "/apis/rbac.authorization.k8s.io/v1"
-
-
-@pytest.fixture
-def watch_granted(scenario: Scenario) -> Iterator[Scenario]:
-    """node-compactor's identity may watch nodes, pods and PodDisruptionBudgets for this test."""
-    cluster = scenario.cluster
-    cluster.create(
-        f"{RBAC}/clusterroles",
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": WATCH_ROLE},
-            "rules": WATCH_RULES,
-        },
-    )
-    cluster.create(
-        f"{RBAC}/clusterrolebindings",
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": WATCH_ROLE},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": WATCH_ROLE},
-            "subjects": [
-                {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": controlplane.COMPACTOR_USER}
-            ],
-        },
-    )
-    try:
-        yield scenario
-    finally:
-        cluster.delete(f"{RBAC}/clusterrolebindings/{WATCH_ROLE}")
-        cluster.delete(f"{RBAC}/clusterroles/{WATCH_ROLE}")
 
 
 def light_node_with_room_elsewhere(scenario: Scenario, pool: str, pods: int) -> str:
@@ -103,9 +62,8 @@ def full_pod_reads(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_a_drain_of_twenty_pods_reads_the_cluster_once_and_proves_its_later_batches_on_watches(
-    watch_granted: Scenario,
+    scenario: Scenario,
 ) -> None:
-    scenario = watch_granted
     cluster = scenario.cluster
     pool = "watched-pool"
     light = light_node_with_room_elsewhere(scenario, pool, 20)
@@ -145,9 +103,8 @@ def restart_apiserver(cluster: KubeCluster) -> None:
 
 
 def test_a_kube_apiserver_restart_mid_drain_breaks_the_watches_and_the_drain_still_ends_with_no_stranded_pod(
-    watch_granted: Scenario,
+    scenario: Scenario,
 ) -> None:
-    scenario = watch_granted
     cluster = scenario.cluster
     pool = "restart-pool"
     light = light_node_with_room_elsewhere(scenario, pool, 12)

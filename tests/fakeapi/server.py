@@ -587,7 +587,9 @@ class FakeApiServer:
             if self._compute_classes == "absent":
                 raise statuses.path_not_found()
             if method == "GET" and name is None:
-                raise statuses.forbidden_list(resource, "system:serviceaccount:node-compactor:node-compactor")
+                raise statuses.forbidden_cluster_wide(
+                    resource, "system:serviceaccount:node-compactor:node-compactor", "list"
+                )
         cluster = self._cluster
         if target.subresource is not None:
             if target.subresource != "eviction" or resource is not PODS or method != "POST":
@@ -639,7 +641,9 @@ class FakeApiServer:
         match = query.get("resourceVersionMatch", "")
         if send_initial is None and not match and self._watches.mode != "off":
             if self._watches.mode == "forbidden":
-                raise statuses.forbidden_watch(resource, "system:serviceaccount:node-compactor:node-compactor")
+                raise statuses.forbidden_cluster_wide(
+                    resource, "system:serviceaccount:node-compactor:node-compactor", "watch"
+                )
             predicate = self._cluster.selection(resource, query)
             bookmarks = _parse_bool(query.get("allowWatchBookmarks"))
             stream = self._watches.stream(resource, namespace, query, predicate, bookmarks)

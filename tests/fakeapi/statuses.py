@@ -154,29 +154,15 @@ def forbidden(resource: Resource, name: str, why: str) -> ApiError:
     )
 
 
-def forbidden_list(resource: Resource, user: str) -> ApiError:
-    """RBAC's refusal of a cluster-wide list (k8s.io/apiserver's `forbiddenMessage`)."""
+def forbidden_cluster_wide(resource: Resource, user: str, verb: str) -> ApiError:
+    """RBAC's refusal of a cluster-wide `verb` (list, watch) of a resource (k8s.io/apiserver's `forbiddenMessage`)."""
     details: JsonObject = {"kind": resource.plural}
     if resource.group:
         details["group"] = resource.group
     return ApiError(
         403,
         "Forbidden",
-        f'{resource.qualified} is forbidden: User "{user}" cannot list resource "{resource.plural}" in API group '
-        f'"{resource.group}" at the cluster scope',
-        details=details,
-    )
-
-
-def forbidden_watch(resource: Resource, user: str) -> ApiError:
-    """RBAC's refusal of a cluster-wide watch (k8s.io/apiserver's `forbiddenMessage`)."""
-    details: JsonObject = {"kind": resource.plural}
-    if resource.group:
-        details["group"] = resource.group
-    return ApiError(
-        403,
-        "Forbidden",
-        f'{resource.qualified} is forbidden: User "{user}" cannot watch resource "{resource.plural}" in API group '
+        f'{resource.qualified} is forbidden: User "{user}" cannot {verb} resource "{resource.plural}" in API group '
         f'"{resource.group}" at the cluster scope',
         details=details,
     )

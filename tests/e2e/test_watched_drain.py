@@ -176,5 +176,8 @@ def test_a_kube_apiserver_restart_mid_drain_breaks_the_watches_and_the_drain_sti
     assert pending == [], f"stranded pods: {pending}"
     assert budget.violations == [], budget.violations
     assert cluster.node(light)["spec"].get("unschedulable") is True
-    # After the restart, the runs watched again (no 410 from the watches they started anew).
-    assert sum((report.get("watch") or {}).get("proofs", 0) for report in later) >= 1, later
+    # After the restart, a run that proved a later batch again did it on new watches or on a fresh read, each
+    # counted (how many later batches there are depends on how fast the replacements turn Ready).
+    for report in later:
+        watch, proofs = report.get("watch") or {}, report["outcome"]["proofs"]
+        assert watch.get("proofs", 0) + watch.get("freshReads", 0) >= proofs or watch.get("refused"), report

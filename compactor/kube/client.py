@@ -149,6 +149,10 @@ class ListExpiredError(ClusterAccessError):
     """A list's `continue` token expired while paging (HTTP 410): the list must start again."""
 
 
+# What a read of the cluster lists, in this order, and what watches keep current (`_snapshot_list`).
+SNAPSHOT_KINDS = ("Node", "Pod", "PodDisruptionBudget")
+
+
 class WatchRefusedError(ClusterAccessError):
     """The server refused a watch in a way no retry in this run changes (403 without the `watch` verb, ...)."""
 
@@ -331,25 +335,11 @@ class Cluster:
         builder = SnapshotBuilder()
         versions: dict[str, str] = {}
         with paused_gc():
-            self._read_list(builder, stats, "Node", "list nodes", self.core.list_node, versions=versions)
-            # Finished pods count for nothing (DESIGN rule 1): the API server leaves them out.
-            self._read_list(
-                builder,
-                stats,
-                "Pod",
-                "list pods",
-                self.core.list_pod_for_all_namespaces,
-                versions=versions,
-                field_selector=UNFINISHED_PODS,
-            )
-            self._read_list(
-                builder,
-                stats,
-                "PodDisruptionBudget",
-                "list PodDisruptionBudgets",
-                self.policy.list_pod_disruption_budget_for_all_namespaces,
-                versions=versions,
-            )
+            # Nodes, unfinished pods and PDBs, listed as `_snapshot_list` says: the watches that keep the snapshot
+            # current (`open_watch`) ask for the same objects.
+            for kind in SNAPSHOT_KINDS:
+                plural, list_call, query = self._snapshot_list(kind)
+                self._read_list(builder, stats, kind, f"list {plural}", list_call, versions=versions, **query)
             if workloads:
                 self._read_workloads(builder, stats)
             self._read_compute_classes(builder, stats)
@@ -524,8 +514,9 @@ class Cluster:
 
     # -- watching (`compactor.kube.watching` keeps a snapshot current with these) ----------------
 
-    def _watched_list(self, kind: str) -> tuple[str, Callable[..., Any], dict[str, Any]]:
-        """What a list or watch of `kind` is called, the client call, and its query (pods: unfinished ones)."""
+    def _snapshot_list(self, kind: str) -> tuple[str, Callable[..., Any], dict[str, Any]]:
+        """What a list or watch of `kind` is called, the client call, and its query (pods: unfinished ones;
+        finished pods count for nothing, DESIGN rule 1, so the API server leaves them out)."""
         if kind == "Node":
             return "nodes", self.core.list_node, {}
         if kind == "Pod":
@@ -540,7 +531,7 @@ class Cluster:
         `timeout_seconds`; a read that waits longer than `idle_seconds` for a byte raises urllib3's
         ReadTimeoutError. A 5xx or a 429 is sent again as for a list; WatchRefusedError for an answer no
         retry changes (403 without the `watch` verb, ...), ListExpiredError for 410 Gone."""
-        plural, list_call, query = self._watched_list(kind)
+        plural, list_call, query = self._snapshot_list(kind)
         what = f"watch {plural}"
 
         def send(timeout: tuple[float, float]) -> Any:
@@ -568,7 +559,7 @@ class Cluster:
     def current_resource_version(self, kind: str) -> tuple[str, int]:
         """The resourceVersion of a list of `kind` read now (one object asked for): every write the API
         server answered before this call is at or below it. With the bytes it took on the wire."""
-        plural, list_call, _ = self._watched_list(kind)
+        plural, list_call, _ = self._snapshot_list(kind)
         what = f"list {plural} (one, for its resourceVersion)"
         try:
             response = self._send(

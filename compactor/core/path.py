@@ -35,9 +35,8 @@ from datetime import datetime, timedelta
 
 from msgspec import structs
 
-from compactor.core import planner, pools, preview, pricing
+from compactor.core import candidates, planner, pools, preview, pricing
 from compactor.core.cluster import ClusterView, PdbIndex
-from compactor.core.coexistence import Coexistence
 from compactor.core.model import (
     CA_SCALE_DOWN_DISABLED,
     DRAIN_FAILED_AT,
@@ -80,7 +79,7 @@ def consolidation_path(
     limit = max_steps if max_steps is not None else min(MAX_STEPS, 1 + WORK_LIMIT // max(1, len(snapshot.pods)))
     matured_config = _without_waiting(config)
     steps: list[PathStep] = []
-    coexistence = view.coexistence if view is not None else None
+    original = view  # the view of the cluster as it is now; `view` moves along the path
     # The nodes the path places pods on, in the order it first does.
     targets: dict[str, None] = dict.fromkeys(target for _, target in first.decision.placements)
     # What the last drain moved, by target: with the view before it, the next view is made without
@@ -118,7 +117,7 @@ def consolidation_path(
     found = _path(steps, reached, stopped, config, schedule_minutes, removal_minutes)
     gone = {step.node for step in steps}
     counted_on = [target for target in targets if target not in gone]
-    caveats = _autoscaler_may_remove(snapshot_nodes, first, counted_on, config, coexistence)
+    caveats = _autoscaler_may_remove(snapshot_nodes, first, counted_on, config, original)
     return dataclasses.replace(found, caveats=caveats) if caveats else found
 
 
@@ -220,7 +219,7 @@ def _autoscaler_may_remove(
     first: Plan,
     targets: Sequence[str],
     config: Config,
-    coexistence: Coexistence | None,
+    view: ClusterView | None,
 ) -> tuple[str, ...]:
     """The caveat for the path's targets that the Cluster Autoscaler may remove on its own: Ready, not
     cordoned, not opted out with its `scale-down-disabled`, and at or below its utilization threshold (the
@@ -235,9 +234,11 @@ def _autoscaler_may_remove(
             continue
         if node.annotations.get(CA_SCALE_DOWN_DISABLED) == "true":
             continue
-        known = coexistence.pools.get(report.pool) if coexistence is not None and report.pool is not None else None
+        # The pool's ComputeClass threshold, else clusterAutoscalerUtilizationThreshold, as the planner judges it.
         threshold = (
-            known.threshold if known is not None and known.threshold is not None else config.ca_utilization_threshold
+            candidates.autoscaler_threshold(view, report.pool)[0]
+            if view is not None
+            else config.ca_utilization_threshold
         )
         utilization = max(report.cpu_ratio, report.memory_ratio or 0.0)
         if utilization <= threshold:

@@ -133,6 +133,9 @@ class Autoscaler:
     # Unneeded nodes whose removal evicts pods (the planner's PodsToReschedule), the others being empty.
     _needs_drain: set[str] = field(default_factory=set)
     _last_pass: _PassInputs | None = None
+    # Where the removal simulation put each pod in this pass and in the one before (its scheduling hints).
+    _hints: dict[str, str] = field(default_factory=dict)
+    _old_hints: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.pools = {pool.name: pool for pool in self.setup.pools}
@@ -146,6 +149,8 @@ class Autoscaler:
         self._serial = itertools.count()
         # The order among ripe nodes: Go's map iteration in the real autoscaler, drawn from the seed here.
         self._order = random.Random(self.setup.seed)
+        # The order of Go maps in the planner's pass: the node lister's, and the simulation snapshot's.
+        self._lister = random.Random(f"{self.setup.seed}-lister")
         self._templates: dict[tuple[str, str], NodeState] = {}
 
     # -- nodes ----------------------------------------------------------------------------------
@@ -458,8 +463,9 @@ class Autoscaler:
         a node; GKE's fork runs this upstream code). A node with only DaemonSet and mirror pods is judged
         the same way. The eligible nodes are simulated one after the other, empty nodes first, then those
         unneeded in the last loop (the EmptySorting and PreviousCandidates comparers,
-        processors/scaledowncandidates, registered in builder/autoscaler.go), in `SimulateNodeRemoval`
-        (simulator/cluster.go): every pod drainable and fitting on the nodes left. A node found removable
+        processors/scaledowncandidates, registered in builder/autoscaler.go), the rest in the node lister's
+        order (a Go map's: random, drawn from the seed), in `SimulateNodeRemoval` (simulator/cluster.go):
+        every pod drainable and fitting on the nodes left, each placed as `_place` says. A node found removable
         keeps its pods booked where they landed (the planner's RemovalSimulator persists a successful
         simulation in its snapshot) and is no destination for the nodes after it; pods booked onto a node
         move with it when it is simulated, and make it a node to drain. Each node found removable spends one
@@ -473,6 +479,7 @@ class Autoscaler:
         if self._unchanged_since_last_pass(now, draining):
             return
         view = ClusterView(self.world.snapshot(now), self.rules)
+        self._old_hints, self._hints = self._hints, {}
         targets = [t for t in fit.targets_for(view) if t.name != draining]
         booked: dict[str, list[Pod]] = {}  # destination -> pods placed on it before any node is judged
         if draining is not None and draining in view.nodes:
@@ -486,7 +493,10 @@ class Autoscaler:
         previous = self.unneeded_since
         # Empty nodes first, then those unneeded in the last loop (processors/scaledowncandidates: the
         # EmptySorting and PreviousCandidates comparers builder/autoscaler.go registers, in that order).
-        order = sorted(view.nodes.values(), key=lambda s: (bool(s.movable_pods), s.name not in previous, s.name))
+        # The rest in the node lister's order: its cache is a Go map (client-go's threadSafeMap), listed anew
+        # in every loop; sort.Sort keeps it among equals on a few nodes (insertion sort up to 12).
+        draw = {name: self._lister.random() for name in sorted(view.nodes)}
+        order = sorted(view.nodes.values(), key=lambda s: (bool(s.movable_pods), s.name not in previous, draw[s.name]))
         eligible = [state for state in order if self._eligible(state, draining, booked.get(state.name, ()))]
         by_name = {target.name: target for target in targets}
         removed: set[str] = set()
@@ -519,13 +529,13 @@ class Autoscaler:
                     if target_name != state.name:
                         for pod in pods:
                             simulation.place(pod, by_name[target_name])
-                result = simulation.run(fit.largest_first(movable))
-                if not result.fits:
+                placements = self._place(simulation, movable)
+                if placements is None:
                     self.unremovable_until[state.name] = now + self._recheck
                     continue
                 booked.pop(state.name, None)
                 for pod in movable:
-                    booked.setdefault(result.placements[pod.key], []).append(pod)
+                    booked.setdefault(placements[pod.key], []).append(pod)
             if movable:
                 needs_drain.add(state.name)  # its PodsToReschedule: its own pods and those booked onto it
             for pdb in budgets:
@@ -535,6 +545,31 @@ class Autoscaler:
         self.unneeded_since = {name: previous.get(name, now) for name in found}
         self._needs_drain = needs_drain
         self._last_pass = self._pass_inputs(now, draining)
+
+    def _place(self, simulation: fit.Simulation, pods: list[Pod]) -> dict[str, str] | None:
+        """Where the removal simulation puts a node's pods (simulator/scheduling/hinting_simulator.go,
+        `TrySchedulePods`), in their order, stopping at the first that fits nowhere: each on the node it
+        was put on in this pass or the one before when that node still takes it (its hint, keyed by the
+        pod; `DropOldHints` keeps one pass's worth), else on the first node that takes it, kube-scheduler's
+        filters only, no score (predicate/plugin_runner.go `RunFiltersUntilPassingNode`), walking the
+        snapshot's nodes from one past the last match (`NewLastIndexOrderMapping(1)`) in the order of the
+        basic snapshot store's Go map, listed anew for each pod: here from a random place in the nodes'
+        name order, drawn from the seed. Pod key -> node name, or None."""
+        targets = simulation.targets
+        by_name = {target.name: target for target in targets}
+        placements: dict[str, str] = {}
+        for pod in pods:
+            hinted = by_name.get(self._hints.get(pod.key) or self._old_hints.get(pod.key) or "")
+            chosen = hinted if hinted is not None and simulation.why_not(pod, hinted) is None else None
+            if chosen is None and targets:
+                start = self._lister.randrange(len(targets))
+                walk = (targets[(start + step) % len(targets)] for step in range(len(targets)))
+                chosen = next((target for target in walk if simulation.why_not(pod, target) is None), None)
+            if chosen is None:
+                return None
+            simulation.place(pod, chosen)
+            placements[pod.key] = self._hints[pod.key] = chosen.name
+        return placements
 
     def _pass_inputs(self, now: datetime, draining: str | None) -> _PassInputs:
         return _PassInputs(

@@ -185,7 +185,8 @@ def test_the_autoscalers_drainability_rules(
 ) -> None:
     cluster = idle_cluster(2)
     light, other = names(cluster)
-    fill(cluster, other, "1")
+    # Needed (10 of its 13 GiB requested) with room for the special pod, so that only `light` is a candidate.
+    add_pod(cluster.world, "keep", node=other, cpu="1", memory="10Gi", owner=("ReplicaSet", "keep"))
     cluster.world.now = BEGIN - timedelta(minutes=age_minutes)
     add_pod(cluster.world, "special", node=light, cpu="300m", namespace=namespace, volumes=volumes)
     cluster.world.now = BEGIN

@@ -37,6 +37,13 @@ def fill(cluster: Cluster, node: str, cpu: str, name: str | None = None) -> str:
     return add_pod(cluster.world, name, node=node, cpu=cpu, owner=("ReplicaSet", name))
 
 
+def keep(cluster: Cluster, node: str) -> str:
+    """A needed node with room: 10 of its 13 GiB requested (above the threshold by memory), 1 cpu of 3.92."""
+    return add_pod(
+        cluster.world, f"keep-{node}", node=node, cpu="1", memory="10Gi", owner=("ReplicaSet", f"keep-{node}")
+    )
+
+
 def daemon(cluster: Cluster, node: str, cpu: str) -> str:
     return add_pod(cluster.world, f"agent-{node}", node=node, cpu=cpu, owner=("DaemonSet", "agent"))
 
@@ -77,7 +84,7 @@ def test_a_node_exactly_at_the_threshold_is_unneeded() -> None:
     cluster = idle_cluster(2)
     at_half, other = names(cluster)
     fill(cluster, at_half, "1960m")  # 1960m of 3920m: utilization 0.5, not above 0.5
-    fill(cluster, other, "1")
+    keep(cluster, other)
     loops(cluster, 0, 1)
     assert at_half in cluster.autoscaler.unneeded_since
 
@@ -89,9 +96,12 @@ def test_a_removable_nodes_pods_are_booked_before_the_next_node_is_judged() -> N
     fill(cluster, second, "1200m")
     fill(cluster, target, "2000m")  # 51%: needed; 1920m free, room for one of the two pods only
     loops(cluster, 0, 1)
-    assert list(cluster.autoscaler.unneeded_since) == [first], "the second finds no room once the first is booked"
-    assert second in cluster.autoscaler.unremovable_until, "rechecked after unremovable-node-recheck-timeout"
-    assert cluster.autoscaler.unremovable_until[second] == BEGIN + timedelta(minutes=5)
+    (judged_first,) = cluster.autoscaler.unneeded_since
+    (judged_second,) = {first, second} - {judged_first}
+    assert judged_second not in cluster.autoscaler.unneeded_since, "no room once the first one's pod is booked"
+    assert cluster.autoscaler.unremovable_until == {judged_second: BEGIN + timedelta(minutes=5)}, (
+        "rechecked after unremovable-node-recheck-timeout"
+    )
 
 
 def test_the_recheck_of_an_unremovable_node_follows_the_scenarios_timeout() -> None:
@@ -101,7 +111,50 @@ def test_the_recheck_of_an_unremovable_node_follows_the_scenarios_timeout() -> N
     fill(cluster, second, "1200m")
     fill(cluster, target, "2000m")
     loops(cluster, 0, 1)
-    assert cluster.autoscaler.unremovable_until[second] == BEGIN + timedelta(minutes=1)
+    (judged_second,) = {first, second} - set(cluster.autoscaler.unneeded_since)
+    assert cluster.autoscaler.unremovable_until[judged_second] == BEGIN + timedelta(minutes=1)
+
+
+def removable_of_two(seed: int) -> str:
+    """Which of two equal candidates a pass finds removable when the room left takes the pod of one only."""
+    cluster = idle_cluster(3, seed=seed)
+    first, second, target = names(cluster)
+    fill(cluster, first, "1200m")
+    fill(cluster, second, "1200m")
+    fill(cluster, target, "2000m")
+    loops(cluster, 0, 1)
+    (found,) = cluster.autoscaler.unneeded_since
+    return found
+
+
+def test_candidates_are_judged_in_the_node_listers_order_drawn_from_the_seed() -> None:
+    assert removable_of_two(1) == removable_of_two(1), "the same seed, the same order"
+    assert len({removable_of_two(seed) for seed in range(8)}) == 2, "not always the first by name"
+
+
+def simulated_place(seed: int, passes: int = 1) -> set[str]:
+    """Where the removal simulation puts a light node's pod over `passes` passes, each one run in full."""
+    cluster = idle_cluster(4, seed=seed)
+    light, *others = names(cluster)
+    pod = fill(cluster, light, "500m")
+    for node, cpu in zip(others, ("1", "2", "2500m"), strict=True):
+        add_pod(cluster.world, f"keep-{node}", node=node, cpu=cpu, memory="10Gi", owner=("ReplicaSet", node))
+    places = set()
+    for second in range(0, 10 * passes, 10):
+        cluster.world.now = BEGIN + timedelta(seconds=second)
+        cluster.autoscaler._last_pass = None  # as if something had changed since the last pass
+        cluster.autoscaler._update_unneeded(cluster.world.now)
+        places.add(cluster.autoscaler._hints[pod])
+    return places
+
+
+def test_the_removal_simulation_takes_the_first_node_that_fits_from_a_random_place() -> None:
+    places = set().union(*(simulated_place(seed) for seed in range(12)))
+    assert len(places) > 1, "no score: not always the emptiest node, as kube-scheduler's would be"
+
+
+def test_a_pods_simulated_place_is_kept_from_one_pass_to_the_next() -> None:
+    assert len(simulated_place(seed=5, passes=30)) == 1, "its hint: the node it was put on in the pass before"
 
 
 def test_pods_of_a_drain_under_way_count_in_the_utilization_of_the_node_they_land_on() -> None:
@@ -141,7 +194,7 @@ def test_daemonset_pods_of_a_drained_node_are_counted_as_evictions() -> None:
     light, busy = names(cluster)
     fill(cluster, light, "500m")
     daemon(cluster, light, "100m")
-    fill(cluster, busy, "1")
+    keep(cluster, busy)
     loops(cluster, 0, 12)
     assert light not in cluster.world.nodes
     assert cluster.world.recorder.evicted[CA] == 2, "the app pod and the DaemonSet pod"
@@ -202,7 +255,7 @@ def test_the_node_pools_consolidation_delay_overrides_its_compute_classs() -> No
     cluster = idle_cluster(2, consolidationDelaySeconds=120)
     light, busy = names(cluster)
     fill(cluster, light, "500m")
-    fill(cluster, busy, "1")
+    keep(cluster, busy)
     cluster.autoscaler.settings = compute_class(cluster.autoscaler.settings, {POOL: 0.5}, {POOL: 1800})
     loops(cluster, 0, 2)
     assert light in cluster.world.nodes, "unneeded for 2 minutes only"

@@ -1,8 +1,8 @@
 """What one drain run's proofs cost kube-apiserver: the whole cluster read again before later batches.
 
-    python bench/drain_cost.py --nodes 5000 [--trees before=DIR,after=.] [--budget 240]
+    python bench/drain_cost.py --nodes 5000 [--trees before=DIR,after=.] [--budget 240] [--repeat 3]
     python bench/drain_cost.py --nodes 1000 --cases free,held   # a check: its own control plane, < 8 min
-    python bench/drain_cost.py --attach URL,APISERVER_PID --nodes 5000 ...   # a server loaded already
+    python bench/drain_cost.py --attach URL,APISERVER_PID[,ETCD_PID] --nodes 5000 ...   # a server loaded already
 
 `bench.real_apiserver` starts kube-apiserver and etcd (the e2e toolchain's binaries) and loads
 the `bench.synth` cluster of that size through the API (or `--attach` names one running, loaded
@@ -30,9 +30,17 @@ fresh reads it fell back to), `runBytesOnWire` (every byte the run read: lists a
 one full read alone (`fullRead`: its kube-apiserver CPU less the same idle rate, bytes and time)
 and the run's CPU in such reads (`fullReadsOfCpu`); both also with the collection of their own garbage
 counted as bench/api_cost.py counts it (`apiserverCpuWithGc`, `fullReadsOfCpuWithGc`, see
-`Collections`); the child's peak RSS is `peakMiB`. After each run the node and its
+`Collections`), each window started on a heap just collected (`/debug/pprof/heap?gc=1`), so that its
+raw CPU pays for no earlier window's garbage; the child's peak RSS is `peakMiB`. After each run the node and its
 pods are deleted, as the Cluster Autoscaler would remove it, so the next run starts from one
-drain. Writes `bench/out/drain-cost/results.json`. A benchmark run by hand, never a timed test.
+drain. `--repeat N` makes N such runs of each case and tree, each followed by its own lone full read,
+and prints the median of each ratio with its range. A first run, not counted (`warm-up`), marks the
+cluster's underutilized nodes as any first run on a cluster does, so that the runs measured are those
+of a cluster node-compactor already runs in (`--no-warm-up` measures it too). Each run's idle rate is
+the median of five 2 s windows. Its own control plane runs with kube-apiserver's watch cache check off
+(`real_apiserver.control_plane(cache_check=False)`: a background listing of every pod that lands in
+whichever window is measured); start an attached one with `python bench/real_apiserver.py
+--no-cache-check` for the same. Writes `bench/out/drain-cost/results.json`. A benchmark run by hand, never a timed test.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -62,6 +71,7 @@ from bench import api_cost, live_scale, real_apiserver, synth  # noqa: E402
 
 OUT_DIR = synth.OUT_DIR / "drain-cost"
 IDLE_SECONDS = 10.0
+IDLE_WINDOWS = 5
 DRAIN_STARTED_AT = "node-compactor.dev/drain-started-at"
 NOT_READY = "node.kubernetes.io/not-ready"
 
@@ -285,7 +295,7 @@ class Collections:
 
     def __init__(self, url: str, pid: int) -> None:
         self.metrics = api_cost._go_metrics(url)
-        collect = api_cost._collector(url)
+        self.collect = collect = api_cost._collector(url)
         before = _cpu(pid)
         collect()
         self.full_collection_cpu = _cpu(pid) - before
@@ -295,6 +305,19 @@ class Collections:
         collector = after.get("gc_cpu", 0.0) - before.get("gc_cpu", 0.0)
         allocated = after["allocated"] - before["allocated"]
         return raw - collector + allocated / self.live_heap * self.full_collection_cpu
+
+
+def _idle_rates(server: int, etcd: int | None) -> tuple[float, float]:
+    """kube-apiserver's and etcd's CPU per second while the run has not started: the median of IDLE_WINDOWS
+    windows, so that a collection or a background task landing in one window is not taken for the idle rate
+    (a single 10 s window once read 0.53 CPU-seconds a second where the others read 0.02-0.04)."""
+    rates: list[tuple[float, float]] = []
+    for _ in range(IDLE_WINDOWS):
+        before = (_cpu(server), _cpu(etcd), time.monotonic())
+        time.sleep(IDLE_SECONDS / IDLE_WINDOWS)
+        seconds = time.monotonic() - before[2]
+        rates.append(((_cpu(server) - before[0]) / seconds, (_cpu(etcd) - before[1]) / seconds))
+    return statistics.median(rate[0] for rate in rates), statistics.median(rate[1] for rate in rates)
 
 
 def measure(
@@ -308,10 +331,9 @@ def measure(
     collections: Collections | None = None,
 ) -> dict[str, Any]:
     server, etcd = pids
-    idle_start = (_cpu(server), _cpu(etcd), time.monotonic())
-    time.sleep(IDLE_SECONDS)
-    idle_seconds = time.monotonic() - idle_start[2]
-    idle = ((_cpu(server) - idle_start[0]) / idle_seconds, (_cpu(etcd) - idle_start[1]) / idle_seconds)
+    if collections is not None:  # each window starts on a collected heap: it pays for no earlier garbage
+        collections.collect()
+    idle = _idle_rates(server, etcd)
     go_before = collections.metrics() if collections is not None else {}
     before = (_cpu(server), _cpu(etcd), time.monotonic())
     env = {**os.environ, "PYTHONPATH": str(tree)}
@@ -373,6 +395,8 @@ def full_read_cost(
     """One full read of the cluster with the tree's reader, in a child: kube-apiserver's CPU for it (less
     `idle`, its idle rate measured before the run just made), its bytes on the wire and its wall time."""
     server, _ = pids
+    if collections is not None:
+        collections.collect()
     go_before = collections.metrics() if collections is not None else {}
     before = (_cpu(server), time.monotonic())
     answer = subprocess.run(
@@ -404,7 +428,7 @@ def server(nodes: int, attach: str | None) -> Iterator[tuple[str, Path, tuple[in
         kubeconfig = real_apiserver._kubeconfig(directory / "reader.kubeconfig", url, real_apiserver.READER_TOKEN)
         yield url, kubeconfig, (int(apiserver_pid), int(etcd_pid[0]) if etcd_pid else None)
         return
-    with real_apiserver.control_plane() as plane:
+    with real_apiserver.control_plane(cache_check=False) as plane:
         print(f"  loading {nodes:,} nodes ...", file=sys.stderr, flush=True)
         print(f"  {real_apiserver.load_in_child(plane.url, nodes)}", file=sys.stderr, flush=True)
         yield plane.url, plane.reader_kubeconfig, (plane.apiserver_pid, plane.etcd_pid)
@@ -417,6 +441,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trees", default=f"after={REPO}", help="NAME=DIR,... node-compactor trees to compare")
     parser.add_argument("--cases", default="free,held", help="free, held, or free110 (a node filled to 110 pods)")
     parser.add_argument("--budget", type=int, default=240, help="each run's COMPACTOR_RUN_BUDGET_SECONDS")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each case and tree, each on a node of its own")
+    parser.add_argument(
+        "--no-warm-up",
+        dest="warm_up",
+        action="store_false",
+        help="measure the first run on the cluster too (it marks every underutilized node: thousands of writes)",
+    )
     args = parser.parse_args(argv)
     trees = [
         (name, Path(directory).resolve()) for name, _, directory in (t.partition("=") for t in args.trees.split(","))
@@ -438,34 +469,61 @@ def main(argv: list[str] | None = None) -> int:
         except (RuntimeError, KeyError, urllib3.exceptions.HTTPError) as error:
             print(f"  kube-apiserver's collections are not measured: {error}", file=sys.stderr, flush=True)
             collections = None
-        for case in args.cases.split(","):  # one pod changes every second, as api_cost measures reads
-            for name, tree in trees:
-                node = next(nodes)
-                # "free110": a free drain of a node filled up to 110 pods to move.
-                kind, wanted = case.rstrip("0123456789"), case[len(case.rstrip("0123456789")) :]
-                if wanted:
-                    fill(admin, node, int(wanted))
-                pods = prepare(admin, node, now, allowed=1000 if kind == "free" else 0)
-                print(f"  {name} {case}: {node}, {pods} pods to evict", file=sys.stderr, flush=True)
-                log = OUT_DIR / f"{name}-{case}.log"
-                try:
-                    with api_cost.churning(url, 1.0):
-                        result = measure(tree, kubeconfig, config_path, args.budget, now, pids, log, collections)
-                        result["fullRead"] = full_read_cost(
-                            tree, kubeconfig, pids, result["apiserverIdleRate"], collections
-                        )
-                finally:
-                    remove(admin, node)
-                cpu = result["fullRead"]["apiserverCpu"]
-                result["fullReadsOfCpu"] = round(result["apiserverCpu"] / cpu, 3) if cpu > 0 else None
-                if "apiserverCpuWithGc" in result:
-                    with_gc = result["fullRead"]["apiserverCpuWithGc"]
-                    result["fullReadsOfCpuWithGc"] = round(result["apiserverCpuWithGc"] / with_gc, 3)
-                result.update(tree=name, case=case, node=node, pods=pods)
-                results.append(result)
-                print(f"  {orjson.dumps({k: v for k, v in result.items() if k != 'reads'}).decode()}", flush=True)
+        runs = [
+            (case, name, tree) for case in args.cases.split(",") for _ in range(args.repeat) for name, tree in trees
+        ]
+        if args.warm_up:
+            runs.insert(0, ("free", "warm-up", trees[-1][1]))
+        for case, name, tree in runs:  # one pod changes every second, as api_cost measures reads
+            node = next(nodes)
+            # "free110": a free drain of a node filled up to 110 pods to move.
+            kind, wanted = case.rstrip("0123456789"), case[len(case.rstrip("0123456789")) :]
+            if wanted:
+                fill(admin, node, int(wanted))
+            pods = prepare(admin, node, now, allowed=1000 if kind == "free" else 0)
+            print(f"  {name} {case}: {node}, {pods} pods to evict", file=sys.stderr, flush=True)
+            log = OUT_DIR / f"{name}-{case}.log"
+            try:
+                with api_cost.churning(url, 1.0):
+                    result = measure(tree, kubeconfig, config_path, args.budget, now, pids, log, collections)
+                    result["fullRead"] = full_read_cost(
+                        tree, kubeconfig, pids, result["apiserverIdleRate"], collections
+                    )
+            finally:
+                remove(admin, node)
+            cpu = result["fullRead"]["apiserverCpu"]
+            result["fullReadsOfCpu"] = round(result["apiserverCpu"] / cpu, 3) if cpu > 0 else None
+            if "apiserverCpuWithGc" in result:
+                with_gc = result["fullRead"]["apiserverCpuWithGc"]
+                result["fullReadsOfCpuWithGc"] = round(result["apiserverCpuWithGc"] / with_gc, 3)
+            result.update(tree=name, case=case, node=node, pods=pods)
+            results.append(result)
+            print(f"  {orjson.dumps({k: v for k, v in result.items() if k != 'reads'}).decode()}", flush=True)
     (OUT_DIR / "results.json").write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2))
+    for line in summary(results):
+        print(line, flush=True)
     return 0
+
+
+RATIOS = ("fullReads", "fullReadsOfCpu", "fullReadsOfCpuWithGc")
+
+
+def summary(results: list[dict[str, Any]]) -> list[str]:
+    """Per case and tree: the median of each ratio to one full read over its runs, with their range."""
+    lines = []
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for result in results:
+        groups.setdefault((result["case"], result["tree"]), []).append(result)
+    for (case, tree), group in groups.items():
+        if tree == "warm-up":
+            continue
+        parts = []
+        for key in RATIOS:
+            values = sorted(v for v in (r.get(key) for r in group) if v is not None)
+            if values:
+                parts.append(f"{key} {statistics.median(values):.3f} ({values[0]:.3f}-{values[-1]:.3f})")
+        lines.append(f"  {case} {tree}, {len(group)} run(s): " + ", ".join(parts))
+    return lines
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """A real kube-apiserver and its etcd on loopback, loaded with a synthetic cluster, for benchmarks.
 
-    python bench/real_apiserver.py --nodes 500 [--dir DIR] [--no-pod-status]
+    python bench/real_apiserver.py --nodes 500 [--dir DIR] [--no-pod-status] [--no-cache-check]
 
 starts etcd and kube-apiserver (the e2e toolchain's binaries: `tests/e2e/toolchain/build.sh`
 builds them into ~/.cache/node-compactor-e2e/<component>-<version>/), loads the `bench.synth`
@@ -120,8 +120,15 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def control_plane(directory: Path | None = None) -> Iterator[ControlPlane]:
-    """etcd and kube-apiserver, started in `directory` (a fresh temporary one by default) and stopped after."""
+def control_plane(directory: Path | None = None, *, cache_check: bool = True) -> Iterator[ControlPlane]:
+    """etcd and kube-apiserver, started in `directory` (a fresh temporary one by default) and stopped after.
+
+    `cache_check=False` turns off kube-apiserver's periodic comparison of its watch cache with etcd
+    (feature gate `DetectCacheInconsistency`, beta and on by default since 1.34: k8s.io/apiserver
+    pkg/features/kube_features.go). Every 5 to 7.5 minutes it lists every object of a resource from
+    etcd and digests both copies (pkg/storage/cacher/delegator.go, `ConsistencyCheckPeriod`): at
+    150,000 pods several seconds of CPU and gigabytes allocated, which land in whichever measurement
+    is running and are caused by none of them."""
     own = directory is None
     work = Path(tempfile.mkdtemp(prefix="node-compactor-apiserver-")) if directory is None else directory
     work.mkdir(parents=True, exist_ok=True)
@@ -170,6 +177,7 @@ def control_plane(directory: Path | None = None) -> Iterator[ControlPlane]:
                     "--service-cluster-ip-range=10.96.0.0/16",
                     "--allow-privileged=true",
                     "--enable-priority-and-fairness=true",
+                    *([] if cache_check else ["--feature-gates=DetectCacheInconsistency=false"]),
                 ],
                 stdout=api_log,
                 stderr=subprocess.STDOUT,
@@ -367,6 +375,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, help="keep the certificates, logs and kubeconfigs here")
     parser.add_argument("--no-pod-status", action="store_true", help="leave pods Pending (faster to load)")
     parser.add_argument("--load", metavar="URL", help="only load the cluster into the API server at URL")
+    parser.add_argument(
+        "--no-cache-check",
+        action="store_true",
+        help="turn off kube-apiserver's periodic watch cache check against etcd (DetectCacheInconsistency)",
+    )
     args = parser.parse_args(argv)
     if args.load:
         result = load(args.load, synthetic_items(args.nodes), pod_status=not args.no_pod_status)
@@ -376,8 +389,12 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.buffer.write(orjson.dumps(summary) + b"\n")
         return 0
     signal.signal(signal.SIGTERM, lambda _signal, _frame: sys.exit(0))  # so the control plane is stopped
-    with control_plane(args.dir) as plane:
-        print(f"kube-apiserver {plane.url} (pid {plane.apiserver_pid}); loading ...", file=sys.stderr, flush=True)
+    with control_plane(args.dir, cache_check=not args.no_cache_check) as plane:
+        print(
+            f"kube-apiserver {plane.url} (pid {plane.apiserver_pid}, etcd pid {plane.etcd_pid}); loading ...",
+            file=sys.stderr,
+            flush=True,
+        )
         print(load_in_child(plane.url, args.nodes, pod_status=not args.no_pod_status), file=sys.stderr, flush=True)
         print(plane.reader_kubeconfig, flush=True)
         with contextlib.suppress(KeyboardInterrupt):

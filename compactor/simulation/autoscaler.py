@@ -496,6 +496,7 @@ class Autoscaler:
         # The rest in the node lister's order: its cache is a Go map (client-go's threadSafeMap), listed anew
         # in every loop; sort.Sort keeps it among equals on a few nodes (insertion sort up to 12).
         draw = {name: self._lister.random() for name in sorted(view.nodes)}
+        cycle = {name: self._lister.random() for name in sorted(view.nodes)}  # the snapshot store's map
         order = sorted(view.nodes.values(), key=lambda s: (bool(s.movable_pods), s.name not in previous, draw[s.name]))
         eligible = [state for state in order if self._eligible(state, draining, booked.get(state.name, ()))]
         by_name = {target.name: target for target in targets}
@@ -529,7 +530,7 @@ class Autoscaler:
                     if target_name != state.name:
                         for pod in pods:
                             simulation.place(pod, by_name[target_name])
-                placements = self._place(simulation, movable)
+                placements = self._place(simulation, movable, cycle)
                 if placements is None:
                     self.unremovable_until[state.name] = now + self._recheck
                     continue
@@ -546,16 +547,19 @@ class Autoscaler:
         self._needs_drain = needs_drain
         self._last_pass = self._pass_inputs(now, draining)
 
-    def _place(self, simulation: fit.Simulation, pods: list[Pod]) -> dict[str, str] | None:
+    def _place(self, simulation: fit.Simulation, pods: list[Pod], cycle: dict[str, float]) -> dict[str, str] | None:
         """Where the removal simulation puts a node's pods (simulator/scheduling/hinting_simulator.go,
         `TrySchedulePods`), in their order, stopping at the first that fits nowhere: each on the node it
         was put on in this pass or the one before when that node still takes it (its hint, keyed by the
         pod; `DropOldHints` keeps one pass's worth), else on the first node that takes it, kube-scheduler's
         filters only, no score (predicate/plugin_runner.go `RunFiltersUntilPassingNode`), walking the
         snapshot's nodes from one past the last match (`NewLastIndexOrderMapping(1)`) in the order of the
-        basic snapshot store's Go map, listed anew for each pod: here from a random place in the nodes'
-        name order, drawn from the seed. Pod key -> node name, or None."""
-        targets = simulation.targets
+        basic snapshot store's Go map, listed anew for each pod. A Go map iterates in the order of its
+        hashes from a random place, and the store builds its map anew every loop: here the pass's
+        `cycle` (a random order of the nodes) from a random place, both drawn from the seed. Not the
+        name order: there every node of one pool follows the other pool's nodes, and the pool's first
+        node by name would take most of its pods. Pod key -> node name, or None."""
+        targets = sorted(simulation.targets, key=lambda target: cycle.get(target.name, 0.0))
         by_name = {target.name: target for target in targets}
         placements: dict[str, str] = {}
         for pod in pods:

@@ -153,6 +153,27 @@ def test_the_removal_simulation_takes_the_first_node_that_fits_from_a_random_pla
     assert len(places) > 1, "no score: not always the emptiest node, as kube-scheduler's would be"
 
 
+def first_roomy_node_takes_it(seed: int) -> bool:
+    """Whether a light node's pod lands on the first node with room in the order the cluster lists its
+    nodes, right after the three full ones: a walk in that fixed order would give it every pod whose walk
+    starts on a full node."""
+    cluster = idle_cluster(8, seed=seed)
+    light, *full_then_roomy = sorted(cluster.world.nodes, key=lambda name: name[-4:])  # as created: -0000 ...
+    pod = fill(cluster, light, "500m")
+    for node in full_then_roomy[:3]:
+        fill(cluster, node, "3800m")  # 97%: needed, and no room for the pod
+    for node in full_then_roomy[3:]:
+        keep(cluster, node)
+    cluster.world.now = BEGIN
+    cluster.autoscaler._update_unneeded(BEGIN)
+    return cluster.autoscaler._hints[pod] == full_then_roomy[3]
+
+
+def test_the_removal_simulation_walks_the_nodes_in_a_random_order_not_a_fixed_one() -> None:
+    share = sum(first_roomy_node_takes_it(seed) for seed in range(32)) / 32
+    assert share < 0.45, f"{share:.0%} of the pods on one of four equal nodes: a fixed order's bias (4 in 7)"
+
+
 def test_a_pods_simulated_place_is_kept_from_one_pass_to_the_next() -> None:
     assert len(simulated_place(seed=5, passes=30)) == 1, "its hint: the node it was put on in the pass before"
 

@@ -556,9 +556,9 @@ class Autoscaler:
         snapshot's nodes from one past the last match (`NewLastIndexOrderMapping(1)`) in the order of the
         basic snapshot store's Go map, listed anew for each pod. A Go map iterates in the order of its
         hashes from a random place, and the store builds its map anew every loop: here the pass's
-        `cycle` (a random order of the nodes) from a random place, both drawn from the seed. Not the
-        name order: there every node of one pool follows the other pool's nodes, and the pool's first
-        node by name would take most of its pods. Pod key -> node name, or None."""
+        `cycle` (a random order of the nodes) from a random place, both drawn from the seed. Not a fixed
+        order: there a node that follows a run of nodes without room (another pool's, full ones) would
+        take most of the pods. Pod key -> node name, or None."""
         targets = sorted(simulation.targets, key=lambda target: cycle.get(target.name, 0.0))
         by_name = {target.name: target for target in targets}
         placements: dict[str, str] = {}

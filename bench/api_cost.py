@@ -46,7 +46,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -310,12 +310,20 @@ def _idle_rate(server: Server) -> float:
     """The server's CPU per second while nobody reads: the median of IDLE_WINDOWS windows, so that a
     background task landing in one (kube-apiserver compares its watch cache with etcd every 5 to 7.5
     minutes, listing every pod from etcd: DetectCacheInconsistency) does not count as idle."""
-    rates = []
-    for _ in range(IDLE_WINDOWS):
-        before, started = _cpu(server.pid), time.perf_counter()
-        time.sleep(IDLE_SECONDS / IDLE_WINDOWS)
-        rates.append((_cpu(server.pid) - before) / (time.perf_counter() - started))
-    return statistics.median(rates)
+    (rate,) = idle_rates((server.pid,), IDLE_SECONDS, IDLE_WINDOWS)
+    return rate
+
+
+def idle_rates(pids: Sequence[int], seconds: float, windows: int) -> tuple[float, ...]:
+    """Each process's CPU per second over `seconds`, the median of `windows` windows of it each."""
+    rates: list[list[float]] = [[] for _ in pids]
+    for _ in range(windows):
+        before, started = [_cpu(pid) for pid in pids], time.perf_counter()
+        time.sleep(seconds / windows)
+        elapsed = time.perf_counter() - started
+        for pid, cpu, found in zip(pids, before, rates, strict=True):
+            found.append((_cpu(pid) - cpu) / elapsed)
+    return tuple(statistics.median(found) for found in rates)
 
 
 # -- the servers ---------------------------------------------------------------------------------------------

@@ -307,19 +307,6 @@ class Collections:
         return raw - collector + allocated / self.live_heap * self.full_collection_cpu
 
 
-def _idle_rates(server: int, etcd: int | None) -> tuple[float, float]:
-    """kube-apiserver's and etcd's CPU per second while the run has not started: the median of IDLE_WINDOWS
-    windows, so that a collection or a background task landing in one window is not taken for the idle rate
-    (a single 10 s window once read 0.53 CPU-seconds a second where the others read 0.02-0.04)."""
-    rates: list[tuple[float, float]] = []
-    for _ in range(IDLE_WINDOWS):
-        before = (_cpu(server), _cpu(etcd), time.monotonic())
-        time.sleep(IDLE_SECONDS / IDLE_WINDOWS)
-        seconds = time.monotonic() - before[2]
-        rates.append(((_cpu(server) - before[0]) / seconds, (_cpu(etcd) - before[1]) / seconds))
-    return statistics.median(rate[0] for rate in rates), statistics.median(rate[1] for rate in rates)
-
-
 def measure(
     tree: Path,
     kubeconfig: Path,
@@ -333,7 +320,10 @@ def measure(
     server, etcd = pids
     if collections is not None:  # each window starts on a collected heap: it pays for no earlier garbage
         collections.collect()
-    idle = _idle_rates(server, etcd)
+    # The median of five windows: a collection or a background task landing in one is not taken for the idle
+    # rate (a single 10 s window once read 0.53 CPU-seconds a second where the others read 0.02-0.04).
+    rates = api_cost.idle_rates((server,) if etcd is None else (server, etcd), IDLE_SECONDS, IDLE_WINDOWS)
+    idle = (rates[0], rates[1] if etcd is not None else 0.0)
     go_before = collections.metrics() if collections is not None else {}
     before = (_cpu(server), _cpu(etcd), time.monotonic())
     env = {**os.environ, "PYTHONPATH": str(tree)}

@@ -552,12 +552,16 @@ class Autoscaler:
         `TrySchedulePods`), in their order, stopping at the first that fits nowhere: each on the node it
         was put on in this pass or the one before when that node still takes it (its hint, keyed by the
         pod; `DropOldHints` keeps one pass's worth), else on the first node that takes it, kube-scheduler's
-        filters only, no score (predicate/plugin_runner.go `RunFiltersUntilPassingNode`), walking the
-        snapshot's nodes from one past the last match (`NewLastIndexOrderMapping(1)`) in the order of the
-        basic snapshot store's Go map, listed anew for each pod. A Go map iterates in the order of its
-        hashes from a random place, and the store builds its map anew every loop: here the pass's
-        `cycle` (a random order of the nodes) from a random place, both drawn from the seed. Not a fixed
-        order: there a node that follows a run of nodes without room (another pool's, full ones) would
+        filters only, no score (predicate/plugin_runner.go `RunFiltersUntilPassingNode`). The autoscaler's
+        builder gives the planner a delta snapshot store (builder/autoscaler.go), whose node list is a Go map's
+        order taken once a loop (store/delta.go); the search starts one past the last match
+        (`NewLastIndexOrderMapping(1)`) and runs in `--predicate-parallelism` goroutines (4) over chunks of
+        about the square root of the node count, the first match cancelling the rest, so the node taken is
+        the earliest match among the nodes checked by then, not always the first in order. A walk that always
+        took the first passing node in order cannot give the placements the real autoscaler logged
+        (docs/savings.md, divergence 7). Here: the first node that takes the pod from a random place in the
+        pass's `cycle` (a random order of the nodes), both drawn from the seed, standing in for that race.
+        Not a fixed order: there a node that follows a run of nodes without room (another pool's, full ones) would
         take most of the pods. Pod key -> node name, or None."""
         targets = sorted(simulation.targets, key=lambda target: cycle.get(target.name, 0.0))
         by_name = {target.name: target for target in targets}

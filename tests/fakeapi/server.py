@@ -125,6 +125,7 @@ class _ArmedHook:
     pattern: re.Pattern[str]
     action: Callable[[], None]
     remaining: int
+    before: bool = False
 
 
 @dataclass
@@ -425,14 +426,17 @@ class FakeApiServer:
             self._faults.clear()
             self._hooks.clear()
 
-    def on_request(self, method: str | None, path_regex: str, action: Callable[[], None], *, times: int = 1) -> None:
-        """Run `action` after a matching request was handled and before its answer is sent.
+    def on_request(
+        self, method: str | None, path_regex: str, action: Callable[[], None], *, times: int = 1, before: bool = False
+    ) -> None:
+        """Run `action` after a matching request was handled and before its answer is sent
+        (`before=True`: before it is handled, so that no watch can have sent its change yet).
 
         What someone else does to the cluster at that exact moment (a person uncordoning
         a node between two evictions), without racing the client. `times=-1`: every match.
         """
         with self._faults_lock:
-            self._hooks.append(_ArmedHook(method, re.compile(path_regex), action, times))
+            self._hooks.append(_ArmedHook(method, re.compile(path_regex), action, times, before))
 
     # ----------------------------------------------------------------- records
 
@@ -477,6 +481,7 @@ class FakeApiServer:
         split = urlsplit(target)
         path = split.path
         query = {key: values[0] for key, values in parse_qs(split.query, keep_blank_values=True).items()}
+        self._run_hooks(method, path, before=True)
         fault = self._take_fault(method, path)
         response: _Response | None
         if fault is not None and fault.delay:
@@ -504,10 +509,12 @@ class FakeApiServer:
         accepted = headers.get("Accept-Encoding") or ""
         return any(token.split(";")[0].strip() == "gzip" for token in accepted.split(","))
 
-    def _run_hooks(self, method: str, path: str) -> None:
+    def _run_hooks(self, method: str, path: str, *, before: bool = False) -> None:
         with self._faults_lock:
             due = []
             for armed in self._hooks:
+                if armed.before != before:
+                    continue
                 if armed.remaining == 0 or (armed.method is not None and armed.method.upper() != method):
                     continue
                 if not armed.pattern.search(path):

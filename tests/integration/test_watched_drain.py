@@ -117,22 +117,23 @@ def test_a_pod_someone_else_puts_on_the_room_between_two_batches_is_seen_and_the
 
 BREAKS: list[object] = [
     # etcd compacted before the first later proof: the watches cannot start where the run's read ended.
-    pytest.param(lambda api: api.compact_watch_history(), "web-03", "410", id="410-gone-after-compaction"),
+    pytest.param(lambda api: api.compact_watch_history(), "web-03", False, "410", id="410-gone-after-compaction"),
     # Once the first later batch, proven on the watched state, is under way:
-    pytest.param(lambda api: api.drop_watches(), "web-09", "lost its connection", id="dropped-connection"),
-    # A stream that sends nothing: the evictions of the batch before the next proof never show.
-    pytest.param(lambda api: api.stall_watches(True), "web-09", "stalled or lags", id="stalled"),
+    pytest.param(lambda api: api.drop_watches(), "web-09", False, "lost its connection", id="dropped-connection"),
+    # A stream that sends nothing: the evictions of the batch before the next proof never show. Stalled
+    # before web-09's eviction is handled, so that its deletion cannot have been sent already.
+    pytest.param(lambda api: api.stall_watches(True), "web-09", True, "stalled or lags", id="stalled"),
 ]
 
 
-@pytest.mark.parametrize(("break_it", "when", "reason"), BREAKS)
+@pytest.mark.parametrize(("break_it", "when", "before", "reason"), BREAKS)
 def test_a_broken_watch_costs_one_fresh_read_and_the_drain_completes(
-    watched: FakeApiServer, break_it: Callable[[FakeApiServer], None], when: str, reason: str
+    watched: FakeApiServer, break_it: Callable[[FakeApiServer], None], when: str, before: bool, reason: str
 ) -> None:
     api = watched
     cluster_with_room(api, pods=20, cpu="100m", used="2")
     api.recreate_evicted(0)
-    api.on_request("POST", rf"/pods/{when}/eviction$", lambda: break_it(api))
+    api.on_request("POST", rf"/pods/{when}/eviction$", lambda: break_it(api), before=before)
     result = run_once(api)
     api.stall_watches(False)
     assert result.outcome.drain_completed

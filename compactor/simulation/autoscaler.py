@@ -35,7 +35,7 @@ import math
 import operator
 import random
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -66,6 +66,9 @@ MAX_BULK_SOFT_TAINT_COUNT = 10
 # `autoscaler.unremovableRecheckSeconds`.
 MAX_SCALE_DOWN_PARALLELISM = 10
 MAX_DRAIN_PARALLELISM = 1
+# --predicate-parallelism (4, cluster-autoscaler/config/flags/flags.go): the goroutines the removal simulation's
+# search for a node runs in.
+PREDICATE_PARALLELISM = 4
 SYSTEM_NAMESPACE = "kube-system"
 BOOTSTRAP_AGE = timedelta(days=1)
 # --expendable-pods-priority-cutoff (-10, cluster-autoscaler/FAQ.md): pods of lower priority get no scale-up.
@@ -151,6 +154,9 @@ class Autoscaler:
         self._order = random.Random(self.setup.seed)
         # The order of Go maps in the planner's pass: the node lister's, and the simulation snapshot's.
         self._lister = random.Random(f"{self.setup.seed}-lister")
+        # The search's last match, an index into the snapshot's node list (lastIndexOrderMapping): its plugin
+        # runner lives as long as the autoscaler, so the index carries over from pod to pod and loop to loop.
+        self._last_match = 0
         self._templates: dict[tuple[str, str], NodeState] = {}
 
     # -- nodes ----------------------------------------------------------------------------------
@@ -551,28 +557,29 @@ class Autoscaler:
         """Where the removal simulation puts a node's pods (simulator/scheduling/hinting_simulator.go,
         `TrySchedulePods`), in their order, stopping at the first that fits nowhere: each on the node it
         was put on in this pass or the one before when that node still takes it (its hint, keyed by the
-        pod; `DropOldHints` keeps one pass's worth), else on the first node that takes it, kube-scheduler's
-        filters only, no score (predicate/plugin_runner.go `RunFiltersUntilPassingNode`). The autoscaler's
-        builder gives the planner a delta snapshot store (builder/autoscaler.go), whose node list is a Go map's
-        order taken once a loop (store/delta.go); the search starts one past the last match
-        (`NewLastIndexOrderMapping(1)`) and runs in `--predicate-parallelism` goroutines (4) over chunks of
-        about the square root of the node count, the first match cancelling the rest, so the node taken is
-        the earliest match among the nodes checked by then, not always the first in order. A walk that always
-        took the first passing node in order cannot give the placements the real autoscaler logged
-        (docs/savings.md, divergence 7). Here: the first node that takes the pod from a random place in the
-        pass's `cycle` (a random order of the nodes), both drawn from the seed, standing in for that race.
-        Not a fixed order: there a node that follows a run of nodes without room (another pool's, full ones) would
-        take most of the pods. Pod key -> node name, or None."""
-        targets = sorted(simulation.targets, key=lambda target: cycle.get(target.name, 0.0))
-        by_name = {target.name: target for target in targets}
+        pod; `DropOldHints` keeps one pass's worth), else on the node `first_match` picks, kube-scheduler's
+        filters only, no score (predicate/plugin_runner.go `RunFiltersUntilPassingNode`), in the snapshot's
+        list of every node: the builder gives the planner a delta snapshot store (builder/autoscaler.go),
+        whose list is a Go map's order taken once a loop (store/delta.go), the pass's `cycle` here, drawn
+        from the seed. Nodes that may not take the pod (the one simulated, those found removable before it,
+        another pool's for a pinned pod) stay in the list and are passed over, as there. Pod key -> node
+        name, or None."""
+        order = sorted(cycle, key=cycle.__getitem__)
+        by_name = {target.name: target for target in simulation.targets}
         placements: dict[str, str] = {}
         for pod in pods:
             hinted = by_name.get(self._hints.get(pod.key) or self._old_hints.get(pod.key) or "")
             chosen = hinted if hinted is not None and simulation.why_not(pod, hinted) is None else None
-            if chosen is None and targets:
-                start = self._lister.randrange(len(targets))
-                walk = (targets[(start + step) % len(targets)] for step in range(len(targets)))
-                chosen = next((target for target in walk if simulation.why_not(pod, target) is None), None)
+            if chosen is None:
+
+                def passes(index: int, pod: Pod = pod) -> bool:
+                    target = by_name.get(order[index])
+                    return target is not None and simulation.why_not(pod, target) is None
+
+                index = first_match(len(order), self._last_match, passes)
+                if index is not None:
+                    self._last_match = index
+                    chosen = by_name[order[index]]
             if chosen is None:
                 return None
             simulation.place(pod, chosen)
@@ -687,6 +694,35 @@ class Autoscaler:
         self.world.delete_node(name, actor=CLUSTER_AUTOSCALER, at=now)
         self.world.recorder.nodes_removed += 1
         self.unneeded_since.pop(name, None)
+
+
+def first_match(
+    count: int, last: int, passes: Callable[[int], bool], parallelism: int = PREDICATE_PARALLELISM
+) -> int | None:
+    """The node the removal simulation's search takes, as an index into the snapshot's list of `count` nodes
+    (predicate/plugin_runner.go, `RunFiltersUntilPassingNode`): the search starts one past the last match
+    (`NewLastIndexOrderMapping(1)`: the i-th node checked is `(i + 1 + last) % count`) and hands chunks of
+    about the square root of the count (`chunkSizeFor`) to `parallelism` goroutines (workqueue's
+    `ParallelizeUntil`), each walking its chunk; the earliest match found cancels the rest. Modelled with the
+    goroutines in step, `parallelism` chunks at a time: the first step at which any of them matches gives the
+    earliest of its matches. So a node first in one chunk beats a node later in the chunk before it, and
+    consecutive pods still take consecutive nodes when every node has room. A plain walk in order cannot give
+    the placements the real autoscaler logged (docs/savings.md, divergence 7)."""
+    if count <= 0:
+        return None
+    size = max(1, min(math.isqrt(count), count // parallelism + 1))
+    chunks = -(-count // size)
+    for first_chunk in range(0, chunks, parallelism):
+        running = range(first_chunk, min(first_chunk + parallelism, chunks))
+        for step in range(size):
+            matches = [
+                position
+                for chunk in running
+                if (position := chunk * size + step) < count and passes((position + 1 + last) % count)
+            ]
+            if matches:
+                return (min(matches) + 1 + last) % count
+    return None
 
 
 def utilization(state: NodeState, arriving: Resources = ZERO) -> float:

@@ -174,6 +174,44 @@ def test_the_removal_simulation_walks_the_nodes_in_a_random_order_not_a_fixed_on
     assert share < 0.45, f"{share:.0%} of the pods on one of four equal nodes: a fixed order's bias (4 in 7)"
 
 
+def test_the_search_takes_the_node_one_past_the_last_match_when_every_node_passes() -> None:
+    assert autoscaler_module.first_match(12, 4, lambda index: True) == 5
+    assert autoscaler_module.first_match(12, 11, lambda index: True) == 0, "round the end of the list"
+
+
+def test_the_search_runs_its_chunks_in_step_so_a_chunks_first_node_beats_the_chunk_before() -> None:
+    # 12 nodes: chunks of 3 (the square root), four goroutines, so all four chunks at once. From last match 0
+    # the i-th node checked is node i + 1: node 3 is the third of the first chunk, node 4 the first of the next.
+    assert autoscaler_module.first_match(12, 0, lambda index: index in {3, 4}) == 4
+    assert autoscaler_module.first_match(12, 0, lambda index: index in {3, 9}) == 3, "the earliest at one step"
+    assert autoscaler_module.first_match(12, 0, lambda index: False) is None
+
+
+def test_the_search_takes_its_chunks_four_at_a_time() -> None:
+    # 100 nodes: chunks of 10, the goroutines take chunks 0-3 first, then 4-7: node 42 (chunk 4's second) is
+    # found before node 91 (chunk 9's first), and chunk 0's last node before chunk 4's first.
+    assert autoscaler_module.first_match(100, 0, lambda index: index in {42, 91}) == 42
+    assert autoscaler_module.first_match(100, 0, lambda index: index in {10, 41}) == 10
+
+
+def placed_apart(seed: int) -> bool:
+    """Whether three small pods of one node land on three different nodes of five with room for all."""
+    cluster = idle_cluster(6, seed=seed)
+    light, *others = names(cluster)
+    pods = [fill(cluster, light, "300m", name=f"small-{k}") for k in range(3)]
+    for node in others:
+        keep(cluster, node)
+    cluster.world.now = BEGIN
+    cluster.autoscaler._update_unneeded(BEGIN)
+    return len({cluster.autoscaler._hints[pod] for pod in pods}) == 3
+
+
+def test_a_nodes_pods_take_the_nodes_after_the_last_match_one_each() -> None:
+    # A search from a random place for each pod would put two of the three on one node in about half the
+    # passes (1 - 4/5 * 3/5); from one past the last match it never does while every node has room.
+    assert all(placed_apart(seed) for seed in range(8))
+
+
 def test_a_pods_simulated_place_is_kept_from_one_pass_to_the_next() -> None:
     assert len(simulated_place(seed=5, passes=30)) == 1, "its hint: the node it was put on in the pass before"
 

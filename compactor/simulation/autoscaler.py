@@ -707,7 +707,9 @@ def first_match(
     goroutines in step, `parallelism` chunks at a time: the first step at which any of them matches gives the
     earliest of its matches. So a node first in one chunk beats a node later in the chunk before it, and
     consecutive pods still take consecutive nodes when every node has room. A plain walk in order cannot give
-    the placements the real autoscaler logged (docs/savings.md, divergence 7)."""
+    the placements the real autoscaler logged; the goroutines really race, and one logged sequence needs two
+    chunks in step rather than four: in step is their case when all start together (docs/savings.md,
+    divergence 7, measures both)."""
     if count <= 0:
         return None
     size = max(1, min(math.isqrt(count), count // parallelism + 1))

@@ -6,9 +6,9 @@ order of the list and every starting place, how often each way of searching give
 nodes a log showed (`Pod … can be moved to …`, at `--v=4`) for one node's pods:
 
 - `first`: the first passing node in order;
-- `chunks`: the search split into chunks of about the square root of the node count, one goroutine
-  each (`--predicate-parallelism`, 4), all in step, the earliest match of the first step that finds
-  one taken (the first match cancels the rest);
+- `chunks`: the simulator's own search (`first_match` in compactor/simulation/autoscaler.py): chunks
+  of about the square root of the node count, `--predicate-parallelism` (4) of them in step, the
+  earliest match of the first step that finds one taken (the first match cancels the rest);
 - `two-at-a-time`: the same with two chunks in step at a time, as on a 2-core machine.
 
 Only which nodes pass matters here: every node in `--passing` takes each pod, the others none.
@@ -20,63 +20,43 @@ A count of 0 means that way of searching cannot give what was logged.
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
-import math
+import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
-Pick = Callable[[Callable[[int], bool], int, int], int | None]
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as a script
+    sys.path.insert(0, str(REPO))
 
+from compactor.simulation.autoscaler import first_match  # noqa: E402
 
-def chunk_size(nodes: int, parallelism: int) -> int:
-    """The chunk size `RunFiltersUntilPassingNode` gives `ParallelizeUntil` (predicate/plugin_runner.go)."""
-    size = int(math.sqrt(nodes))
-    cap = nodes // parallelism + 1
-    return cap if size > cap else max(size, 1)
-
-
-def first(passes: Callable[[int], bool], nodes: int, size: int) -> int | None:
-    return next((step for step in range(nodes) if passes(step)), None)
+# (node count, last match, whether the node at an index passes) -> the index taken, or None.
+Pick = Callable[[int, int, Callable[[int], bool]], int | None]
 
 
-def _in_step(chunks: Sequence[int], passes: Callable[[int], bool], nodes: int, size: int) -> int | None:
-    for offset in range(size):
-        hits = [chunk * size + offset for chunk in chunks if chunk * size + offset < nodes]
-        found = [step for step in hits if passes(step)]
-        if found:
-            return min(found)
-    return None
+def first(count: int, last: int, passes: Callable[[int], bool]) -> int | None:
+    walk = ((last + 1 + step) % count for step in range(count))
+    return next((index for index in walk if passes(index)), None)
 
 
-def chunks(passes: Callable[[int], bool], nodes: int, size: int) -> int | None:
-    return _in_step(range(-(-nodes // size)), passes, nodes, size)
+def ways(parallelism: int) -> dict[str, Pick]:
+    return {
+        "first": first,
+        "chunks": functools.partial(first_match, parallelism=parallelism),
+        "two-at-a-time": functools.partial(first_match, parallelism=2),
+    }
 
 
-def two_at_a_time(passes: Callable[[int], bool], nodes: int, size: int) -> int | None:
-    count = -(-nodes // size)
-    for start in range(0, count, 2):
-        found = _in_step(range(start, min(start + 2, count)), passes, nodes, size)
-        if found is not None:
-            return found
-    return None
-
-
-WAYS: dict[str, Pick] = {"first": first, "chunks": chunks, "two-at-a-time": two_at_a_time}
-
-
-def walk(order: Sequence[str | None], last: int, pods: int, pick: Pick, size: int) -> list[str]:
+def walk(order: Sequence[str | None], last: int, pods: int, pick: Pick) -> list[str]:
     """The node each of `pods` pods lands on, searching `order` (None: a node that takes no pod)."""
-    nodes = len(order)
     placed: list[str] = []
     for _ in range(pods):
-        start = last + 1
-
-        def passes(step: int, start: int = start) -> bool:
-            return order[(step + start) % nodes] is not None
-
-        step = pick(passes, nodes, size)
-        if step is None:
+        index = pick(len(order), last, lambda index: order[index] is not None)
+        if index is None:
             break
-        last = (step + 1 + last) % nodes
+        last = index
         name = order[last]
         assert name is not None
         placed.append(name)
@@ -85,8 +65,8 @@ def walk(order: Sequence[str | None], last: int, pods: int, pick: Pick, size: in
 
 def count(seen: Sequence[str], passing: Sequence[str], nodes: int, parallelism: int) -> dict[str, tuple[int, int]]:
     """Per way: how many (order, starting place) pairs give `seen`, and how many there are."""
-    size = chunk_size(nodes, parallelism)
-    found = dict.fromkeys(WAYS, 0)
+    picks = ways(parallelism)
+    found = dict.fromkeys(picks, 0)
     total = 0
     for places in itertools.combinations(range(nodes), len(passing)):
         for names in itertools.permutations(passing):
@@ -95,8 +75,8 @@ def count(seen: Sequence[str], passing: Sequence[str], nodes: int, parallelism: 
                 order[place] = name
             for last in range(nodes):
                 total += 1
-                for way, pick in WAYS.items():
-                    if walk(order, last, len(seen), pick, size) == list(seen):
+                for way, pick in picks.items():
+                    if walk(order, last, len(seen), pick) == list(seen):
                         found[way] += 1
     return {way: (hits, total) for way, hits in found.items()}
 

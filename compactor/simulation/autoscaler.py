@@ -696,6 +696,12 @@ class Autoscaler:
         self.unneeded_since.pop(name, None)
 
 
+def chunk_size(count: int, parallelism: int) -> int:
+    """The chunk size `RunFiltersUntilPassingNode` gives `ParallelizeUntil` (predicate/plugin_runner.go,
+    `chunkSizeFor`): the square root of the node count, at most the nodes per goroutine plus one, at least 1."""
+    return max(1, min(math.isqrt(count), count // parallelism + 1))
+
+
 def first_match(
     count: int, last: int, passes: Callable[[int], bool], parallelism: int = PREDICATE_PARALLELISM
 ) -> int | None:
@@ -712,7 +718,7 @@ def first_match(
     divergence 7, measures both)."""
     if count <= 0:
         return None
-    size = max(1, min(math.isqrt(count), count // parallelism + 1))
+    size = chunk_size(count, parallelism)
     chunks = -(-count // size)
     for first_chunk in range(0, chunks, parallelism):
         running = range(first_chunk, min(first_chunk + parallelism, chunks))

@@ -503,6 +503,7 @@ class Autoscaler:
         # in every loop; sort.Sort keeps it among equals on a few nodes (insertion sort up to 12).
         draw = {name: self._lister.random() for name in sorted(view.nodes)}
         cycle = {name: self._lister.random() for name in sorted(view.nodes)}  # the snapshot store's map
+        listed = sorted(cycle, key=cycle.__getitem__)  # its node list, once a pass
         order = sorted(view.nodes.values(), key=lambda s: (bool(s.movable_pods), s.name not in previous, draw[s.name]))
         eligible = [state for state in order if self._eligible(state, draining, booked.get(state.name, ()))]
         by_name = {target.name: target for target in targets}
@@ -536,7 +537,7 @@ class Autoscaler:
                     if target_name != state.name:
                         for pod in pods:
                             simulation.place(pod, by_name[target_name])
-                placements = self._place(simulation, movable, cycle)
+                placements = self._place(simulation, movable, listed)
                 if placements is None:
                     self.unremovable_until[state.name] = now + self._recheck
                     continue
@@ -553,18 +554,17 @@ class Autoscaler:
         self._needs_drain = needs_drain
         self._last_pass = self._pass_inputs(now, draining)
 
-    def _place(self, simulation: fit.Simulation, pods: list[Pod], cycle: dict[str, float]) -> dict[str, str] | None:
+    def _place(self, simulation: fit.Simulation, pods: list[Pod], listed: list[str]) -> dict[str, str] | None:
         """Where the removal simulation puts a node's pods (simulator/scheduling/hinting_simulator.go,
         `TrySchedulePods`), in their order, stopping at the first that fits nowhere: each on the node it
         was put on in this pass or the one before when that node still takes it (its hint, keyed by the
         pod; `DropOldHints` keeps one pass's worth), else on the node `first_match` picks, kube-scheduler's
         filters only, no score (predicate/plugin_runner.go `RunFiltersUntilPassingNode`), in the snapshot's
         list of every node: the builder gives the planner a delta snapshot store (builder/autoscaler.go),
-        whose list is a Go map's order taken once a loop (store/delta.go), the pass's `cycle` here, drawn
+        whose list is a Go map's order taken once a loop (store/delta.go), the pass's `listed` here, drawn
         from the seed. Nodes that may not take the pod (the one simulated, those found removable before it,
         another pool's for a pinned pod) stay in the list and are passed over, as there. Pod key -> node
         name, or None."""
-        order = sorted(cycle, key=cycle.__getitem__)
         by_name = {target.name: target for target in simulation.targets}
         placements: dict[str, str] = {}
         for pod in pods:
@@ -573,13 +573,13 @@ class Autoscaler:
             if chosen is None:
 
                 def passes(index: int, pod: Pod = pod) -> bool:
-                    target = by_name.get(order[index])
+                    target = by_name.get(listed[index])
                     return target is not None and simulation.why_not(pod, target) is None
 
-                index = first_match(len(order), self._last_match, passes)
+                index = first_match(len(listed), self._last_match, passes)
                 if index is not None:
                     self._last_match = index
-                    chosen = by_name[order[index]]
+                    chosen = by_name[listed[index]]
             if chosen is None:
                 return None
             simulation.place(pod, chosen)

@@ -258,7 +258,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _prices(args: argparse.Namespace) -> int:
-    from compactor.core import pricing
+    from compactor.core.prices import pricing
 
     if not args.refresh:
         if args.out is not None or args.currency != "USD":

@@ -35,7 +35,7 @@ from datetime import datetime, timedelta
 
 from msgspec import structs
 
-from compactor.core import candidates, planner, pools, preview, pricing
+from compactor.core import candidates, planner, pools, preview
 from compactor.core.cluster import ClusterView, PdbIndex
 from compactor.core.model import (
     CA_SCALE_DOWN_DISABLED,
@@ -47,6 +47,7 @@ from compactor.core.model import (
     Snapshot,
 )
 from compactor.core.plan import ConsolidationPath, Decision, PathStep, Plan
+from compactor.core.prices import pricing
 from compactor.core.timing import format_stamp
 from compactor.settings.config import Config
 

@@ -64,7 +64,7 @@ class NodeReport:
     pods_to_move: int
     # In a pool with surgeSingleReplicas: its single-replica pods and whether a rolling restart moves each.
     single_replicas: tuple[SurgeVerdict, ...] = ()
-    # What the node costs per hour (`core.costs`); None when its machine type or region has no price.
+    # What the node costs per hour (`core.prices.costs`); None when its machine type or region has no price.
     price_per_hour: float | None = None
     # In a pool with replacement enabled: why a replacement was or was not chosen for it, with the prices.
     replacement: str | None = None

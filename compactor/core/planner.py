@@ -16,12 +16,10 @@ from datetime import datetime
 
 from compactor.core import (
     candidates,
-    costs,
     fit,
     inflight,
     marks,
     pools,
-    pricing,
     proof,
     ranking,
     replacement,
@@ -32,6 +30,7 @@ from compactor.core.blockers import Blocker
 from compactor.core.cluster import ClusterView, NodeState, PdbIndex
 from compactor.core.model import DRAIN_STARTED_AT, PREFER_NO_SCHEDULE, RESERVED_TAINT, SOFT_TAINT, Pod, Snapshot
 from compactor.core.plan import Decision, NodeReport, Plan, PoolReport, Replacement
+from compactor.core.prices import costs, pricing
 from compactor.core.wording import mebibytes, percent
 from compactor.settings.config import Config
 

@@ -32,7 +32,7 @@ from typing import Literal
 
 import msgspec
 
-from compactor.core import costs, fit, inflight, machines, pricing, proof, ranking
+from compactor.core import fit, inflight, proof, ranking
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.model import (
     CA_DELETING_TAINT,
@@ -52,6 +52,7 @@ from compactor.core.model import (
     Resources,
 )
 from compactor.core.plan import Replacement
+from compactor.core.prices import costs, machines, pricing
 from compactor.core.timing import human, parse_stamp, seconds_between
 from compactor.errors import BadInputError
 from compactor.settings.config import PoolConfig

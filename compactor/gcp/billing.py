@@ -27,7 +27,7 @@ import requests
 from google.api_core import exceptions as api_exceptions
 from google.cloud import billing_v1
 
-from compactor.core import pricing
+from compactor.core.prices import pricing
 from compactor.errors import BadInputError, ClusterAccessError
 
 if TYPE_CHECKING:

@@ -1,9 +1,9 @@
 """The price file a configuration names (`priceFile`), as `python -m compactor prices --refresh --out FILE`
-wrote it from the Cloud Billing Catalog API: read with a size bound, parsed strictly (`core.pricing`)."""
+wrote it from the Cloud Billing Catalog API: read with a size bound, parsed strictly (`core.prices.pricing`)."""
 
 from __future__ import annotations
 
-from compactor.core import pricing
+from compactor.core.prices import pricing
 from compactor.errors import ConfigError
 from compactor.settings.config import Config
 

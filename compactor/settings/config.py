@@ -132,7 +132,7 @@ class PoolConfig(BaseModel):
     # The Cluster Autoscaler removes the nodes below it itself, so node-compactor's cpu limit must be above
     # it to add anything (docs/savings.md, "Beside a ComputeClass threshold"); a limit at or below it is refused.
     compute_class_threshold: float | None = Field(None, alias="computeClassConsolidationThreshold", gt=0, le=1)
-    # What one node of the pool costs per hour, over the built-in table and the priceFile (`core.pricing`).
+    # What one node of the pool costs per hour, over the built-in table and the priceFile (`core.prices.pricing`).
     # A running pod owned by a Job: "wait" (a node with one is not drained: eviction would throw its work
     # away; the node keeps its mark and soft taint so new Job pods go elsewhere) or "evict".
     job_pods: Literal["wait", "evict"] = Field("wait", alias="jobPods")

@@ -42,10 +42,11 @@ from typing import Any
 
 from msgspec import structs
 
-from compactor.core import fit, machines
+from compactor.core import fit
 from compactor.core.blockers import pod_blockers
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.model import CA_SCALE_DOWN_DISABLED, HOSTNAME_LABEL, ZERO, ZONE_LABELS, Node, Pod, Resources
+from compactor.core.prices import machines
 from compactor.kube import snapshot as parsing
 from compactor.settings import config as config_module
 from compactor.simulation import objects

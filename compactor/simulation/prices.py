@@ -2,7 +2,7 @@
 
 A pool's node price is the scenario's `pricePerHour`, else the configuration's, else the price table's (the
 built-in one, or the configuration's `priceFile`) for the pool's machine type, its region (from its zones) and
-Spot (the `cloud.google.com/gke-spot` label), as `core.costs` prices a live node (a node with GPUs or TPUs, which
+Spot (the `cloud.google.com/gke-spot` label), as `core.prices.costs` prices a live node (a node with GPUs or TPUs, which
 the table leaves out, has no table price). It is resolved once, where the Setup is built (`of_pools`), and kept
 as plain data: a copy of the cluster copies no price table.
 
@@ -21,9 +21,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from compactor.core import costs, fit, pricing
+from compactor.core import fit
 from compactor.core.cluster import ClusterView
 from compactor.core.model import Node, Pod, Snapshot
+from compactor.core.prices import costs, pricing
 from compactor.gcp import pricefile
 from compactor.settings.config import Config
 from compactor.simulation import objects
@@ -40,7 +41,7 @@ def table_for(config: Config) -> pricing.PriceTable:
 
 
 def of_pools(pools: Sequence[PoolSpec], config: Config, table: pricing.PriceTable) -> dict[str, PoolPrice]:
-    """Each pool's price, as a live run prices a node of it (`core.costs.node_costs`: the configuration's
+    """Each pool's price, as a live run prices a node of it (`core.prices.costs.node_costs`: the configuration's
     pricePerHour, else the table's, no price for accelerators the table leaves out), under the scenario's."""
     nodes = {pool.name: objects.template_node(pool, config.pool_label) for pool in pools}
     found = costs.node_costs(ClusterView(Snapshot(nodes=tuple(nodes.values()), pods=()), config), table)

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
-from compactor.core import machines, pricing
+from compactor.core.prices import machines, pricing
 from compactor.errors import BadInputError
 from compactor.kube import quantity
 from compactor.settings import config as config_module

@@ -42,7 +42,7 @@ from compactor.core.model import (
     ReplicaSet,
     Snapshot,
 )
-from compactor.core.pricing import SPOT_LABEL
+from compactor.core.prices.pricing import SPOT_LABEL
 from compactor.core.selectors import selector_matches
 from compactor.core.timing import format_stamp
 from compactor.kube import snapshot as parsing

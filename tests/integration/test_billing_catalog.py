@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from compactor import cli
-from compactor.core import pricing
+from compactor.core.prices import pricing
 from compactor.errors import BadInputError, ClusterAccessError
 from compactor.gcp import billing
 

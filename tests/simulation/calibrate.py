@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from compactor.core import machines
+from compactor.core.prices import machines
 from compactor.simulation import runner, scenario
 from tests.e2e import controlplane
 from tests.e2e.cluster import KubeCluster, Scenario, node_of

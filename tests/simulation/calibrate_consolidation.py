@@ -51,9 +51,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from compactor.core import fit, machines
+from compactor.core import fit
 from compactor.core.cluster import NodeState
 from compactor.core.model import DRAIN_STARTED_AT, Pod
+from compactor.core.prices import machines
 from compactor.settings import config as config_module
 from compactor.simulation import kubectl, runner, scheduler
 from compactor.simulation.strategies import RUN_INTERVAL, NodeCompactor

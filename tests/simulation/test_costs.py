@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from compactor import cli
-from compactor.core import pricing
+from compactor.core.prices import pricing
 from compactor.errors import BadInputError
 from compactor.kube import quantity
 from compactor.simulation import report, runner

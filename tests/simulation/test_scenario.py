@@ -6,8 +6,8 @@ from datetime import datetime
 
 import pytest
 
-from compactor.core import machines
 from compactor.core.cluster import ClusterView
+from compactor.core.prices import machines
 from compactor.errors import BadInputError
 from compactor.kube import quantity
 from compactor.simulation import runner, scenario

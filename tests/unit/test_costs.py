@@ -1,5 +1,5 @@
-"""What each node costs per hour in the plan and the report (`core.costs`): the table, the pool's pricePerHour, and
-the nodes the table cannot price."""
+"""What each node costs per hour in the plan and the report (`core.prices.costs`): the table, the pool's
+pricePerHour, and the nodes the table cannot price."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from compactor import report
-from compactor.core import pricing
 from compactor.core.model import Node
+from compactor.core.prices import pricing
 from tests.builders import make_config, make_node, make_pod, node_report, run_plan
 
 MACHINE = "e2-standard-4"

@@ -16,7 +16,7 @@ from compactor.core.cluster import ClusterView
 from compactor.core.model import Pod
 from tests.builders import make_config, make_node, make_pod, make_snapshot
 
-# e2-standard-4's allocatable (compactor/core/machines.py).
+# e2-standard-4's allocatable (compactor/core/prices/machines.py).
 CPU, MEMORY = "3920m", "13948518Ki"
 
 

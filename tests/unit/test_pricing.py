@@ -1,4 +1,4 @@
-"""Node prices (`compactor.core.pricing`): machine shapes, a node's price from its labels, the strict price file
+"""Node prices (`compactor.core.prices.pricing`): machine shapes, a node's price from its labels, the strict price file
 reader and its writer, the built-in table, and `python -m compactor prices` without --refresh."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from compactor import cli
-from compactor.core import price_table, pricing
-from compactor.core.pricing import ON_DEMAND, SPOT, PriceTable, Rates
+from compactor.core.prices import price_table, pricing
+from compactor.core.prices.pricing import ON_DEMAND, SPOT, PriceTable, Rates
 from compactor.errors import ConfigError
 
 E2_IOWA = pricing.BUILT_IN.rates[("e2", "us-central1", ON_DEMAND)]

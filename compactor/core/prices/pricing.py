@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from compactor.core import price_table
+from compactor.core.prices import price_table
 from compactor.errors import ConfigError
 
 ON_DEMAND = "on-demand"

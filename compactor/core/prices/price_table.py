@@ -1,5 +1,5 @@
 """The built-in price table: Compute Engine's list prices per vCPU-hour and per GiB-hour, per machine family and
-region, on-demand and Spot, in USD, as plain data (`compactor.core.pricing` turns it into `pricing.BUILT_IN`).
+region, on-demand and Spot, in USD, as plain data (`compactor.core.prices.pricing` turns it into `pricing.BUILT_IN`).
 
 Where the numbers come from (docs/prices.md tells the whole story):
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from compactor.core import pricing
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.model import Node
+from compactor.core.prices import pricing
 from compactor.settings.config import Config
 
 PRICE_PER_HOUR = "pricePerHour"

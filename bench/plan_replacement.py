@@ -55,7 +55,8 @@ def child(snapshot_path: str, config_path: str, case: str, repeat: int) -> dict[
     import gc
 
     from compactor import cli
-    from compactor.core import planner, replacement
+    from compactor.core import planner
+    from compactor.core.replacement import search
     from compactor.kube import snapshot
     from compactor.settings import config as config_module
 
@@ -92,7 +93,7 @@ def child(snapshot_path: str, config_path: str, case: str, repeat: int) -> dict[
         "peak_mib": _status_mib("VmHWM") - before,
         "decision": plan.decision.action,
         "replacement": plan.replacement.reason if plan.replacement else None,
-        "max_proofs": replacement.MAX_PROOFS,
+        "max_proofs": search.MAX_PROOFS,
     }
 
 

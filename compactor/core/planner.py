@@ -22,7 +22,6 @@ from compactor.core import (
     pools,
     proof,
     ranking,
-    replacement,
     steering,
     surge,
 )
@@ -31,6 +30,7 @@ from compactor.core.cluster import ClusterView, NodeState, PdbIndex
 from compactor.core.model import DRAIN_STARTED_AT, PREFER_NO_SCHEDULE, RESERVED_TAINT, SOFT_TAINT, Pod, Snapshot
 from compactor.core.plan import Decision, NodeReport, Plan, PoolReport, Replacement
 from compactor.core.prices import costs, pricing
+from compactor.core.replacement import search, underway
 from compactor.core.wording import mebibytes, percent
 from compactor.settings.config import Config
 
@@ -152,7 +152,7 @@ def plan(
     table = prices if prices is not None else pricing.BUILT_IN
     # The consolidation path's plans (explain false) are never carried out: no prices, no replacement.
     node_costs = costs.node_costs(view, table) if explain else costs.Costs(table.currency, {})
-    replacing = replacement.in_flight(view, snapshot.placeholders, now, running) if explain else replacement.NOTHING
+    replacing = underway.in_flight(view, snapshot.placeholders, now, running) if explain else underway.NOTHING
 
     blockers: dict[str, list[Blocker]] = {}
     for state in states:
@@ -203,26 +203,28 @@ def plan(
         if running.decision is None
         else None
     )
-    search = replacement.Search(None, {}, ())
+    found = search.Search(None, {}, ())
     if explain and replacing.replacement is None and running.decision is None and chosen is None:
         # Rule 10: only when no node of any pool can simply be deleted.
         fit_blocked = [state for state in eligible if blockers[state.name] and _only_the_fit(blockers[state.name])]
-        search = replacement.choose(view, table, node_costs, fit_blocked, avoided, now)
-    underway = replacing.replacement
-    if underway is not None and underway.step == "drain":
-        underway = _judge_replaced(view, underway, blockers, chosen)
+        found = search.choose(view, table, node_costs, fit_blocked, avoided, now)
+    in_progress = replacing.replacement
+    if in_progress is not None and in_progress.step == "drain":
+        in_progress = _judge_replaced(view, in_progress, blockers, chosen)
     if running.decision is not None:
         decision = running.decision
     elif chosen is not None:
         decision = chosen
-        if underway is not None and chosen.node in underway.nodes:
-            decision = replace(chosen, reason=f"{chosen.reason}, the new node of {underway.placeholder} among them")
+        if in_progress is not None and chosen.node in in_progress.nodes:
+            decision = replace(chosen, reason=f"{chosen.reason}, the new node of {in_progress.placeholder} among them")
     else:
         decision = Decision("none", None, None, _summary(states, blockers))
-        if search.chosen is not None:
-            decision = replace(decision, reason=f"replacing nodes with a cheaper one first: {search.chosen.reason}")
-        elif underway is not None:
-            decision = replace(decision, reason=f"node replacement under way ({underway.step}): {underway.reason}")
+        if found.chosen is not None:
+            decision = replace(decision, reason=f"replacing nodes with a cheaper one first: {found.chosen.reason}")
+        elif in_progress is not None:
+            decision = replace(
+                decision, reason=f"node replacement under way ({in_progress.step}): {in_progress.reason}"
+            )
     # Pods a rolling restart moves leave the evictions (pools with surgeSingleReplicas).
     decision = surge.split(decision, view)
     # Steered from where the cluster goes after this decision; the consolidation path's plans are
@@ -251,7 +253,7 @@ def plan(
                 else surge.NO_VERDICTS
             ),
             price_per_hour=_per_hour(node_costs.of(state.name)),
-            replacement=search.notes.get(state.name),
+            replacement=found.notes.get(state.name),
         )
         for state in states
     )
@@ -275,10 +277,10 @@ def plan(
         deletion_costs_remove=steered.remove,
         surge_note=surge.missing_note(view),
         compute_class_warnings=beside.warnings,
-        replacement=search.chosen or underway,
+        replacement=found.chosen or in_progress,
         placeholders_remove=replacing.placeholders_remove,
         replaced_by_remove=replacing.replaced_by_remove,
-        price_warnings=_price_warnings(view, node_costs, search.warnings),
+        price_warnings=_price_warnings(view, node_costs, found.warnings),
         currency=node_costs.currency,
     )
 
@@ -292,12 +294,12 @@ def _per_hour(price: costs.Price | None) -> float | None:
 
 
 def _judge_replaced(
-    view: ClusterView, underway: Replacement, blockers: dict[str, list[Blocker]], chosen: Decision | None
+    view: ClusterView, in_progress: Replacement, blockers: dict[str, list[Blocker]], chosen: Decision | None
 ) -> Replacement:
     """A replacement whose next node can no longer be drained (opted out, cordoned by a person, a blocking
     pod, gone from an enabled pool) is given up: the placeholder goes and the nodes not drained yet get
     `replacement-failed-at`. Otherwise it goes on (the fit or a pool gate only holds it for now)."""
-    left = [name for name in underway.nodes if name in view.nodes and name not in (chosen.node if chosen else None,)]
+    left = [name for name in in_progress.nodes if name in view.nodes and name not in (chosen.node if chosen else None,)]
     stopped = {
         name: blocker.text
         for name in left
@@ -305,10 +307,10 @@ def _judge_replaced(
         if blocker.kind in REPLACEMENT_STOPPERS and DRAIN_STARTED_AT not in view.nodes[name].node.annotations
     }
     if not stopped:
-        return underway
+        return in_progress
     name, why = next(iter(sorted(stopped.items())))
     undrained = tuple(n for n in left if DRAIN_STARTED_AT not in view.nodes[n].node.annotations)
-    return replace(underway, step="give-up", reason=f"{name} can no longer be drained ({why})", failed=undrained)
+    return replace(in_progress, step="give-up", reason=f"{name} can no longer be drained ({why})", failed=undrained)
 
 
 def _price_warnings(view: ClusterView, node_costs: costs.Costs, found: tuple[str, ...]) -> tuple[str, ...]:

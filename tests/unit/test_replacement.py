@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from compactor.core import fit, planner, replacement
+from compactor.core import fit, planner
 from compactor.core.cluster import ClusterView
 from compactor.core.model import (
     DRAIN_FAILED_AT,
@@ -24,6 +24,7 @@ from compactor.core.model import (
     Snapshot,
 )
 from compactor.core.plan import Plan
+from compactor.core.replacement import search
 from compactor.settings.config import Config
 from tests.builders import (
     NOW,
@@ -112,7 +113,7 @@ def test_replaces_a_node_whose_pods_fit_only_with_one_new_cheaper_node() -> None
     assert chosen.removed_price_per_hour == pytest.approx(0.40)
     assert chosen.savings_per_hour == pytest.approx(0.27)
     assert chosen.placeholder.startswith("node-compactor-placeholder-")
-    assert chosen.placeholder == replacement.placeholder_name(chosen.nodes, SMALL)
+    assert chosen.placeholder == search.placeholder_name(chosen.nodes, SMALL)
     assert dict(chosen.node_selector) == {
         "cloud.google.com/gke-nodepool": SMALL,
         "topology.kubernetes.io/zone": "zone-a",
@@ -262,7 +263,7 @@ def placeholder(
 
 def test_while_the_placeholder_waits_for_its_node_nothing_else_is_drained() -> None:
     nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
-    name = replacement.placeholder_name(["b1"], SMALL)
+    name = search.placeholder_name(["b1"], SMALL)
     nodes = [big("b1", annotations={REPLACED_BY: name}), *nodes[1:], big("b9")]  # b9 alone could be drained
     plan = plan_for(nodes, pods, config(), placeholders=(placeholder(name, ("b1",)),))
     assert plan.replacement is not None
@@ -275,7 +276,7 @@ def test_while_the_placeholder_waits_for_its_node_nothing_else_is_drained() -> N
 
 def test_a_placeholder_not_running_within_the_timeout_is_given_up() -> None:
     nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
-    name = replacement.placeholder_name(["b1"], SMALL)
+    name = search.placeholder_name(["b1"], SMALL)
     nodes = [big("b1", annotations={REPLACED_BY: name}), *nodes[1:]]
     plan = plan_for(nodes, pods, config(timeoutSeconds=600), placeholders=(placeholder(name, ("b1",), created=601),))
     assert plan.replacement is not None
@@ -286,7 +287,7 @@ def test_a_placeholder_not_running_within_the_timeout_is_given_up() -> None:
 
 def test_once_the_placeholder_runs_the_replaced_node_is_drained_onto_the_new_node() -> None:
     nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
-    name = replacement.placeholder_name(["b1"], SMALL)
+    name = search.placeholder_name(["b1"], SMALL)
     new = small("s2", created=ago(60))  # the node the autoscaler added: too young to be drained itself
     nodes = [big("b1", annotations={REPLACED_BY: name}), *nodes[1:], new]
     # The placeholder holds all 4 cpu of s2; its room is free to the proof (any pod preempts it).
@@ -302,7 +303,7 @@ def test_once_the_placeholder_runs_the_replaced_node_is_drained_onto_the_new_nod
 
 def test_the_placeholder_is_deleted_once_every_replaced_node_is_drained() -> None:
     nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
-    name = replacement.placeholder_name(["b1"], SMALL)
+    name = search.placeholder_name(["b1"], SMALL)
     drained = big("b1", annotations={REPLACED_BY: name, DRAIN_STARTED_AT: stamp(ago(120))}, unschedulable=True)
     nodes = [drained, *nodes[1:], small("s2", created=ago(600))]
     pods = [pod for pod in pods if pod.node_name != "b1"]
@@ -313,7 +314,7 @@ def test_the_placeholder_is_deleted_once_every_replaced_node_is_drained() -> Non
 
 def test_a_replaced_node_given_back_gives_the_replacement_up() -> None:
     nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
-    name = replacement.placeholder_name(["b1"], SMALL)
+    name = search.placeholder_name(["b1"], SMALL)
     nodes = [big("b1", annotations={REPLACED_BY: name, DRAIN_FAILED_AT: stamp(ago(10))}), *nodes[1:]]
     plan = plan_for(nodes, pods, config(), placeholders=(placeholder(name, ("b1",), node="s1", created=120),))
     assert plan.replacement is not None
@@ -322,7 +323,7 @@ def test_a_replaced_node_given_back_gives_the_replacement_up() -> None:
 
 def test_a_replaced_node_a_person_opted_out_gives_the_replacement_up() -> None:
     nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
-    name = replacement.placeholder_name(["b1"], SMALL)
+    name = search.placeholder_name(["b1"], SMALL)
     opted_out = big("b1", annotations={REPLACED_BY: name, "node-compactor.dev/disabled": "true"})
     nodes = [opted_out, *nodes[1:], small("s2", created=ago(60))]
     plan = plan_for(nodes, pods, config(), placeholders=(placeholder(name, ("b1",), node="s2"),))
@@ -362,7 +363,7 @@ def test_replacement_is_off_unless_enabled_and_the_figures_stay_the_same() -> No
 
 def test_a_replaced_node_that_never_becomes_drainable_does_not_hold_the_cluster_for_good() -> None:
     nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
-    name = replacement.placeholder_name(["b1"], SMALL)
+    name = search.placeholder_name(["b1"], SMALL)
     nodes = [big("b1", annotations={REPLACED_BY: name}), *nodes[1:], small("s2", created=ago(3600))]
     # b1 got more pods since: they no longer fit, even with the new node.
     pods = [*pods, *pods_of("b1", "3", "3")]

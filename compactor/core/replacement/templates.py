@@ -1,0 +1,155 @@
+"""The new node a replacement asks for (DESIGN "Node replacement", rule 10), as the fit proof sees it.
+
+A target pool's new node is a template: a node of the pool as it is (minus its DaemonSets' requests), or, for a
+pool with no node, what GKE says of the pool's machine type, labels and taints, with the allocatable GKE leaves
+on that machine type (`prices.machines`). Also why a pool cannot take one: not in the cluster, not autoscaled,
+at its maximum, or a machine type, zone or price that cannot be known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from compactor.core.cluster import ClusterView, NodeState
+from compactor.core.model import (
+    CA_DELETING_TAINT,
+    HOSTNAME_LABEL,
+    RESERVED_TAINT,
+    SOFT_TAINT,
+    UNSCHEDULABLE_TAINT,
+    ZONE_LABELS,
+    Node,
+    PoolAutoscaling,
+    Resources,
+)
+from compactor.core.prices import costs, machines, pricing
+from compactor.errors import BadInputError
+
+# Taints a node carries because of what happens to it now, not because of its pool.
+_TRANSIENT_TAINTS = frozenset(
+    {SOFT_TAINT, RESERVED_TAINT, CA_DELETING_TAINT, UNSCHEDULABLE_TAINT, "DeletionCandidateOfClusterAutoscaler"}
+)
+
+
+TEMPLATE_NAME = "node-compactor-new-node"
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """The new node of a target pool, as the proof sees it (its DaemonSets' requests already taken off)."""
+
+    pool: str
+    node: Node
+    machine_type: str | None
+    zone: str | None
+    price: costs.Price
+    source: str  # where its shape came from
+
+
+def template(
+    view: ClusterView,
+    table: pricing.PriceTable,
+    pool_name: str,
+    zone_hint: str | None,
+    daemonset_requests: Resources,
+) -> Template | str:
+    """The new node a target pool would get, or why the pool cannot take one: not in the cluster, not
+    autoscaled or at its maximum, or a machine type, zone or price that cannot be known."""
+    config = view.config
+    members = view.nodes_by_pool.get(pool_name, [])
+    autoscaling = view.snapshot.pool_autoscaling.get(pool_name)
+    if autoscaling is not None and not autoscaling.can_grow(len(members)):
+        if not autoscaling.enabled:
+            return f"target pool {pool_name} is not autoscaled"
+        return f"target pool {pool_name} is at its maximum size ({len(members)} nodes)"
+    if members:
+        return _from_node(view, table, pool_name, members, zone_hint)
+    if autoscaling is None or autoscaling.machine_type is None:
+        return f"target pool {pool_name} has no node in the cluster and GKE's node pool config was not read"
+    return _from_gke(config.pool_label, table, view, pool_name, autoscaling, zone_hint, daemonset_requests)
+
+
+def _from_node(
+    view: ClusterView, table: pricing.PriceTable, pool_name: str, members: Sequence[NodeState], zone_hint: str | None
+) -> Template | str:
+    ready = [state for state in members if state.node.ready and not state.node.unschedulable] or list(members)
+    in_zone = [state for state in ready if state.node.zone == zone_hint]
+    model = max(in_zone or ready, key=lambda state: (state.node.created or datetime.min, state.name))
+    node = model.node
+    price = costs.of_node(view.config, table, pool_name, node)
+    if isinstance(price, str):
+        return f"target pool {pool_name}: {price}"
+    daemons = [pod for pod in model.pods if pod.stays_on_node and not pod.is_terminal]
+    held = total_requests(pod.requests for pod in daemons)
+    labels = {**node.labels, HOSTNAME_LABEL: TEMPLATE_NAME}
+    new = Node(
+        TEMPLATE_NAME,
+        Resources(
+            max(0, node.allocatable.cpu_millis - held.cpu_millis),
+            max(0, node.allocatable.memory_bytes - held.memory_bytes),
+            node.allocatable.extended,
+        ),
+        max(0, node.allocatable_pods - len(daemons)),
+        labels,
+        taints=tuple(taint for taint in node.taints if taint.key not in _TRANSIENT_TAINTS),
+    )
+    return Template(
+        pool_name,
+        new,
+        pricing.machine_type_of(node.labels),
+        node.zone,
+        price,
+        f"node {node.name} of the pool, less its DaemonSet pods' requests",
+    )
+
+
+def _from_gke(
+    pool_label: str,
+    table: pricing.PriceTable,
+    view: ClusterView,
+    pool_name: str,
+    autoscaling: PoolAutoscaling,
+    zone_hint: str | None,
+    daemonset_requests: Resources,
+) -> Template | str:
+    machine_type = autoscaling.machine_type or ""
+    try:
+        cpu, memory = machines.allocatable_amounts(machine_type)
+    except BadInputError:
+        return f"target pool {pool_name}: machine type {machine_type} has no known allocatable"
+    zones = autoscaling.locations
+    zone = zone_hint if zone_hint in zones else (sorted(zones)[0] if zones else None)
+    if zone is None:
+        return f"target pool {pool_name}: GKE names no zone for it"
+    region = zone.rsplit("-", 1)[0]
+    labels = {
+        **autoscaling.labels,
+        pool_label: pool_name,
+        HOSTNAME_LABEL: TEMPLATE_NAME,
+        "node.kubernetes.io/instance-type": machine_type,
+        ZONE_LABELS[0]: zone,
+        "topology.kubernetes.io/region": region,
+    }
+    if autoscaling.spot:
+        labels["cloud.google.com/gke-spot"] = "true"
+    price = costs.machine_price(view.config, table, pool_name, machine_type, region, autoscaling.spot)
+    if isinstance(price, str):
+        return f"target pool {pool_name}: {price}"
+    new = Node(
+        TEMPLATE_NAME,
+        Resources(max(0, cpu - daemonset_requests.cpu_millis), max(0, memory - daemonset_requests.memory_bytes)),
+        machines.MAX_PODS,
+        labels,
+        taints=autoscaling.taints,
+    )
+    return Template(pool_name, new, machine_type, zone, price, "GKE's node pool config (the pool has no node yet)")
+
+
+def total_requests(requests: Iterable[Resources]) -> Resources:
+    cpu = memory = 0
+    for item in requests:
+        cpu += item.cpu_millis
+        memory += item.memory_bytes
+    return Resources(cpu, memory)

@@ -338,6 +338,7 @@ def _run(
                 deployments=cluster if config.surges else None,
                 read_seconds=read_seconds,
                 replacements=cluster,
+                prices=prices,
             )
             try:
                 outcome = executor.execute(plan, snapshot)

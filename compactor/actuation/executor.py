@@ -64,6 +64,7 @@ from compactor.core import inflight, planner
 from compactor.core.cluster import ClusterView
 from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE, Pod, Snapshot
 from compactor.core.plan import Decision, Plan, SurgeVerdict
+from compactor.core.prices import pricing
 from compactor.core.timing import format_stamp, parse_stamp, seconds_between
 from compactor.errors import ClusterAccessError, CompactorError, RunFailedError, TransientError
 from compactor.kube import snapshot as parsing
@@ -231,6 +232,7 @@ class Executor:
         restart_wait: bool = True,
         read_seconds: float = 0.0,
         replacements: placeholders.PlaceholderPort | None = None,
+        prices: pricing.PriceTable | None = None,
     ) -> None:
         """`proof_state` gives the cluster as it is now for the proof before each later batch of evictions;
         without one (the simulations' in-memory port) only the node is re-read between batches.
@@ -239,7 +241,9 @@ class Executor:
         waiting for them: where no time passes inside a run (the simulator), the next run sees them done.
         `read_seconds`, what the run's own read of the cluster took, stands for a proof's duration until
         the run has timed one (`PROOF_INTERVAL_PROOFS`). `replacements` creates and deletes node replacement's
-        placeholder pods; without it a replacement is only reported."""
+        placeholder pods; without it a replacement is only reported. `prices` is the price table the plan was
+        made with (a priceFile's; None: the built-in one), so that the plan made again before a drain ranks the
+        candidates as the first did."""
         self.cluster = cluster
         self.replacements = replacements
         self.deployments = deployments
@@ -248,6 +252,7 @@ class Executor:
         self.guard = guard
         self.proof_state = proof_state
         self.config = config
+        self.prices = prices
         self.clock = clock
         self.budget = budget
         self.dry_run = dry_run
@@ -577,7 +582,7 @@ class Executor:
             pods=tuple(_replace_pods_of(snapshot.pods, name, fresh_pods)),
             pdbs=fresh_pdbs,
         )
-        replanned = planner.plan(updated, self.config, now=self.clock())
+        replanned = planner.plan(updated, self.config, now=self.clock(), prices=self.prices)
         if replanned.decision.action == "drain" and replanned.decision.node == name:
             return node, replanned.decision
         report = next((n for n in replanned.nodes if n.name == name), None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
 
@@ -150,8 +151,11 @@ def plan(
     started = running.started
     given_back = running.given_back
     table = prices if prices is not None else pricing.BUILT_IN
-    # The consolidation path's plans (explain false) are never carried out: no prices, no replacement.
-    node_costs = costs.node_costs(view, table) if explain else costs.Costs(table.currency, {})
+    # The consolidation path's plans (explain false) are never carried out: no replacement, and prices only
+    # where the ranking needs them, so that the path drains in the order a run would.
+    unpriced = costs.Costs(table.currency, {})
+    ranking_costs = costs.node_costs(view, table) if explain or config.ranking == "savings" else unpriced
+    node_costs = ranking_costs if explain else unpriced
     replacing = underway.in_flight(view, snapshot.placeholders, now, running) if explain else underway.NOTHING
 
     blockers: dict[str, list[Blocker]] = {}
@@ -199,7 +203,14 @@ def plan(
     hosts = frozenset(pod.node_name for pod in snapshot.placeholders if pod.node_name)
     soft_add, soft_remove, unreserve, avoided = _soft_taints(states, config, mark_changes, drain_under_way, hosts)
     chosen = (
-        _choose(view, eligible, blockers, avoided, reserve=config.reserve_room_for_drains)
+        _choose(
+            view,
+            eligible,
+            blockers,
+            avoided,
+            _prices_for_ranking(config, eligible, ranking_costs),
+            reserve=config.reserve_room_for_drains,
+        )
         if running.decision is None
         else None
     )
@@ -392,19 +403,38 @@ def _held_by(
     return blockers[closest.name][0].kind if closest is not None else None
 
 
+def _prices_for_ranking(config: Config, eligible: list[NodeState], node_costs: costs.Costs) -> dict[str, float] | None:
+    """Each candidate's price per hour, when the ranking is by savings and every candidate has one; else None
+    (rule 8's order alone)."""
+    if config.ranking != "savings":
+        return None
+    found: dict[str, float] = {}
+    for state in eligible:
+        price = node_costs.of(state.name)
+        if price is None:
+            return None
+        found[state.name] = price.per_hour
+    return found
+
+
 def _choose(
     view: ClusterView,
     eligible: list[NodeState],
     blockers: dict[str, list[Blocker]],
     avoided: frozenset[str],
+    prices: Mapping[str, float] | None,
     *,
     reserve: bool,
 ) -> Decision | None:
-    """Simulate candidates cheapest first; the first whose pods all fit is the one. When none fits,
-    the cheapest few whose proof failed are tried again with room reserved (`_choose_reserving`)."""
+    """Simulate candidates best first (rule 8, by savings per disrupted pod when `prices` has every
+    candidate's); the first whose pods all fit is the one. When none fits, the first few whose proof
+    failed are tried again with room reserved (`_choose_reserving`)."""
     if not eligible:
         return None
-    ranked = sorted(eligible, key=ranking.disruption_cost)
+    if prices is None:
+        ranked = sorted(eligible, key=ranking.disruption_cost)
+    else:
+        ranked = sorted(eligible, key=lambda state: ranking.savings_order(state, prices[state.name]))
     targets = fit.targets_for(view)
     free_cpu = sum(max(0, t.node.allocatable.cpu_millis - t.requested.cpu_millis) for t in targets)
     free_memory = sum(max(0, t.node.allocatable.memory_bytes - t.requested.memory_bytes) for t in targets)
@@ -445,9 +475,9 @@ def _choose(
             blockers[state.name].append(Blocker("no-fit", proof))
             unproven.append(state)
             continue
-        chosen = _drain(view, state, proof)
+        chosen = _drain(view, state, proof, price=prices.get(state.name) if prices is not None else None)
     if chosen is None and reserve:
-        chosen = _choose_reserving(view, unproven[:RESERVATION_CANDIDATES], blockers, targets, avoided)
+        chosen = _choose_reserving(view, unproven[:RESERVATION_CANDIDATES], blockers, targets, avoided, prices)
     return chosen
 
 
@@ -457,8 +487,9 @@ def _choose_reserving(
     blockers: dict[str, list[Blocker]],
     targets: list[NodeState],
     avoided: frozenset[str],
+    prices: Mapping[str, float] | None,
 ) -> Decision | None:
-    """The first of `unproven` (cheapest first) whose pods fit with room kept on its roomiest one or
+    """The first of `unproven` (best first) whose pods fit with room kept on its roomiest one or
     two targets, which the scheduler takes last while they carry the reserved taint."""
     for state in unproven:
         for reserved in _reservations(state, targets, avoided):
@@ -466,7 +497,8 @@ def _choose_reserving(
             if isinstance(proof, str):
                 continue
             blockers[state.name] = [blocker for blocker in blockers[state.name] if blocker.kind != "no-fit"]
-            return _drain(view, state, proof, tuple(sorted(reserved)))
+            price = prices.get(state.name) if prices is not None else None
+            return _drain(view, state, proof, tuple(sorted(reserved)), price=price)
     return None
 
 
@@ -497,7 +529,15 @@ def _room(target: NodeState, pod: Pod) -> float:
     return min(copies)
 
 
-def _drain(view: ClusterView, state: NodeState, proof: fit.FitResult, reserved: tuple[str, ...] = ()) -> Decision:
+def _drain(
+    view: ClusterView,
+    state: NodeState,
+    proof: fit.FitResult,
+    reserved: tuple[str, ...] = (),
+    *,
+    price: float | None = None,
+) -> Decision:
+    """The drain of `state`; `price` is its price per hour when the ranking was by savings."""
     movable = state.movable_pods
     kept = (
         f", with room kept on {', '.join(reserved)} for the last of them "
@@ -509,12 +549,22 @@ def _drain(view: ClusterView, state: NodeState, proof: fit.FitResult, reserved: 
         "drain",
         state.name,
         state.pool,
-        f"{state.name} is the least disruptive node to remove in pool {state.pool} "
+        f"{state.name} {_why_first(state, price)} in pool {state.pool} "
         f"(cpu {percent(state.cpu_ratio)}, memory {percent(state.memory_ratio)}): "
         f"its {len(movable)} pod(s) fit on the other nodes{kept}",
         inflight.eviction_order(inflight.evictable(state, view)),
         tuple(sorted(proof.placements.items())),
         reserved,
+    )
+
+
+def _why_first(state: NodeState, price: float | None) -> str:
+    if price is None:
+        return "is the least disruptive node to remove"
+    pods = len(state.movable_pods)
+    return (
+        f"saves the most per disrupted pod ({price:.4f}/h for {pods} pod(s), "
+        f"{ranking.saving_per_pod(price, pods):.4f}/h a pod)"
     )
 
 

@@ -202,6 +202,10 @@ class Config(BaseModel):
     # The Cluster Autoscaler removes an empty node only while what stays on it (DaemonSet and mirror pods)
     # requests less than this share of its allocatable (its --scale-down-utilization-threshold; 0.5 on GKE).
     ca_utilization_threshold: float = Field(0.5, alias="clusterAutoscalerUtilizationThreshold", gt=0, le=1)
+    # The order of the moves (DESIGN rule 8): "savings" puts the largest saving per hour per disrupted pod
+    # first wherever every node involved has a price (rule 8's order where they cost the same);
+    # "disruption" keeps rule 8's order alone (`core.ranking`).
+    ranking: Literal["savings", "disruption"] = Field("savings", alias="ranking")
     # A price file written by `python -m compactor prices --refresh --out FILE`, read over the built-in table.
     price_file: str | None = Field(None, alias="priceFile", min_length=1)
     # Where replacement's placeholder pods live (their PriorityClass and this namespace come from terraform).

@@ -224,6 +224,7 @@ class NodeCompactor:
             deployments=SimulatedDeployments(port, self.rollouts) if self.rollouts is not None else None,
             restart_wait=False,  # no time passes inside a run: the next run finds the rollout done
             replacements=port,
+            prices=self._prices,
         )
         self._count("runs")
         try:

@@ -63,6 +63,7 @@ from compactor.core.model import (
     PLACEHOLDER_LABEL,
     PLACEHOLDER_PREFIX,
     PREFER_NO_SCHEDULE,
+    REPLACEABLE_SINCE,
     REPLACED_BY,
     REPLACEMENT_FAILED_AT,
     REPLACES,
@@ -81,7 +82,14 @@ from compactor.settings import arguments
 log = logging.getLogger(__name__)
 
 Kind = Literal["Node", "Pod", "HorizontalPodAutoscaler", "Lease"]
-NODE_ANNOTATIONS = (UNDERUTILIZED_SINCE, DRAIN_STARTED_AT, DRAIN_FAILED_AT, REPLACED_BY, REPLACEMENT_FAILED_AT)
+NODE_ANNOTATIONS = (
+    UNDERUTILIZED_SINCE,
+    DRAIN_STARTED_AT,
+    DRAIN_FAILED_AT,
+    REPLACED_BY,
+    REPLACEMENT_FAILED_AT,
+    REPLACEABLE_SINCE,
+)
 OUR_TAINTS = (SOFT_TAINT, RESERVED_TAINT)
 LEASES = (permissions.COMPACTOR_LEASE, permissions.HPA_FLOOR_LEASE)
 # A 409 means the object changed between the read and the write: read it again and plan it again.

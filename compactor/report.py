@@ -151,6 +151,8 @@ class SteeringModel(_Model):
 class ReportModel(_Model):
     decision: DecisionModel
     marks: MarksModel
+    # `replaceable-since` put on and taken off nodes of pools with replacement on (DESIGN rule 10).
+    replaceable: MarksModel
     nodes: list[NodeModel]
     pools: list[PoolModel]
     dry_run: bool = Field(serialization_alias="dryRun")
@@ -211,6 +213,7 @@ def to_model(
             savings_per_hour=_savings(plan),
         ),
         marks=MarksModel(add=list(plan.marks_add), remove=list(plan.marks_remove)),
+        replaceable=MarksModel(add=list(plan.replaceable_add), remove=list(plan.replaceable_remove)),
         nodes=[
             NodeModel(
                 name=node.name,
@@ -455,6 +458,11 @@ def to_table(plan: Plan) -> str:
     lines.append("")
     if plan.marks_add or plan.marks_remove:
         lines += _wrap(f"Marks: add {_names(plan.marks_add)}; remove {_names(plan.marks_remove)}")
+    if plan.replaceable_add or plan.replaceable_remove:
+        lines += _wrap(
+            f"Replaceable since (rule 10's wait): add {_names(plan.replaceable_add)}; "
+            f"remove {_names(plan.replaceable_remove)}"
+        )
     decision = plan.decision
     subject = f" {decision.node}" if decision.node else ""
     dry = " (dry run: nothing is written)" if plan.dry_run else ""

@@ -62,7 +62,14 @@ import msgspec
 from compactor.actuation import deletioncost, placeholders, surging, tainting
 from compactor.core import inflight, planner
 from compactor.core.cluster import ClusterView
-from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE, Pod, Snapshot
+from compactor.core.model import (
+    DRAIN_FAILED_AT,
+    DRAIN_STARTED_AT,
+    REPLACEABLE_SINCE,
+    UNDERUTILIZED_SINCE,
+    Pod,
+    Snapshot,
+)
 from compactor.core.plan import Decision, Plan, SurgeVerdict
 from compactor.core.prices import pricing
 from compactor.core.timing import format_stamp, parse_stamp, seconds_between
@@ -142,6 +149,8 @@ class Outcome:
     dry_run: bool
     marks_added: list[str] = field(default_factory=list)
     marks_removed: list[str] = field(default_factory=list)
+    replaceable_added: list[str] = field(default_factory=list)
+    replaceable_removed: list[str] = field(default_factory=list)
     soft_taints_added: list[str] = field(default_factory=list)
     soft_taints_removed: list[str] = field(default_factory=list)
     reservations_added: list[str] = field(default_factory=list)
@@ -174,6 +183,8 @@ class Outcome:
             "dryRun": self.dry_run,
             "marksAdded": sorted(self.marks_added),
             "marksRemoved": sorted(self.marks_removed),
+            "replaceableAdded": sorted(self.replaceable_added),
+            "replaceableRemoved": sorted(self.replaceable_removed),
             "softTaintsAdded": sorted(self.soft_taints_added),
             "softTaintsRemoved": sorted(self.soft_taints_removed),
             "reservationsAdded": sorted(self.reservations_added),
@@ -365,10 +376,34 @@ class Executor:
     # -- marks ----------------------------------------------------------------------------------
 
     def _write_marks(self, plan: Plan) -> None:
-        stamp = format_stamp(plan.now)
-        changes = [(name, stamp) for name in plan.marks_add] + [(name, None) for name in plan.marks_remove]
+        self._write_stamps(
+            _MARK, plan.marks_add, plan.marks_remove, plan.now, self.outcome.marks_added, self.outcome.marks_removed
+        )
+        self._write_stamps(
+            _REPLACEABLE,
+            plan.replaceable_add,
+            plan.replaceable_remove,
+            plan.now,
+            self.outcome.replaceable_added,
+            self.outcome.replaceable_removed,
+        )
+
+    def _write_stamps(
+        self,
+        stamp_kind: _Stamp,
+        add: Iterable[str],
+        remove: Iterable[str],
+        now: datetime,
+        added: list[str],
+        removed: list[str],
+    ) -> None:
+        """Put a time annotation (the mark, or `replaceable-since`) on nodes and take it off others, each write
+        guarded by the node as just read."""
+        stamp = format_stamp(now)
+        changes = [(name, stamp) for name in add] + [(name, None) for name in remove]
         if not changes:
             return
+        what = stamp_kind.what
 
         def write(change: tuple[str, str | None]) -> None:
             name, value = change
@@ -378,51 +413,50 @@ class Executor:
                 try:
                     found = self.cluster.node(name)
                 except TransientError as error:
-                    self._skip(f"mark on {name}: {error.message}; the next run tries again")
+                    self._skip(f"{what} on {name}: {error.message}; the next run tries again")
                     return
                 except CompactorError as error:
-                    self._error(f"mark on {name}: {error.message}")
+                    self._error(f"{what} on {name}: {error.message}")
                     return
-                why = _mark_not_to_write(found, value)
+                why = _mark_not_to_write(found, value, stamp_kind.key)
                 if why is not None:
                     if why:
-                        self._skip(f"mark on {name}: {why}")
+                        self._skip(f"{what} on {name}: {why}")
                     return
                 assert found is not None
                 patch = {
                     "metadata": {
                         "resourceVersion": (found.get("metadata") or {}).get("resourceVersion"),
-                        "annotations": {UNDERUTILIZED_SINCE: value},
+                        "annotations": {stamp_kind.key: value},
                     }
                 }
                 try:
                     node = self.cluster.patch_node(name, patch)
                     break
                 except NotFoundError:
-                    return  # the node went away; nothing to mark
+                    return  # the node went away; nothing to write
                 except TransientError as error:
                     # Whether it landed is unknown; either way the mark is only a start time, and the
                     # next run reads the node as it is and writes what is still missing.
-                    self._skip(f"mark on {name}: {error.message}; the next run tries again")
+                    self._skip(f"{what} on {name}: {error.message}; the next run tries again")
                     return
                 except ClusterAccessError as error:
-                    self._error(f"mark on {name}: {error.message}")
+                    self._error(f"{what} on {name}: {error.message}")
                     return
                 except ConflictError:
                     continue  # changed since it was read (or our write landed though its answer was lost)
             else:
                 conflicts = CONFLICT_RETRIES + 1
-                self._skip(f"mark on {name}: the node kept changing ({conflicts} conflicts); the next run tries again")
+                self._skip(
+                    f"{what} on {name}: the node kept changing ({conflicts} conflicts); the next run tries again"
+                )
                 return
             with self.outcome._lock:
-                (self.outcome.marks_added if value else self.outcome.marks_removed).append(name)
+                (added if value else removed).append(name)
             if value:
+                message = stamp_kind.event_message.format(value=value)
                 self.cluster.event(
-                    node,
-                    reason="Underutilized",
-                    message=f"node-compactor marked the node underutilized at {value}",
-                    warning=False,
-                    now=self.clock(),
+                    node, reason=stamp_kind.event_reason, message=message, warning=False, now=self.clock()
                 )
 
         with ThreadPoolExecutor(max_workers=MARK_CONCURRENCY) as pool:
@@ -1004,10 +1038,31 @@ def _replace_pods_of(pods: Iterable[Pod], node_name: str, fresh: list[Pod]) -> I
     yield from fresh
 
 
-def _mark_not_to_write(node: dict[str, Any] | None, value: str | None) -> str | None:
-    """None when the mark change (`value`; None removes the mark) is still to be written on `node` as
-    just read; otherwise why not: "" when there is nothing left to do (gone, or the mark already as
-    wanted), else the reason the write is skipped."""
+@dataclass(frozen=True, slots=True)
+class _Stamp:
+    """A time annotation a run puts on nodes and takes off them: its key, how a skipped write names it, and the
+    Event its first write emits."""
+
+    key: str
+    what: str
+    event_reason: str
+    event_message: str  # with {value}, the time written
+
+
+_MARK = _Stamp(UNDERUTILIZED_SINCE, "mark", "Underutilized", "node-compactor marked the node underutilized at {value}")
+_REPLACEABLE = _Stamp(
+    REPLACEABLE_SINCE,
+    REPLACEABLE_SINCE,
+    "Replaceable",
+    "node-compactor found cheaper capacity for the node's pods at {value}: it may replace the node once it has "
+    "waited neededMarkedTimeSeconds",
+)
+
+
+def _mark_not_to_write(node: dict[str, Any] | None, value: str | None, key: str = UNDERUTILIZED_SINCE) -> str | None:
+    """None when the annotation change (`value` for `key`, the mark by default; None removes it) is still to be
+    written on `node` as just read; otherwise why not: "" when there is nothing left to do (gone, or the
+    annotation already as wanted), else the reason the write is skipped."""
     if node is None:
         return ""  # the node went away; nothing to mark
     metadata = node.get("metadata") or {}
@@ -1015,7 +1070,7 @@ def _mark_not_to_write(node: dict[str, Any] | None, value: str | None) -> str | 
     if (node.get("spec") or {}).get("unschedulable") and DRAIN_STARTED_AT not in annotations:
         return "someone else cordoned the node meanwhile; a node a person cordoned is never written"
     if value is None:
-        return "" if UNDERUTILIZED_SINCE not in annotations else None
-    if parse_stamp(annotations.get(UNDERUTILIZED_SINCE)) is not None:
-        return ""  # marked meanwhile (another run): a readable mark keeps its time; an unreadable one is replaced
+        return "" if key not in annotations else None
+    if parse_stamp(annotations.get(key)) is not None:
+        return ""  # written meanwhile (another run): a readable time is kept; an unreadable one is replaced
     return None

@@ -63,6 +63,9 @@ REPLACES = "node-compactor.dev/replaces"  # on the placeholder: the replaced nod
 CREATED_AT = "node-compactor.dev/created-at"  # on the placeholder: when it was created (RFC 3339)
 REPLACED_BY = "node-compactor.dev/replaced-by"  # on a replaced node: its placeholder's name
 REPLACEMENT_FAILED_AT = "node-compactor.dev/replacement-failed-at"  # on a node whose replacement failed
+# On a node of a pool with replacement on: since when a run has found a replacement of it that saves enough and
+# has room (DESIGN rule 10); a replacement starts once each of its nodes has carried it neededMarkedTimeSeconds.
+REPLACEABLE_SINCE = "node-compactor.dev/replaceable-since"
 PLACEHOLDER_PRIORITY_CLASS = "node-compactor-placeholder"  # value -10, preemptionPolicy Never (terraform)
 PLACEHOLDER_PRIORITY = -10  # the PriorityClass's value: any pod of a higher priority may preempt a placeholder
 PLACEHOLDER_PREFIX = "node-compactor-placeholder-"

@@ -196,3 +196,7 @@ class Plan:
     replaced_by_remove: tuple[str, ...] = ()
     price_warnings: tuple[str, ...] = ()
     currency: str = "USD"
+    # The `replaceable-since` annotation (model.REPLACEABLE_SINCE) to put on nodes a replacement was first
+    # found for, and to take off nodes none was found for (rule 10's wait).
+    replaceable_add: tuple[str, ...] = ()
+    replaceable_remove: tuple[str, ...] = ()

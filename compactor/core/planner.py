@@ -28,7 +28,15 @@ from compactor.core import (
 )
 from compactor.core.blockers import Blocker
 from compactor.core.cluster import ClusterView, NodeState, PdbIndex
-from compactor.core.model import DRAIN_STARTED_AT, PREFER_NO_SCHEDULE, RESERVED_TAINT, SOFT_TAINT, Pod, Snapshot
+from compactor.core.model import (
+    DRAIN_STARTED_AT,
+    PREFER_NO_SCHEDULE,
+    REPLACEABLE_SINCE,
+    RESERVED_TAINT,
+    SOFT_TAINT,
+    Pod,
+    Snapshot,
+)
 from compactor.core.plan import Decision, NodeReport, Plan, PoolReport, Replacement
 from compactor.core.prices import costs, pricing
 from compactor.core.replacement import search, underway
@@ -85,6 +93,10 @@ BLOCKER_SUMMARY = {
     "not-simulated": "not simulated",
     "replacement": "waiting for the node replacement under way",
 }
+
+# What rule 10 waives for a node of a pool with replacement on: underutilization, the mark (its wait is
+# `replaceable-since`) and the pool's underutilized-node trigger.
+REPLACEMENT_WAIVES = frozenset({"not-underutilized", "marked-recently", "trigger"})
 
 # A replaced node with one of these can no longer be drained for its replacement, which is given up.
 REPLACEMENT_STOPPERS = frozenset({"pool", "compute-class", "opt-out", "being-deleted", "not-ready", "cordoned", "pod"})
@@ -183,11 +195,27 @@ def plan(
     )
     pool_gates = candidates.pool_gates(view, per_pool_underutilized, running, now)
     cluster_gates = candidates.cluster_gates(running)
+    # Rule 10: the nodes a replacement under way drains need not be underutilized nor marked (their wait was
+    # `replaceable-since`), and the underutilized-node trigger does not hold them.
+    for name in replacing.drain_only:
+        if name in blockers:
+            blockers[name] = [blocker for blocker in blockers[name] if blocker.kind not in REPLACEMENT_WAIVES]
     eligible = [state for state in states if not blockers[state.name]]
     for state in eligible:
-        blockers[state.name].extend(pool_gates.get(state.pool, ()))
+        waived = REPLACEMENT_WAIVES if state.name in replacing.drain_only else frozenset()
+        blockers[state.name].extend(gate for gate in pool_gates.get(state.pool, ()) if gate.kind not in waived)
         blockers[state.name].extend(cluster_gates)
     eligible = [state for state in eligible if not blockers[state.name]]
+    # ... and a node of a pool with replacement on is a replacement candidate though busy or not marked.
+    busy = [
+        state
+        for state in states
+        if explain
+        and _replaces(config, state.pool)
+        and blockers[state.name]
+        and all(blocker.kind in REPLACEMENT_WAIVES for blocker in blockers[state.name])
+        and not any(gate.kind not in REPLACEMENT_WAIVES for gate in (*pool_gates.get(state.pool, ()), *cluster_gates))
+    ]
     if replacing.holds:
         # A replacement under way is the one node being evicted: while it waits for its node nothing
         # else starts, and once the node is up only the nodes it replaces are drained.
@@ -215,10 +243,11 @@ def plan(
         else None
     )
     found = search.Search(None, {}, ())
-    if explain and replacing.replacement is None and running.decision is None and chosen is None:
+    searched = explain and replacing.replacement is None and running.decision is None and chosen is None
+    if searched:
         # Rule 10: only when no node of any pool can simply be deleted.
         fit_blocked = [state for state in eligible if blockers[state.name] and _only_the_fit(blockers[state.name])]
-        found = search.choose(view, table, node_costs, fit_blocked, avoided, now)
+        found = search.choose(view, table, node_costs, fit_blocked + busy, avoided, now)
     in_progress = replacing.replacement
     if in_progress is not None and in_progress.step == "drain":
         in_progress = _judge_replaced(view, in_progress, blockers, chosen)
@@ -236,6 +265,7 @@ def plan(
             decision = replace(
                 decision, reason=f"node replacement under way ({in_progress.step}): {in_progress.reason}"
             )
+    replaceable_add, replaceable_remove = _replaceable_changes(states, config, found, searched) if explain else ((), ())
     # Pods a rolling restart moves leave the evictions (pools with surgeSingleReplicas).
     decision = surge.split(decision, view)
     # Steered from where the cluster goes after this decision; the consolidation path's plans are
@@ -293,7 +323,31 @@ def plan(
         replaced_by_remove=replacing.replaced_by_remove,
         price_warnings=_price_warnings(view, node_costs, found.warnings),
         currency=node_costs.currency,
+        replaceable_add=replaceable_add,
+        replaceable_remove=replaceable_remove,
     )
+
+
+def _replaces(config: Config, pool: str | None) -> bool:
+    settings = config.enabled_pool(pool)
+    return settings is not None and settings.replacement is not None and settings.replacement.enabled
+
+
+def _replaceable_changes(
+    states: list[NodeState], config: Config, found: search.Search, searched: bool
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The `replaceable-since` annotations to add (nodes the search found a replacement for, first time) and
+    to remove (nodes it judged and found none for, or any node of a pool without replacement); untouched when
+    the search did not run this time (a drain, a rollback or a replacement under way came first)."""
+    add, remove = [], []
+    for state in states:
+        carries = REPLACEABLE_SINCE in state.node.annotations
+        if searched and state.name in found.replaceable:
+            if not carries:
+                add.append(state.name)
+        elif carries and ((searched and state.name not in found.replaceable) or not _replaces(config, state.pool)):
+            remove.append(state.name)
+    return tuple(add), tuple(remove)
 
 
 def _only_the_fit(found: list[Blocker]) -> bool:

@@ -17,6 +17,7 @@ from compactor.core.model import (
     DRAIN_FAILED_AT,
     DRAIN_STARTED_AT,
     PLACEHOLDER_LABEL,
+    REPLACEABLE_SINCE,
     REPLACED_BY,
     REPLACEMENT_FAILED_AT,
     REPLACES,
@@ -58,6 +59,7 @@ def every_trace(api: FakeApiServer) -> None:
     # beside pods that look like one but are not node-compactor's (a name or the label missing).
     api.add(k8s.node("replaced", annotations={REPLACED_BY: PLACEHOLDER}))
     api.add(k8s.node("replacement-failed", annotations={REPLACEMENT_FAILED_AT: STAMP}))
+    api.add(k8s.node("replaceable", annotations={REPLACEABLE_SINCE: STAMP}))
     api.add(placeholder())
     api.add(placeholder("a-persons-pause-pod"))
     api.add(placeholder("node-compactor-placeholder-unlabelled", labelled=False))
@@ -123,9 +125,16 @@ def test_cleanup_removes_every_trace_and_leaves_what_a_person_set(
     code, report, _ = cleanup_json(capsys, "--kubeconfig", kubeconfig)
     assert code == 0
     # Nodes: no annotation or taint of node-compactor's on any node; its own cordon undone.
-    for name in ("marked", "draining", "rolled-back", "cordoned-by-a-person", "untouched", "replaced"):
+    for name in ("marked", "draining", "rolled-back", "cordoned-by-a-person", "untouched", "replaced", "replaceable"):
         notes = annotations_of(api, "Node", name)
-        ours = {UNDERUTILIZED_SINCE, DRAIN_STARTED_AT, DRAIN_FAILED_AT, REPLACED_BY, REPLACEMENT_FAILED_AT}
+        ours = {
+            UNDERUTILIZED_SINCE,
+            DRAIN_STARTED_AT,
+            DRAIN_FAILED_AT,
+            REPLACED_BY,
+            REPLACEMENT_FAILED_AT,
+            REPLACEABLE_SINCE,
+        }
         assert not ours & notes.keys(), name
         keys = {taint["key"] for taint in node_spec(api, name).get("taints") or []}
         assert not {SOFT_TAINT, RESERVED_TAINT} & keys, name

@@ -117,11 +117,16 @@ def surge_tour(api: FakeApiServer, namespaces: Namespaces) -> None:
 
 
 def replacement_tour(api: FakeApiServer, namespaces: Namespaces) -> None:
-    """b1 of big-pool (0.40 an hour) is marked; its pods fit on b2 and one new small-pool node (0.13 an hour).
+    """b1 of big-pool (0.40 an hour) is marked and has waited as replaceable; its pods fit on b2 and one new
+    small-pool node (0.13 an hour).
     The first run creates the placeholder that asks the autoscaler for that node; none comes, and the run
     after timeoutSeconds deletes it (tests/integration/test_replacement.py has the whole story)."""
     for name, marked in (("b1", MARKED), ("b2", None)):
-        annotations = {"node-compactor.dev/underutilized-since": marked} if marked else {}
+        annotations = (
+            {"node-compactor.dev/underutilized-since": marked, "node-compactor.dev/replaceable-since": marked}
+            if marked
+            else {}
+        )
         api.add(
             k8s.node(
                 name, cpu="8", memory="32Gi", pool="big-pool", machine_type="n2-standard-8", annotations=annotations

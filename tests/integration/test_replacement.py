@@ -17,14 +17,24 @@ from compactor.core.model import (
     DRAIN_STARTED_AT,
     PLACEHOLDER_LABEL,
     PLACEHOLDER_PRIORITY_CLASS,
+    REPLACEABLE_SINCE,
     REPLACED_BY,
     REPLACEMENT_FAILED_AT,
     REPLACES,
+    UNDERUTILIZED_SINCE,
 )
 from compactor.errors import RunFailedError
 from tests.fakeapi import FakeApiServer, Fault
 from tests.fakeapi import builders as k8s
-from tests.integration.conftest import MARKED, POOL_CONFIG, env_with, later, node_annotations, run_once
+from tests.integration.conftest import (
+    MARKED,
+    POOL_CONFIG,
+    env_with,
+    event_reasons,
+    later,
+    node_annotations,
+    run_once,
+)
 
 NAMESPACE = "node-compactor"
 BIG, SMALL = "big-pool", "small-pool"
@@ -43,7 +53,8 @@ CONFIG: dict[str, Any] = {
 def cluster(api: FakeApiServer) -> None:
     """b1 and b2 (8 cpu) hold 4.8 cpu each in 1.2-cpu pods: neither takes all of the other's. s1 (4 cpu) has 2 free."""
     for name, marked in (("b1", MARKED), ("b2", None)):
-        annotations = {"node-compactor.dev/underutilized-since": marked} if marked else {}
+        # b1 has waited rule 10's neededMarkedTimeSeconds as a replaceable node too.
+        annotations = {UNDERUTILIZED_SINCE: marked, REPLACEABLE_SINCE: marked} if marked else {}
         api.add(k8s.node(name, cpu="8", memory="32Gi", pool=BIG, machine_type="n2-standard-8", annotations=annotations))
         for index in range(4):
             api.add(k8s.pod(f"web{name[-1]}-{index}", node=name, cpu="1200m", memory="1Gi"))
@@ -196,3 +207,63 @@ def test_a_dry_run_reports_the_replacement_and_creates_nothing(api: FakeApiServe
     assert placeholders(api) == []
     assert REPLACED_BY not in node_annotations(api, "b1")
     assert api.writes_of("Pod", "POST") == []
+
+
+def a_busy_node_beside_a_small_one(api: FakeApiServer, *, replaceable_since: str | None) -> None:
+    """b1 (8 cpu) holds 6.4 cpu in 1.6-cpu pods, above the 75% limit: never marked, never simply drained. s1 has 3.2
+    cpu free: with one more small node b1's pods fit."""
+    annotations = {REPLACEABLE_SINCE: replaceable_since} if replaceable_since else {}
+    api.add(k8s.node("b1", cpu="8", memory="32Gi", pool=BIG, machine_type="n2-standard-8", annotations=annotations))
+    for index in range(4):
+        api.add(k8s.pod(f"web1-{index}", node="b1", cpu="1600m", memory="1Gi"))
+    api.add(k8s.node("s1", pool=SMALL))
+    api.add(k8s.pod("small-0", node="s1", cpu="800m"))
+
+
+BUSY_CONFIG: dict[str, Any] = {
+    "nodePools": {BIG: {**CONFIG["nodePools"][BIG], "minNodes": 0}, SMALL: CONFIG["nodePools"][SMALL]}
+}
+
+
+def test_a_busy_node_is_found_replaceable_then_replaced_after_the_wait(api: FakeApiServer) -> None:
+    a_busy_node_beside_a_small_one(api, replaceable_since=None)
+    first = run_once(api, env=env_with(BUSY_CONFIG))
+    assert first.report["replaceable"] == {"add": ["b1"], "remove": []}
+    assert first.report["outcome"]["replaceableAdded"] == ["b1"]
+    assert node_annotations(api, "b1")[REPLACEABLE_SINCE] == "2026-11-21T12:00:00Z"
+    assert UNDERUTILIZED_SINCE not in node_annotations(api, "b1")
+    assert "Replaceable" in event_reasons(api, "b1")
+    assert placeholders(api) == []
+
+    early = run_once(api, at=later(240), env=env_with(BUSY_CONFIG))
+    assert "replacement" not in early.report
+    assert placeholders(api) == []
+
+    after = run_once(api, at=later(300), env=env_with(BUSY_CONFIG))
+    assert after.report["replacement"]["step"] == "create"
+    assert after.report["replacement"]["nodes"] == ["b1"]
+    assert len(placeholders(api)) == 1
+    assert node_annotations(api, "b1")[REPLACEABLE_SINCE] == "2026-11-21T12:00:00Z"  # the first time is kept
+
+
+def test_the_annotation_comes_off_when_no_replacement_saves_enough(api: FakeApiServer) -> None:
+    a_busy_node_beside_a_small_one(api, replaceable_since=MARKED)
+    stricter = {
+        "nodePools": {
+            BIG: {
+                **BUSY_CONFIG["nodePools"][BIG],
+                "replacement": {**CONFIG["nodePools"][BIG]["replacement"], "minSavingsPercent": 80},
+            },
+            SMALL: CONFIG["nodePools"][SMALL],
+        }
+    }
+    result = run_once(api, env=env_with(stricter))
+    assert result.report["replaceable"] == {"add": [], "remove": ["b1"]}
+    assert REPLACEABLE_SINCE not in node_annotations(api, "b1")
+
+
+def test_a_dry_run_writes_no_replaceable_annotation(api: FakeApiServer) -> None:
+    a_busy_node_beside_a_small_one(api, replaceable_since=None)
+    result = run_once(api, env=env_with(BUSY_CONFIG), dry_run=True)
+    assert result.report["replaceable"]["add"] == ["b1"]
+    assert REPLACEABLE_SINCE not in node_annotations(api, "b1")

@@ -8,7 +8,6 @@ placeholder never preempts anything, and node-compactor's planner and executor, 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from datetime import timedelta
 from pathlib import Path
@@ -353,12 +352,11 @@ def test_the_replacement_scenarios_replace_nodes_and_break_nothing(path: str) ->
     setup = scenario.load(path)
     assert setup.autoscaler.expander == "price"
     assert any(pool.replacement is not None for pool in setup.config.node_pools.values())
-    # Eight hours from noon: the afternoon and evening, when the first nodes are replaced. (Later, on
-    # spot-batch-beside-on-demand, the live-path defect of the last test leaves two pods with no place.)
-    short = dataclasses.replace(setup, hours=8)
-    results = runner.run(short, strategies=("ca-alone", "node-compactor"))
-    for result in results.strategies:
-        assert all(b <= n for b, n in zip(results.lower_bound, result.series.nodes, strict=True)), result.name
+    # The whole day: with rule 10's wait (`replaceable-since`) cpu-pods-on-highmem's first replacement comes
+    # after the first eight hours.
+    # (No node count is checked against the node lower bound: that counts each pool's own pods in its own
+    # shape, and a replacement moves them to another; the cost bound is the bound across shapes.)
+    results = runner.run(setup, strategies=("ca-alone", "node-compactor"))
     compactor = next(s for s in results.strategies if s.name == "node-compactor")
     assert compactor.summary.get("placeholdersCreated", 0) >= 1
     assert compactor.recorder.pdb_violations == {}

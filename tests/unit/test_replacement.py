@@ -15,6 +15,7 @@ from compactor.core.model import (
     DRAIN_FAILED_AT,
     DRAIN_STARTED_AT,
     PLACEHOLDER_LABEL,
+    REPLACEABLE_SINCE,
     REPLACED_BY,
     REPLACEMENT_FAILED_AT,
     Node,
@@ -27,6 +28,7 @@ from compactor.core.plan import Plan
 from compactor.core.replacement import search
 from compactor.settings.config import Config
 from tests.builders import (
+    LONG_AGO,
     NOW,
     ago,
     make_config,
@@ -45,20 +47,24 @@ LARGE = "large-pool"
 NAMESPACE = "node-compactor"
 
 
-def config(*, targets: tuple[str, ...] = (SMALL,), **replace_settings: Any) -> Config:
+def config(*, targets: tuple[str, ...] = (SMALL,), min_nodes: int = 1, **replace_settings: Any) -> Config:
     """big-pool (0.40/h a node) replaces into small-pool (0.13/h) and large-pool (0.50/h)."""
     settings: dict[str, Any] = {"enabled": True, "targetPools": list(targets), **replace_settings}
     return make_config(
         pools={
-            BIG: {"pricePerHour": 0.40, "replacement": settings},
+            BIG: {"pricePerHour": 0.40, "minNodes": min_nodes, "replacement": settings},
             SMALL: {"enabled": False, "pricePerHour": 0.13},
             LARGE: {"enabled": False, "pricePerHour": 0.50},
         }
     )
 
 
-def big(name: str, **fields: Any) -> Node:
-    return make_node(name, cpu="8", memory="32Gi", pool=BIG, **fields)
+def big(name: str, *, replaceable_since: str | None = stamp(LONG_AGO), **fields: Any) -> Node:
+    """A node of big-pool; it has carried `replaceable-since` long enough unless told otherwise."""
+    annotations = dict(fields.pop("annotations", None) or {})
+    if replaceable_since is not None:
+        annotations.setdefault(REPLACEABLE_SINCE, replaceable_since)
+    return make_node(name, cpu="8", memory="32Gi", pool=BIG, annotations=annotations, **fields)
 
 
 def small(name: str = "s1", **fields: Any) -> Node:
@@ -440,3 +446,87 @@ def test_each_zone_s_template_is_proven_with_its_own_new_node() -> None:
     assert plan.replacement is not None, [node.replacement for node in plan.nodes]
     assert plan.replacement.nodes == ("b2",)
     assert plan.replacement.zone == "zone-b"
+
+
+# -- rule 10's candidates by price: busy nodes too, and the `replaceable-since` wait ----------------------------
+
+
+def a_busy_big_node_and_room_for_half_its_pods() -> tuple[list[Node], list[Pod]]:
+    """b1 holds 6.4 of 8 cpu (80%: not underutilized at 0.75) in 1.6-cpu pods; s1 of small-pool has 3.2 cpu free,
+    room for two of them: b1 cannot be deleted, but with one new small node its pods fit."""
+    nodes = [big("b1", marked_since=None), small()]
+    pods = pods_of("b1", "1600m", "1600m", "1600m", "1600m") + pods_of("s1", "800m")
+    return nodes, pods
+
+
+def test_a_busy_node_is_replaced_by_a_cheaper_node_though_it_is_not_underutilized() -> None:
+    nodes, pods = a_busy_big_node_and_room_for_half_its_pods()
+    plan = plan_for(nodes, pods, config(min_nodes=0))
+    assert not node_report(plan, "b1").underutilized
+    assert plan.replacement is not None, node_report(plan, "b1").replacement
+    assert plan.replacement.step == "create"
+    assert plan.replacement.nodes == ("b1",)
+    assert plan.replacement.savings_per_hour == pytest.approx(0.27)
+
+
+def test_a_busy_node_of_a_pool_without_replacement_is_left_alone() -> None:
+    nodes, pods = a_busy_big_node_and_room_for_half_its_pods()
+    settings = make_config(
+        pools={BIG: {"pricePerHour": 0.40, "minNodes": 0}, SMALL: {"enabled": False, "pricePerHour": 0.13}}
+    )
+    plan = plan_for(nodes, pods, settings)
+    assert plan.replacement is None
+    assert plan.replaceable_add == ()
+
+
+def test_a_node_first_found_replaceable_gets_the_annotation_and_waits() -> None:
+    nodes, pods = a_busy_big_node_and_room_for_half_its_pods()
+    nodes[0] = big("b1", marked_since=None, replaceable_since=None)
+    plan = plan_for(nodes, pods, config(min_nodes=0))
+    assert plan.replaceable_add == ("b1",)
+    assert plan.replacement is None
+    assert "replaceable for 0s, needs 5m (neededMarkedTimeSeconds)" in (node_report(plan, "b1").replacement or "")
+
+
+def test_a_node_replaceable_for_less_than_the_wait_is_not_replaced_yet() -> None:
+    nodes, pods = a_busy_big_node_and_room_for_half_its_pods()
+    nodes[0] = big("b1", marked_since=None, replaceable_since=stamp(ago(299)))
+    waiting = plan_for(nodes, pods, config(min_nodes=0))
+    assert waiting.replacement is None
+    assert waiting.replaceable_add == () and waiting.replaceable_remove == ()
+    nodes[0] = big("b1", marked_since=None, replaceable_since=stamp(ago(300)))
+    ready = plan_for(nodes, pods, config(min_nodes=0))
+    assert ready.replacement is not None and ready.replacement.nodes == ("b1",)
+
+
+def test_the_annotation_comes_off_a_node_no_replacement_saves_enough_for_any_more() -> None:
+    nodes, pods = a_busy_big_node_and_room_for_half_its_pods()
+    plan = plan_for(nodes, pods, config(min_nodes=0, minSavingsPercent=80))  # 0.13 against 0.40 saves 68%
+    assert plan.replacement is None
+    assert plan.replaceable_remove == ("b1",)
+
+
+def test_the_annotation_comes_off_the_nodes_of_a_pool_whose_replacement_was_turned_off() -> None:
+    nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
+    settings = make_config(pools={BIG: {"pricePerHour": 0.40}, SMALL: {"enabled": False, "pricePerHour": 0.13}})
+    plan = plan_for(nodes, pods, settings)
+    assert set(plan.replaceable_remove) == {"b1", "b2"}
+
+
+def test_the_annotation_stays_while_a_plain_drain_comes_first() -> None:
+    nodes, pods = a_busy_big_node_and_room_for_half_its_pods()
+    nodes.append(big("b9"))  # empty and marked: simply deleted
+    plan = plan_for(nodes, pods, config(min_nodes=0))
+    assert plan.decision.action == "drain" and plan.decision.node == "b9"
+    assert plan.replaceable_remove == ()
+
+
+def test_once_its_new_node_runs_a_busy_replaced_node_is_drained() -> None:
+    nodes, pods = a_busy_big_node_and_room_for_half_its_pods()
+    name = search.placeholder_name(["b1"], SMALL)
+    new = small("s2", created=ago(60))
+    nodes = [big("b1", marked_since=None, annotations={REPLACED_BY: name}), nodes[1], new]
+    plan = plan_for(nodes, pods, config(min_nodes=0), placeholders=(placeholder(name, ("b1",), node="s2"),))
+    assert plan.decision.action == "drain", plan.decision.reason
+    assert plan.decision.node == "b1"
+    assert "s2" in dict(plan.decision.placements).values()

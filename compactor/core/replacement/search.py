@@ -29,6 +29,7 @@ from compactor.core import fit, proof, ranking
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.model import (
     PLACEHOLDER_PREFIX,
+    REPLACEABLE_SINCE,
     REPLACEMENT_FAILED_AT,
     ZONE_LABELS,
     Pod,
@@ -38,7 +39,7 @@ from compactor.core.plan import Replacement
 from compactor.core.prices import costs, pricing
 from compactor.core.replacement.templates import TEMPLATE_NAME, Template, template, total_requests
 from compactor.core.timing import human, parse_stamp, seconds_between
-from compactor.settings.config import PoolConfig
+from compactor.settings.config import Config, PoolConfig
 
 # Candidates per pool the search combines (cheapest first by rule 8), and the proofs one run may make:
 # sets of up to 3 of 6 candidates are 41, each against every target pool; most fail the price or
@@ -58,6 +59,10 @@ class Search:
     chosen: Replacement | None
     notes: Mapping[str, str]
     warnings: tuple[str, ...]
+    # The candidates some replacement saves enough for and has room for (`replaceable-since` is kept on them),
+    # and every node the search judged (the annotation comes off those not in `replaceable`).
+    replaceable: frozenset[str] = frozenset()
+    judged: frozenset[str] = frozenset()
 
 
 def placeholder_name(nodes: Iterable[str], target_pool: str) -> str:
@@ -116,7 +121,7 @@ def choose(
         pool = config.enabled_pool(pool_name)
         assert pool is not None and pool.replacement is not None
         settings = pool.replacement
-        ranked = sorted(members, key=ranking.disruption_cost)[:MAX_CANDIDATES]
+        ranked = sorted(members, key=lambda state: _savings_order(state, node_costs))[:MAX_CANDIDATES]
         room = view.schedulable_in_pool[pool_name] - pool.min_nodes
         for state in ranked:
             notes.setdefault(state.name, "not replaced: no target pool's new node saves enough and takes its pods")
@@ -148,12 +153,13 @@ def choose(
                     rank = tuple(ranking.disruption_cost(state) for state in group)
                     options.append((-saving / max(pods, 1), rank, group, made, removed, saving))
     options.sort(key=lambda option: (option[0], option[1]))
-    proofs = 0
-    # One view with the new node per template (a target pool's template differs by zone).
-    views: dict[tuple[str, str | None], tuple[ClusterView, list[NodeState]]] = {}
-    for _, _, group, made, removed, saving in options:
-        if proofs >= MAX_PROOFS:
-            break
+    # Rule 10's wait: a set is proven only once each of its nodes has carried `replaceable-since` for the
+    # pool's neededMarkedTimeSeconds; the annotation goes on every node some option saves enough for and
+    # has room for, waited or not.
+    replaceable: set[str] = set()
+    ready = []
+    for option in options:
+        group, made = option[2], option[3]
         if not _room_enough(view, group, made):
             _note_all(
                 notes,
@@ -162,6 +168,19 @@ def choose(
                 "nodes and the new node have free",
             )
             continue
+        replaceable.update(state.name for state in group)
+        waiting = [why for state in group if (why := _still_waiting(state, config, now)) is not None]
+        if waiting:
+            _note_all(notes, group, f"not replaced by a node of {made.pool} yet: {'; '.join(waiting)}")
+            continue
+        ready.append(option)
+    judged = frozenset(state.name for state in fit_blocked)
+    proofs = 0
+    # One view with the new node per template (a target pool's template differs by zone).
+    views: dict[tuple[str, str | None], tuple[ClusterView, list[NodeState]]] = {}
+    for _, _, group, made, removed, saving in ready:
+        if proofs >= MAX_PROOFS:
+            break
         grown = views.get((made.pool, made.zone))
         if grown is None:
             grown = views[(made.pool, made.zone)] = _with_template(view, made)
@@ -186,8 +205,26 @@ def choose(
         chosen = _replacement(config.pool_label, group, made, removed, saving, moving, node_costs.currency)
         for state in group:
             notes[state.name] = f"replaced: {chosen.reason}"
-        return Search(chosen, notes, tuple(warnings))
-    return Search(None, notes, tuple(warnings))
+        return Search(chosen, notes, tuple(warnings), frozenset(replaceable), judged)
+    return Search(None, notes, tuple(warnings), frozenset(replaceable), judged)
+
+
+def _savings_order(state: NodeState, node_costs: costs.Costs) -> tuple[float, ranking.DisruptionCost]:
+    price = node_costs.of(state.name)
+    return ranking.savings_order(state, price.per_hour if price is not None else 0.0)
+
+
+def _still_waiting(state: NodeState, config: Config, now: datetime) -> str | None:
+    """Why the node may not be replaced yet (its `replaceable-since` younger than neededMarkedTimeSeconds), or
+    None. A node without the annotation (found replaceable by this run) waits unless the wait is 0."""
+    pool = config.enabled_pool(state.pool)
+    needed = pool.needed_marked_seconds if pool is not None else 0
+    text = state.node.annotations.get(REPLACEABLE_SINCE)
+    since = parse_stamp(text) if text is not None else None
+    waited = seconds_between(since, now) if since is not None else 0.0
+    if waited >= needed:
+        return None
+    return f"{state.name} replaceable for {human(waited)}, needs {human(needed)} (neededMarkedTimeSeconds)"
 
 
 def _replacement(

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.metadata
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NoReturn
 
 import orjson
 
+import compactor
 from compactor import report
 from compactor.core import configcheck, path, planner, timing
 from compactor.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, BadInputError, CompactorError, exit_code
@@ -42,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     installed = os.path.basename(sys.argv[0]) == "node-compactor"
     prog = "node-compactor" if installed else "python -m compactor"
     parser = _Parser(prog=prog, description="Pack pods onto fewer GKE nodes.")
+    parser.add_argument("--version", action="store_true", help="print node-compactor's version and exit")
     # Not `required`: with no subcommand `main` prints the usage itself (argparse would print one line).
     commands = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
 
@@ -136,6 +139,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     cleanup.add_parser(commands)
     return parser
+
+
+DISTRIBUTION = "node-compactor"
+
+
+def version(lookup: Callable[[str], str] = importlib.metadata.version) -> str:
+    """node-compactor's version: the installed distribution's (`pip install`), else, run from a clone where
+    nothing is installed, the source tree's `compactor.__version__` (a test keeps it pyproject.toml's)."""
+    try:
+        return lookup(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return compactor.__version__
 
 
 def _read_firestore(document: str, database: str | None) -> str:
@@ -323,6 +338,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
+        if args.version:
+            print(f"{DISTRIBUTION} {version()}")
+            return EXIT_OK
         if args.command is None:
             parser.print_help(sys.stderr)
             return EXIT_BAD_INPUT

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import compactor
 from compactor import cli
 
 EXAMPLE = "examples/offpeak-snapshot.json"
@@ -381,3 +384,32 @@ def test_a_gpu_pod_says_what_it_needs_and_how_many_nodes_were_checked(capsys: py
         "nvidia.com/gpu)" in blocker
         for blocker in blockers
     )
+
+
+# -- the version --------------------------------------------------------------------------------
+
+
+def test_version_prints_the_version_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "--version")
+    assert (code, err) == (0, "")
+    assert out == f"node-compactor {cli.version()}\n"
+
+
+def test_the_version_is_the_installed_distributions_when_there_is_one() -> None:
+    def installed(name: str) -> str:
+        assert name == "node-compactor"
+        return "1.2.3"
+
+    assert cli.version(installed) == "1.2.3"
+
+
+def test_from_a_clone_with_nothing_installed_the_version_is_the_source_trees() -> None:
+    def nothing_installed(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    assert cli.version(nothing_installed) == compactor.__version__
+
+
+def test_the_source_trees_version_is_pyprojects() -> None:
+    # What a clone prints must be what `pip install .` of the same tree prints.
+    assert compactor.__version__ == tomllib.loads(Path("pyproject.toml").read_text())["project"]["version"]

@@ -203,7 +203,9 @@ def _plan(args: argparse.Namespace) -> int:
         warn([result.surge_note])
     warn(result.compute_class_warnings)  # the planner's, about ComputeClasses: the report lists them too
     if args.json:
-        sys.stdout.buffer.write(report.to_json(result, warnings=warnings, config_source=loaded.source) + b"\n")
+        sys.stdout.buffer.write(
+            report.to_json(result, warnings=warnings, config_source=loaded.source, mode="plan") + b"\n"
+        )
     else:
         sys.stdout.write(report.to_table(result))
     _last[:] = [cluster, result]

@@ -1,6 +1,8 @@
 """The plan as people and programs read it: the JSON report (DESIGN.md) and a table.
 
-The JSON field names are a contract; fields may be added, never renamed.
+The JSON field names are a contract; fields may be added, never renamed. `schemaVersion` says which
+contract a document follows: it goes up when a field is renamed, removed or changes its meaning, never
+for a field added, so a reader that checks it can trust every field it knows.
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,6 +19,12 @@ from compactor.core.plan import ConsolidationPath, Plan, PoolReport, Preview, Re
 from compactor.core.planner import BLOCKER_SUMMARY
 from compactor.core.timing import format_stamp, human, seconds_between
 from compactor.core.wording import percent
+
+SCHEMA_VERSION = 1
+
+# What produced the report: `plan` (a saved snapshot; nothing is ever written), a live run that writes
+# nothing (`dry-run`: the function's dryRun, `run --dry-run`, or the configuration's dryRun) or one that acts.
+Mode = Literal["plan", "dry-run", "run"]
 
 
 class _Model(BaseModel):
@@ -149,10 +157,13 @@ class SteeringModel(_Model):
 
 
 class ReportModel(_Model):
+    schema_version: int = Field(SCHEMA_VERSION, serialization_alias="schemaVersion")
+    mode: Mode
     decision: DecisionModel
     marks: MarksModel
     nodes: list[NodeModel]
     pools: list[PoolModel]
+    # Whether this report's run writes nothing: true for `plan` and every dry run.
     dry_run: bool = Field(serialization_alias="dryRun")
     now: str
     # When nothing is done: the gate that held this run ({"kind", "summary"}), else None.
@@ -196,9 +207,15 @@ def to_model(
     outcome: dict[str, Any] | None = None,
     warnings: Sequence[str] = (),
     config_source: str | None = None,
+    mode: Mode | None = None,
 ) -> ReportModel:
+    """The report of `plan`; `mode` None: a live run's, dry or not as the plan says."""
     decision = plan.decision
+    if mode is None:
+        mode = "dry-run" if plan.dry_run else "run"
     return ReportModel(
+        schema_version=SCHEMA_VERSION,
+        mode=mode,
         decision=DecisionModel(
             action=decision.action,
             node=decision.node,
@@ -254,7 +271,7 @@ def to_model(
             )
             for pool in plan.pools
         ],
-        dry_run=plan.dry_run,
+        dry_run=plan.dry_run or mode == "plan",
         now=format_stamp(plan.now),
         held_by=held_by(plan),
         awaiting_removal=list(plan.awaiting_removal),
@@ -347,8 +364,10 @@ def to_dict(
     outcome: dict[str, Any] | None = None,
     warnings: Sequence[str] = (),
     config_source: str | None = None,
+    mode: Mode | None = None,
 ) -> dict[str, Any]:
-    data = to_model(plan, outcome=outcome, warnings=warnings, config_source=config_source).model_dump(by_alias=True)
+    model = to_model(plan, outcome=outcome, warnings=warnings, config_source=config_source, mode=mode)
+    data = model.model_dump(by_alias=True)
     for optional in ("outcome", "configSource"):
         if data[optional] is None:
             del data[optional]
@@ -361,8 +380,9 @@ def to_json(
     outcome: dict[str, Any] | None = None,
     warnings: Sequence[str] = (),
     config_source: str | None = None,
+    mode: Mode | None = None,
 ) -> bytes:
-    document = to_dict(plan, outcome=outcome, warnings=warnings, config_source=config_source)
+    document = to_dict(plan, outcome=outcome, warnings=warnings, config_source=config_source, mode=mode)
     return orjson.dumps(document, option=orjson.OPT_INDENT_2)
 
 

@@ -39,6 +39,7 @@ def test_a_dry_run_prints_the_report_and_writes_nothing(
     assert code == 0
     report = json.loads(out)
     assert report["decision"]["node"] == "n1" and report["dryRun"] is True
+    assert report["mode"] == "dry-run"
     assert report["outcome"]["dryRun"] is True
     assert api.writes == []
 

@@ -32,6 +32,7 @@ def test_the_json_has_every_strategy_and_figure(tmp_path: Path, capsys: pytest.C
     code, out, err = run(capsys, "--scenario", scenario_file(tmp_path), "--hours", "1", "--json")
     assert code == 0, err
     data = json.loads(out)
+    assert data["schemaVersion"] == 1
     assert [s["name"] for s in data["strategies"]] == cli_names()
     fields = {"nodeHours", "vsCaAlone", "nodes", "evictions", "evictionsPerNodeRemoved", "pendingPodMinutes"}
     fields |= {"pdbViolations", "noPlace", "nodesRemoved", "series", "savingsRecovered", "heldBackBy"}

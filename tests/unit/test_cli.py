@@ -42,7 +42,7 @@ def test_the_json_report_has_every_field_the_contract_fixes(capsys: pytest.Captu
     assert all(node_fields <= node.keys() for node in report["nodes"])
     pool_fields = {"name", "enabled", "nodes", "underutilized", "lowerBoundNodes", "excessNodes"}
     assert all(pool_fields <= pool.keys() for pool in report["pools"])
-    assert report["dryRun"] is False
+    assert report["dryRun"] is True  # plan never writes
 
 
 def test_the_example_drains_one_node_and_shows_many_kinds_of_blocker(capsys: pytest.CaptureFixture[str]) -> None:
@@ -413,3 +413,17 @@ def test_from_a_clone_with_nothing_installed_the_version_is_the_source_trees() -
 def test_the_source_trees_version_is_pyprojects() -> None:
     # What a clone prints must be what `pip install .` of the same tree prints.
     assert compactor.__version__ == tomllib.loads(Path("pyproject.toml").read_text())["project"]["version"]
+
+
+# -- what the report says it is -------------------------------------------------------------------
+
+
+def test_a_plan_says_it_is_a_plan_that_writes_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    report = example_report(capsys)
+    assert (report["mode"], report["dryRun"]) == ("plan", True)
+
+
+def test_the_report_carries_its_schema_version_first(capsys: pytest.CaptureFixture[str]) -> None:
+    report = example_report(capsys)
+    assert next(iter(report)) == "schemaVersion"
+    assert report["schemaVersion"] == 1

@@ -227,13 +227,16 @@ _last: list[object] = []
 def _run(args: argparse.Namespace) -> int:
     from compactor import logs, service
 
-    logs.configure(sys.stderr)  # stdout carries the report
+    # stdout carries the report; errors and warnings are printed once, in `main`'s words and `warn`'s.
+    logs.configure(sys.stderr, leave_out=logs.SHOWN_BY_THE_COMMAND_LINE)
     connector = service.connector_from(os.environ, kubeconfig=args.kubeconfig, gke_cluster=args.gke)
     try:
         result = service.run(os.environ, connector=connector, config_file=args.config, force_dry_run=args.dry_run)
     except CompactorError as error:
-        if error.report is not None and args.json:
-            sys.stdout.buffer.write(orjson.dumps(error.report, option=orjson.OPT_INDENT_2) + b"\n")
+        if error.report is not None:
+            warn(error.report.get("warnings") or ())
+            if args.json:
+                sys.stdout.buffer.write(orjson.dumps(error.report, option=orjson.OPT_INDENT_2) + b"\n")
         raise
     warn(result.report.get("warnings") or ())
     if args.json:

@@ -234,6 +234,12 @@ def test_bad_command_lines_exit_2(argv: list[str], message: str, capsys: pytest.
     assert message in capsys.readouterr().err
 
 
+def test_a_failed_hpa_run_says_its_error_once(capsys: pytest.CaptureFixture[str]) -> None:
+    # stderr carries the run's JSON logs too: the failure is the one `error:` line, not a log line as well.
+    assert cli.main(["hpa", "--kubeconfig", "/nonexistent"]) == 2
+    assert capsys.readouterr().err == "error: kubeconfig /nonexistent: No such file or directory\n"
+
+
 # --- scale ----------------------------------------------------------------------------------------------------
 
 

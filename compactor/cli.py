@@ -202,6 +202,7 @@ def _plan(args: argparse.Namespace) -> int:
     if result.surge_note:  # the planner's own warning: the report lists it too
         warn([result.surge_note])
     warn(result.compute_class_warnings)  # the planner's, about ComputeClasses: the report lists them too
+    warn([warning for warning in result.price_warnings if warning not in warnings])  # prices and replacement
     if args.json:
         sys.stdout.buffer.write(
             report.to_json(result, warnings=warnings, config_source=loaded.source, mode="plan") + b"\n"
@@ -262,6 +263,12 @@ def _simulate(args: argparse.Namespace) -> int:
             setup = scenario.with_hours(setup, args.hours)
     else:
         setup = kubectl.load(args.snapshot, config=config, hours=args.hours or 24.0)
+    # Every pool of a simulated cluster is known: a target pool that is none of them is a mistake, not a pool
+    # to come (DESIGN "Node replacement").
+    where = "the scenario" if args.scenario else "the snapshot's cluster"
+    problems = configcheck.unknown_target_pools(setup.config, [pool.name for pool in setup.pools], where)
+    if problems:
+        raise BadInputError(problems[0], problems)
     warn(simulation_warnings(setup, args.snapshot))
     bar = progress.Bar(sys.stderr, start=setup.start, hours=setup.hours, warmup_hours=setup.warmup_hours)
     try:

@@ -285,12 +285,17 @@ def to_model(
         restamp=list(plan.restamp),
         outcome=outcome,
         preview=_preview_model(plan.preview),
-        warnings=[
-            *warnings,
-            *([plan.surge_note] if plan.surge_note else []),
-            *plan.compute_class_warnings,
-            *plan.price_warnings,
-        ],
+        # Each sentence once: the input's checks and the planner may say the same (a target pool not used).
+        warnings=list(
+            dict.fromkeys(
+                [
+                    *warnings,
+                    *([plan.surge_note] if plan.surge_note else []),
+                    *plan.compute_class_warnings,
+                    *plan.price_warnings,
+                ]
+            )
+        ),
         config_source=config_source,
         currency=plan.currency,
         replacement=_replacement_model(plan.replacement),

@@ -165,6 +165,21 @@ def test_a_configuration_whose_pool_the_scenario_lacks_is_a_warning(
     assert "the pools there are default-pool" in err
 
 
+def test_a_replacement_target_pool_the_scenario_lacks_is_an_error_naming_it_and_the_scenarios_pools(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = json.loads(Path("examples/scenarios/oversized-large-nodes.json").read_text())
+    scenario["compactor"]["nodePools"]["large-pool"]["replacement"]["targetPools"] = ["smal-pool"]
+    path = tmp_path / "typo.json"
+    path.write_text(json.dumps(scenario))
+    code, out, err = run(capsys, "--scenario", str(path), "--hours", "0.1")
+    assert (code, out) == (2, "")
+    assert err == (
+        "error: nodePools.large-pool.replacement.targetPools: 'smal-pool' is not a pool of the scenario; its pools "
+        "are large-pool, small-pool\n"
+    )
+
+
 def test_a_snapshot_without_nodes_or_pdbs_says_which_kubectl_command_saves_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

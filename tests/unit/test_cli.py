@@ -305,6 +305,20 @@ def test_a_pool_name_that_matches_nothing_is_a_warning_naming_the_pools_that_exi
     assert err == f"warning: {warning}\n"
 
 
+def test_a_replacement_target_pool_the_cluster_lacks_is_a_warning_naming_the_pools_there(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = json.loads(Path(CONFIG).read_text())
+    config["nodePools"]["default-pool"]["replacement"] = {"enabled": True, "targetPools": ["cheap-pool"]}
+    path = write(tmp_path, "target.json", json.dumps(config))
+    code, out, err = run(capsys, "plan", "--snapshot", EXAMPLE, "--config", path, "--now", NOW, "--json")
+    assert code == 0, err
+    [warning] = json.loads(out)["warnings"]
+    assert warning.startswith("target pool cheap-pool has no node in the cluster")
+    assert "so it is not used: the pools there are default-pool, gpu-pool (check its spelling" in warning
+    assert err == f"warning: {warning}\n"
+
+
 def test_nodes_without_the_pool_label_are_a_warning(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     config = json.loads(Path(CONFIG).read_text())
     config["poolLabel"] = "example.com/pool"

@@ -178,6 +178,14 @@ def parse_now(text: str | None) -> datetime:
         raise BadInputError(f"--now: {text!r} is not an RFC 3339 time (e.g. 2026-11-21T10:00:00Z)") from None
 
 
+# `plan` alone runs without a configuration (to show utilization), and must say what that means.
+NO_CONFIGURATION = (
+    "no configuration was given, so every pool is off: nothing is marked or drained. Give one with --config FILE, "
+    f"or set {config_source.ENV_CONFIG} (JSON text) or {config_source.ENV_FIRESTORE_DOCUMENT} "
+    "(docs/configuration.md)"
+)
+
+
 def _plan(args: argparse.Namespace) -> int:
     now = parse_now(args.now)
     loaded = config_source.load_with_source(
@@ -191,6 +199,8 @@ def _plan(args: argparse.Namespace) -> int:
     gc.disable()
     cluster = integrity.check_unique(snapshot.read_file(args.snapshot))
     warnings = [notice] if (notice := loaded.notice()) is not None else []
+    if loaded.source == "defaults":
+        warnings.append(NO_CONFIGURATION)
     warnings += integrity.check_kinds(cluster, args.snapshot)
     warnings += configcheck.for_snapshot(cluster, config)
     warn(warnings)
@@ -208,7 +218,8 @@ def _plan(args: argparse.Namespace) -> int:
             report.to_json(result, warnings=warnings, config_source=loaded.source, mode="plan") + b"\n"
         )
     else:
-        sys.stdout.write(report.to_table(result))
+        notes = [NO_CONFIGURATION] if loaded.source == "defaults" else []
+        sys.stdout.write(report.to_table(result, notes=notes))
     _last[:] = [cluster, result]
     return EXIT_OK
 

@@ -102,6 +102,8 @@ class NodeModel(_Model):
 class PoolModel(_Model):
     name: str
     enabled: bool
+    # Whether the configuration names the pool: false explains `enabled: false` without a word in it.
+    configured: bool
     nodes: int
     underutilized: int
     lower_bound_nodes: int = Field(serialization_alias="lowerBoundNodes")
@@ -257,6 +259,7 @@ def to_model(
             PoolModel(
                 name=pool.name,
                 enabled=pool.enabled,
+                configured=pool.configured,
                 nodes=pool.nodes,
                 underutilized=pool.underutilized,
                 lower_bound_nodes=pool.lower_bound_nodes,
@@ -428,14 +431,19 @@ def _columns(rows: list[list[str]], right: set[int]) -> list[str]:
 
 def _enabled_cell(pool: PoolReport) -> str:
     if not pool.enabled:
-        return "no"
+        # Why not, when nobody said "enabled": false: a pool the configuration does not name (is its name in
+        # the configuration misspelt?). Nodes without the pool label say so in the POOL column.
+        return "no" if pool.configured or not pool.name else "no (not in the configuration)"
     if pool.compute_class is not None and pool.compute_class.left_to_autoscaler is not None:
         return "left to the autoscaler (ComputeClass threshold)"
     return "yes"
 
 
-def to_table(plan: Plan) -> str:
+def to_table(plan: Plan, *, notes: Sequence[str] = ()) -> str:
+    """The plan as a table; `notes`, sentences a person must read first (no configuration at all), above it."""
     lines: list[str] = []
+    for note in notes:
+        lines += [*_wrap(note[:1].upper() + note[1:]), ""]
     per_hour = f"{plan.currency}/H"
     pool_rows = [["POOL", "ENABLED", "NODES", "UNDERUTILIZED", "LOWER BOUND", "EXCESS", per_hour, f"BOUND {per_hour}"]]
     for pool in plan.pools:

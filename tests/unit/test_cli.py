@@ -178,11 +178,34 @@ def test_plan_without_a_config_reports_utilization_with_every_pool_disabled(
 ) -> None:
     monkeypatch.delenv("COMPACTOR_CONFIG", raising=False)
     monkeypatch.delenv("COMPACTOR_FIRESTORE_DOCUMENT", raising=False)
-    code, out, _ = run(capsys, "plan", "--snapshot", EXAMPLE, "--now", NOW, "--json")
+    code, out, err = run(capsys, "plan", "--snapshot", EXAMPLE, "--now", NOW, "--json")
     report = json.loads(out)
     assert code == 0
     assert report["decision"]["action"] == "none"
     assert not any(pool["enabled"] for pool in report["pools"])
+    # ... and says why, and how to give one, in the report and on stderr.
+    [warning] = report["warnings"]
+    assert warning.startswith("no configuration was given, so every pool is off: nothing is marked or drained.")
+    assert "--config FILE, or set COMPACTOR_CONFIG (JSON text) or COMPACTOR_FIRESTORE_DOCUMENT" in warning
+    assert err == f"warning: {warning}\n"
+
+
+def test_the_table_of_a_plan_without_a_config_says_so_on_its_first_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COMPACTOR_CONFIG", raising=False)
+    monkeypatch.delenv("COMPACTOR_FIRESTORE_DOCUMENT", raising=False)
+    code, out, _ = run(capsys, "plan", "--snapshot", EXAMPLE, "--now", NOW)
+    assert code == 0
+    first = out.split("\n\n", 1)[0].replace("\n  ", " ")
+    assert first.startswith("No configuration was given, so every pool is off: nothing is marked or drained.")
+    assert "Give one with --config FILE" in first
+
+
+def test_a_plan_with_a_config_has_no_note_above_its_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "--snapshot", EXAMPLE, "--config", CONFIG, "--now", NOW)
+    assert code == 0
+    assert out.startswith("POOL ")
 
 
 def test_the_module_runs_as_a_command_with_real_exit_codes(tmp_path: Path) -> None:
@@ -303,6 +326,23 @@ def test_a_pool_name_that_matches_nothing_is_a_warning_naming_the_pools_that_exi
     assert "pool 'defualt-pool' of the configuration (enabled) has no node in the cluster" in warning
     assert "the pools there are default-pool, gpu-pool" in warning
     assert err == f"warning: {warning}\n"
+
+
+def test_a_pool_the_configuration_does_not_name_says_so_in_the_table_and_the_report(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = json.loads(Path(CONFIG).read_text())
+    config["nodePools"]["defualt-pool"] = config["nodePools"].pop("default-pool")
+    config["nodePools"]["gpu-pool"]["enabled"] = False
+    path = write(tmp_path, "typo.json", json.dumps(config))
+    code, out, _ = run(capsys, "plan", "--snapshot", EXAMPLE, "--config", path, "--now", NOW)
+    assert code == 0
+    rows = {line.split()[0]: line for line in out.splitlines()[1:3]}
+    assert "  no (not in the configuration)  " in rows["default-pool"]
+    assert rows["gpu-pool"].split()[1:3] == ["no", "3"], "a pool switched off by name is plainly off"
+    code, out, _ = run(capsys, "plan", "--snapshot", EXAMPLE, "--config", path, "--now", NOW, "--json")
+    pools = {pool["name"]: (pool["enabled"], pool["configured"]) for pool in json.loads(out)["pools"]}
+    assert pools == {"default-pool": (False, False), "gpu-pool": (False, True)}
 
 
 def test_a_replacement_target_pool_the_cluster_lacks_is_a_warning_naming_the_pools_there(

@@ -56,6 +56,7 @@ def test_a_dry_run_call_answers_200_with_the_report_and_writes_nothing(http_clie
     assert response.headers["Content-Type"] == "application/json"
     report = response.get_json()
     assert report["dryRun"] is True
+    assert report["schemaVersion"] == 1
     assert report["hpas"][0]["action"] == "raise"
     assert report["hpas"][0]["newMinReplicas"] == 7
     assert api.writes == []

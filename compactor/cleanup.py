@@ -73,11 +73,11 @@ from compactor.core.model import (
     UNDERUTILIZED_SINCE,
 )
 from compactor.core.timing import format_stamp
-from compactor.errors import EXIT_OK, CompactorError, LeaseHeldError, RunFailedError, SnapshotError
+from compactor.errors import EXIT_OK, BadInputError, CompactorError, LeaseHeldError, RunFailedError, SnapshotError
 from compactor.hpa import planner as hpa_planner
 from compactor.hpa import reading as hpa_reading
 from compactor.hpa.model import BASE_MIN_REPLICAS, ENABLED, MIN_REPLICAS_REASON
-from compactor.settings import arguments
+from compactor.settings import arguments, names
 
 log = logging.getLogger(__name__)
 
@@ -483,7 +483,9 @@ def command(args: argparse.Namespace) -> int:
     from compactor.kube.client import Cluster
 
     logs.configure(sys.stderr)  # stdout carries the report
-    namespace = args.lease_namespace or os.environ.get(service.ENV_LEASE_NAMESPACE) or service.DEFAULT_LEASE_NAMESPACE
+    namespace = service.lease_namespace(os.environ, args.lease_namespace)
+    if (problem := names.namespace_problem(args.placeholder_namespace)) is not None:
+        raise BadInputError(f"--placeholder-namespace: {problem}")
     # Never the function's own configuration or cluster variables: a person names the cluster.
     connector = service.connector_from({}, kubeconfig=args.kubeconfig, gke_cluster=args.gke)
     connection = connector()

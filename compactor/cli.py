@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.metadata
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NoReturn
 
 import orjson
 
+import compactor
 from compactor import report
 from compactor.core import configcheck, path, planner, timing
 from compactor.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, BadInputError, CompactorError, exit_code
@@ -42,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     installed = os.path.basename(sys.argv[0]) == "node-compactor"
     prog = "node-compactor" if installed else "python -m compactor"
     parser = _Parser(prog=prog, description="Pack pods onto fewer GKE nodes.")
+    parser.add_argument("--version", action="store_true", help="print node-compactor's version and exit")
     # Not `required`: with no subcommand `main` prints the usage itself (argparse would print one line).
     commands = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
 
@@ -138,6 +141,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+DISTRIBUTION = "node-compactor"
+
+
+def version(lookup: Callable[[str], str] = importlib.metadata.version) -> str:
+    """node-compactor's version: the installed distribution's (`pip install`), else, run from a clone where
+    nothing is installed, the source tree's `compactor.__version__` (a test keeps it pyproject.toml's)."""
+    try:
+        return lookup(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return compactor.__version__
+
+
 def _read_firestore(document: str, database: str | None) -> str:
     from compactor.gcp import firestore  # only when the configuration lives there
 
@@ -163,6 +178,14 @@ def parse_now(text: str | None) -> datetime:
         raise BadInputError(f"--now: {text!r} is not an RFC 3339 time (e.g. 2026-11-21T10:00:00Z)") from None
 
 
+# `plan` alone runs without a configuration (to show utilization), and must say what that means.
+NO_CONFIGURATION = (
+    "no configuration was given, so every pool is off: nothing is marked or drained. Give one with --config FILE, "
+    f"or set {config_source.ENV_CONFIG} (JSON text) or {config_source.ENV_FIRESTORE_DOCUMENT} "
+    "(docs/configuration.md)"
+)
+
+
 def _plan(args: argparse.Namespace) -> int:
     now = parse_now(args.now)
     loaded = config_source.load_with_source(
@@ -176,6 +199,8 @@ def _plan(args: argparse.Namespace) -> int:
     gc.disable()
     cluster = integrity.check_unique(snapshot.read_file(args.snapshot))
     warnings = [notice] if (notice := loaded.notice()) is not None else []
+    if loaded.source == "defaults":
+        warnings.append(NO_CONFIGURATION)
     warnings += integrity.check_kinds(cluster, args.snapshot)
     warnings += configcheck.for_snapshot(cluster, config)
     warn(warnings)
@@ -187,10 +212,14 @@ def _plan(args: argparse.Namespace) -> int:
     if result.surge_note:  # the planner's own warning: the report lists it too
         warn([result.surge_note])
     warn(result.compute_class_warnings)  # the planner's, about ComputeClasses: the report lists them too
+    warn([warning for warning in result.price_warnings if warning not in warnings])  # prices and replacement
     if args.json:
-        sys.stdout.buffer.write(report.to_json(result, warnings=warnings, config_source=loaded.source) + b"\n")
+        sys.stdout.buffer.write(
+            report.to_json(result, warnings=warnings, config_source=loaded.source, mode="plan") + b"\n"
+        )
     else:
-        sys.stdout.write(report.to_table(result))
+        notes = [NO_CONFIGURATION] if loaded.source == "defaults" else []
+        sys.stdout.write(report.to_table(result, notes=notes))
     _last[:] = [cluster, result]
     return EXIT_OK
 
@@ -210,13 +239,16 @@ _last: list[object] = []
 def _run(args: argparse.Namespace) -> int:
     from compactor import logs, service
 
-    logs.configure(sys.stderr)  # stdout carries the report
+    # stdout carries the report; errors and warnings are printed once, in `main`'s words and `warn`'s.
+    logs.configure(sys.stderr, leave_out=logs.SHOWN_BY_THE_COMMAND_LINE)
     connector = service.connector_from(os.environ, kubeconfig=args.kubeconfig, gke_cluster=args.gke)
     try:
         result = service.run(os.environ, connector=connector, config_file=args.config, force_dry_run=args.dry_run)
     except CompactorError as error:
-        if error.report is not None and args.json:
-            sys.stdout.buffer.write(orjson.dumps(error.report, option=orjson.OPT_INDENT_2) + b"\n")
+        if error.report is not None:
+            warn(error.report.get("warnings") or ())
+            if args.json:
+                sys.stdout.buffer.write(orjson.dumps(error.report, option=orjson.OPT_INDENT_2) + b"\n")
         raise
     warn(result.report.get("warnings") or ())
     if args.json:
@@ -242,6 +274,12 @@ def _simulate(args: argparse.Namespace) -> int:
             setup = scenario.with_hours(setup, args.hours)
     else:
         setup = kubectl.load(args.snapshot, config=config, hours=args.hours or 24.0)
+    # Every pool of a simulated cluster is known: a target pool that is none of them is a mistake, not a pool
+    # to come (DESIGN "Node replacement").
+    where = "the scenario" if args.scenario else "the snapshot's cluster"
+    problems = configcheck.unknown_target_pools(setup.config, [pool.name for pool in setup.pools], where)
+    if problems:
+        raise BadInputError(problems[0], problems)
     warn(simulation_warnings(setup, args.snapshot))
     bar = progress.Bar(sys.stderr, start=setup.start, hours=setup.hours, warmup_hours=setup.warmup_hours)
     try:
@@ -323,6 +361,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
+        if args.version:
+            print(f"{DISTRIBUTION} {version()}")
+            return EXIT_OK
         if args.command is None:
             parser.print_help(sys.stderr)
             return EXIT_BAD_INPUT

@@ -35,8 +35,23 @@ class JsonFormatter(logging.Formatter):
 _HANDLER_NAME = "node-compactor-json"
 
 
-def configure(stream: TextIO | None = None, level: int = logging.INFO) -> None:
-    """Send every log record as JSON to `stream` (stdout by default). Calling it again is harmless."""
+# The events the command line prints itself, as `error: ...` and `warning: ...` lines: its stderr carries
+# the logs too, and the same sentence twice (once as JSON) reads as two problems.
+SHOWN_BY_THE_COMMAND_LINE = frozenset({"run-failed", "run-skipped", "input-warning", "compute-class-warning"})
+
+
+def event(record: logging.LogRecord) -> str | None:
+    """The record's `event` field, if it has one."""
+    fields = getattr(record, "fields", None)
+    found = fields.get("event") if isinstance(fields, dict) else None
+    return found if isinstance(found, str) else None
+
+
+def configure(
+    stream: TextIO | None = None, level: int = logging.INFO, *, leave_out: frozenset[str] = frozenset()
+) -> None:
+    """Send every log record as JSON to `stream` (stdout by default), but those whose `event` is in
+    `leave_out` (what the caller prints in its own words). Calling it again is harmless."""
     root = logging.getLogger()
     for handler in list(root.handlers):
         if handler.get_name() == _HANDLER_NAME:
@@ -44,6 +59,8 @@ def configure(stream: TextIO | None = None, level: int = logging.INFO) -> None:
     handler = logging.StreamHandler(stream or sys.stdout)
     handler.set_name(_HANDLER_NAME)
     handler.setFormatter(JsonFormatter())
+    if leave_out:
+        handler.addFilter(lambda record: event(record) not in leave_out)
     root.addHandler(handler)
     root.setLevel(level)
     # The Kubernetes client logs every retried connection at WARNING through urllib3.

@@ -1,6 +1,8 @@
 """The plan as people and programs read it: the JSON report (DESIGN.md) and a table.
 
-The JSON field names are a contract; fields may be added, never renamed.
+The JSON field names are a contract; fields may be added, never renamed. `schemaVersion` says which
+contract a document follows: it goes up when a field is renamed, removed or changes its meaning, never
+for a field added, so a reader that checks it can trust every field it knows.
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,6 +19,12 @@ from compactor.core.plan import ConsolidationPath, Plan, PoolReport, Preview, Re
 from compactor.core.planner import BLOCKER_SUMMARY
 from compactor.core.timing import format_stamp, human, seconds_between
 from compactor.core.wording import percent
+
+SCHEMA_VERSION = 1
+
+# What produced the report: `plan` (a saved snapshot; nothing is ever written), a live run that writes
+# nothing (`dry-run`: the function's dryRun, `run --dry-run`, or the configuration's dryRun) or one that acts.
+Mode = Literal["plan", "dry-run", "run"]
 
 
 class _Model(BaseModel):
@@ -94,6 +102,8 @@ class NodeModel(_Model):
 class PoolModel(_Model):
     name: str
     enabled: bool
+    # Whether the configuration names the pool: false explains `enabled: false` without a word in it.
+    configured: bool
     nodes: int
     underutilized: int
     lower_bound_nodes: int = Field(serialization_alias="lowerBoundNodes")
@@ -149,12 +159,15 @@ class SteeringModel(_Model):
 
 
 class ReportModel(_Model):
+    schema_version: int = Field(SCHEMA_VERSION, serialization_alias="schemaVersion")
+    mode: Mode
     decision: DecisionModel
     marks: MarksModel
     # `replaceable-since` put on and taken off nodes of pools with replacement on (DESIGN rule 10).
     replaceable: MarksModel
     nodes: list[NodeModel]
     pools: list[PoolModel]
+    # Whether this report's run writes nothing: true for `plan` and every dry run.
     dry_run: bool = Field(serialization_alias="dryRun")
     now: str
     # When nothing is done: the gate that held this run ({"kind", "summary"}), else None.
@@ -198,9 +211,15 @@ def to_model(
     outcome: dict[str, Any] | None = None,
     warnings: Sequence[str] = (),
     config_source: str | None = None,
+    mode: Mode | None = None,
 ) -> ReportModel:
+    """The report of `plan`; `mode` None: a live run's, dry or not as the plan says."""
     decision = plan.decision
+    if mode is None:
+        mode = "dry-run" if plan.dry_run else "run"
     return ReportModel(
+        schema_version=SCHEMA_VERSION,
+        mode=mode,
         decision=DecisionModel(
             action=decision.action,
             node=decision.node,
@@ -243,6 +262,7 @@ def to_model(
             PoolModel(
                 name=pool.name,
                 enabled=pool.enabled,
+                configured=pool.configured,
                 nodes=pool.nodes,
                 underutilized=pool.underutilized,
                 lower_bound_nodes=pool.lower_bound_nodes,
@@ -257,7 +277,7 @@ def to_model(
             )
             for pool in plan.pools
         ],
-        dry_run=plan.dry_run,
+        dry_run=plan.dry_run or mode == "plan",
         now=format_stamp(plan.now),
         held_by=held_by(plan),
         awaiting_removal=list(plan.awaiting_removal),
@@ -271,12 +291,17 @@ def to_model(
         restamp=list(plan.restamp),
         outcome=outcome,
         preview=_preview_model(plan.preview),
-        warnings=[
-            *warnings,
-            *([plan.surge_note] if plan.surge_note else []),
-            *plan.compute_class_warnings,
-            *plan.price_warnings,
-        ],
+        # Each sentence once: the input's checks and the planner may say the same (a target pool not used).
+        warnings=list(
+            dict.fromkeys(
+                [
+                    *warnings,
+                    *([plan.surge_note] if plan.surge_note else []),
+                    *plan.compute_class_warnings,
+                    *plan.price_warnings,
+                ]
+            )
+        ),
         config_source=config_source,
         currency=plan.currency,
         replacement=_replacement_model(plan.replacement),
@@ -350,8 +375,10 @@ def to_dict(
     outcome: dict[str, Any] | None = None,
     warnings: Sequence[str] = (),
     config_source: str | None = None,
+    mode: Mode | None = None,
 ) -> dict[str, Any]:
-    data = to_model(plan, outcome=outcome, warnings=warnings, config_source=config_source).model_dump(by_alias=True)
+    model = to_model(plan, outcome=outcome, warnings=warnings, config_source=config_source, mode=mode)
+    data = model.model_dump(by_alias=True)
     for optional in ("outcome", "configSource"):
         if data[optional] is None:
             del data[optional]
@@ -364,8 +391,9 @@ def to_json(
     outcome: dict[str, Any] | None = None,
     warnings: Sequence[str] = (),
     config_source: str | None = None,
+    mode: Mode | None = None,
 ) -> bytes:
-    document = to_dict(plan, outcome=outcome, warnings=warnings, config_source=config_source)
+    document = to_dict(plan, outcome=outcome, warnings=warnings, config_source=config_source, mode=mode)
     return orjson.dumps(document, option=orjson.OPT_INDENT_2)
 
 
@@ -406,14 +434,19 @@ def _columns(rows: list[list[str]], right: set[int]) -> list[str]:
 
 def _enabled_cell(pool: PoolReport) -> str:
     if not pool.enabled:
-        return "no"
+        # Why not, when nobody said "enabled": false: a pool the configuration does not name (is its name in
+        # the configuration misspelt?). Nodes without the pool label say so in the POOL column.
+        return "no" if pool.configured or not pool.name else "no (not in the configuration)"
     if pool.compute_class is not None and pool.compute_class.left_to_autoscaler is not None:
         return "left to the autoscaler (ComputeClass threshold)"
     return "yes"
 
 
-def to_table(plan: Plan) -> str:
+def to_table(plan: Plan, *, notes: Sequence[str] = ()) -> str:
+    """The plan as a table; `notes`, sentences a person must read first (no configuration at all), above it."""
     lines: list[str] = []
+    for note in notes:
+        lines += [*_wrap(note[:1].upper() + note[1:]), ""]
     per_hour = f"{plan.currency}/H"
     pool_rows = [["POOL", "ENABLED", "NODES", "UNDERUTILIZED", "LOWER BOUND", "EXCESS", per_hour, f"BOUND {per_hour}"]]
     for pool in plan.pools:

@@ -35,6 +35,7 @@ from compactor.gcp import pricefile
 from compactor.kube import integrity, watching
 from compactor.kube.snapshot import paused_gc
 from compactor.settings import config as config_source
+from compactor.settings import names
 
 if TYPE_CHECKING:
     from compactor.kube.client import ListMethod
@@ -93,6 +94,19 @@ def run_budget(env: Mapping[str, str]) -> int:
             "deadline) and the Lease it holds must expire soon after a crashed run"
         )
     return seconds
+
+
+def lease_namespace(env: Mapping[str, str], given: str | None = None) -> str:
+    """The namespace of the Leases: `given` (a command-line flag), else COMPACTOR_LEASE_NAMESPACE, else
+    kube-system; a name the API server would refuse is bad input, found before any request."""
+    if given:
+        source, namespace = "--lease-namespace", given
+    else:
+        source, namespace = ENV_LEASE_NAMESPACE, env.get(ENV_LEASE_NAMESPACE) or DEFAULT_LEASE_NAMESPACE
+    problem = names.namespace_problem(namespace)
+    if problem is not None:
+        raise BadInputError(f"{source}: {problem}")
+    return namespace
 
 
 def list_method(env: Mapping[str, str]) -> ListMethod:
@@ -275,7 +289,7 @@ def _run(
     if dry_run and not config.dry_run:
         config = config.model_copy(update={"dry_run": True})
     budget = Budget(deadline=started + budget_seconds, monotonic=monotonic, sleep=sleep)
-    namespace = env.get(ENV_LEASE_NAMESPACE) or DEFAULT_LEASE_NAMESPACE
+    namespace = lease_namespace(env)
     holder = new_run_id()
 
     connection = connector()

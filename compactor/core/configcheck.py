@@ -7,6 +7,11 @@ gets no pool settings at all. Both are warnings, sentences a person reads on
 stderr and in the report's `warnings`, naming the pools that do exist. They
 never stop a run: a pool may be configured ahead of its creation.
 
+A target pool of node replacement (`replacement.targetPools`) that is not in
+the cluster, not autoscaled or at its maximum is a warning on every run, in
+the words `core.replacement.templates` uses when it looks for a replacement
+(it asks this module), and is not used.
+
 Pure: configuration and node labels in, sentences out; nothing here reads a
 file or the cluster.
 """
@@ -14,13 +19,11 @@ file or the cluster.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-from compactor.core.model import Snapshot
+from compactor.core.model import PoolAutoscaling, Snapshot
+from compactor.core.wording import names
 from compactor.settings.config import Config
-
-# Names listed in one sentence; a cluster of hundreds of pools or unlabeled nodes gets a count for the rest.
-MAX_NAMES = 10
 
 
 def for_snapshot(snapshot: Snapshot, config: Config) -> tuple[str, ...]:
@@ -34,7 +37,74 @@ def for_snapshot(snapshot: Snapshot, config: Config) -> tuple[str, ...]:
             unlabeled.append(node.name)
         else:
             pools[pool] += 1
-    return pool_warnings(config, pools, unlabeled)
+    return (*pool_warnings(config, pools, unlabeled), *target_pool_warnings(config, pools, snapshot.pool_autoscaling))
+
+
+def target_pool_warnings(
+    config: Config, pools: Mapping[str, int], known: Mapping[str, PoolAutoscaling]
+) -> tuple[str, ...]:
+    """One sentence per target pool of an enabled pool's replacement that can take no new node (`pools`: each
+    pool label value and its node count; `known`: what GKE says of the pools, empty when it was not read)."""
+    warnings: list[str] = []
+    for target in targets(config):
+        problem = target_pool_problem(target, pools.get(target, 0), pools, known)
+        if problem is not None and problem not in warnings:
+            warnings.append(problem)
+    return tuple(warnings)
+
+
+def target_pool_problem(
+    pool_name: str, nodes: int, pools_with_nodes: Iterable[str], known: Mapping[str, PoolAutoscaling]
+) -> str | None:
+    """Why a target pool of `nodes` nodes can take no new node, as the warning that names it (DESIGN: a target
+    pool not in the cluster, not autoscaled or at its maximum is not used), or None when it may. `known`: what
+    GKE says of the cluster's pools (empty when GKE's API was not read); `pools_with_nodes`: the pool label
+    values the nodes carry. This module says it on every run, `core.replacement.templates` in the same words
+    when it looks for a replacement: the report lists it once."""
+    autoscaling = known.get(pool_name)
+    if autoscaling is not None and not autoscaling.can_grow(nodes):
+        if not autoscaling.enabled:
+            return f"target pool {pool_name} is not autoscaled, so it is not used"
+        return f"target pool {pool_name} is at its maximum size ({nodes} node(s)), so it is not used"
+    if nodes > 0 or autoscaling is not None:
+        return None
+    there = names(sorted({*pools_with_nodes, *known}))
+    if not known:
+        # A pool scaled to zero has no node to show it exists: only GKE's API can tell it from a typo.
+        return (
+            f"target pool {pool_name} has no node in the cluster and GKE's node pool config was not read, so it "
+            f"is not used: the pools there are {there} (check its spelling; a pool with no node yet is used "
+            "when GKE's API is read, with --gke or COMPACTOR_CLUSTER)"
+        )
+    return (
+        f"target pool {pool_name} is not in the cluster (no node carries it and GKE names no such pool), so it "
+        f"is not used: the pools there are {there} (check its spelling)"
+    )
+
+
+def unknown_target_pools(config: Config, pools: Sequence[str], where: str) -> list[str]:
+    """Where every pool is known (a simulated cluster, `where` says which): one problem per target pool of an
+    enabled pool's replacement that is none of `pools`, naming it and them."""
+    problems = []
+    for name, pool in sorted(config.node_pools.items()):
+        if not pool.enabled or pool.replacement is None or not pool.replacement.enabled:
+            continue
+        for target in pool.replacement.target_pools:
+            if target not in pools:
+                problems.append(
+                    f"nodePools.{name}.replacement.targetPools: {target!r} is not a pool of {where}; its pools are "
+                    f"{names(sorted(pools))}"
+                )
+    return problems
+
+
+def targets(config: Config) -> list[str]:
+    """The target pools of every enabled pool's replacement, each once, in the configuration's order."""
+    found: dict[str, None] = {}
+    for _, pool in sorted(config.node_pools.items()):
+        if pool.enabled and pool.replacement is not None and pool.replacement.enabled:
+            found.update(dict.fromkeys(pool.replacement.target_pools))
+    return list(found)
 
 
 def pool_warnings(config: Config, pools: Iterable[str], unlabeled: Sequence[str] = ()) -> tuple[str, ...]:
@@ -59,11 +129,3 @@ def pool_warnings(config: Config, pools: Iterable[str], unlabeled: Sequence[str]
             f"never marked or drained: {some}"
         )
     return tuple(warnings)
-
-
-def names(items: Sequence[str]) -> str:
-    """`a, b, c` with at most MAX_NAMES of them, then how many more."""
-    shown = ", ".join(items[:MAX_NAMES])
-    if len(items) > MAX_NAMES:
-        shown += f" and {len(items) - MAX_NAMES} more"
-    return shown or "none"

@@ -86,6 +86,9 @@ class PoolReport:
     price_per_hour: float | None = None
     cost_lower_bound_per_hour: float | None = None
     price_note: str | None = None
+    # Whether the configuration names the pool at all: a pool it does not name is never enabled, and the
+    # report says why (often a misspelt name in the configuration).
+    configured: bool = True
 
 
 ReplacementStep = Literal["create", "wait", "drain", "delete", "give-up"]

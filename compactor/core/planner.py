@@ -642,6 +642,7 @@ def _pool_reports(view: ClusterView, underutilized: dict[str, bool], node_costs:
             PoolReport(
                 name=name if name is not None else "",
                 enabled=view.config.enabled_pool(name) is not None,
+                configured=view.config.pool(name) is not None,
                 nodes=len(members),
                 underutilized=sum(1 for member in members if underutilized[member.name]),
                 lower_bound_nodes=bound,

@@ -2,6 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+# Names listed in one sentence; a cluster of hundreds of pools or nodes gets a count for the rest.
+MAX_NAMES = 10
+
+
+def names(items: Sequence[str]) -> str:
+    """`a, b, c` with at most MAX_NAMES of them, then how many more."""
+    shown = ", ".join(items[:MAX_NAMES])
+    if len(items) > MAX_NAMES:
+        shown += f" and {len(items) - MAX_NAMES} more"
+    return shown or "none"
+
 
 def percent(ratio: float | None, *, missing: str = "n/a") -> str:
     """0.614 -> "61%"; `missing` when the ratio is unknown (a node with no allocatable)."""

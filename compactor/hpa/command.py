@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
     from compactor import service as compactor_service
     from compactor.hpa import service
 
-    logs.configure(sys.stderr)  # stdout carries the report
+    # stdout carries the report; `cli.main` prints a failed or skipped run's error itself, once.
+    logs.configure(sys.stderr, leave_out=frozenset({"run-failed", "run-skipped"}))
     connector = compactor_service.connector_from(os.environ, kubeconfig=args.kubeconfig, gke_cluster=args.gke)
     result = service.run(
         os.environ, connector=connector, config_file=args.config, force_dry_run=args.dry_run, gke_cluster=args.gke

@@ -6,6 +6,10 @@ from typing import Any
 
 from compactor.hpa.model import Decision, Floor, Plan
 
+# The report's contract, versioned apart from the compactor's (compactor/report.py): it goes up when a field is
+# renamed, removed or changes its meaning, never for a field added.
+SCHEMA_VERSION = 1
+
 
 def decision_dict(decision: Decision) -> dict[str, Any]:
     hpa = decision.hpa
@@ -38,7 +42,11 @@ def decision_dict(decision: Decision) -> dict[str, Any]:
 
 def to_dict(plan: Plan, *, outcome: dict[str, Any] | None = None, dry_run: bool | None = None) -> dict[str, Any]:
     summary = {action: plan.count(action) for action in ("raise", "lower", "restore", "none", "skip", "fail")}
-    document: dict[str, Any] = {"hpas": [decision_dict(d) for d in plan.decisions], "summary": summary}
+    document: dict[str, Any] = {
+        "schemaVersion": SCHEMA_VERSION,
+        "hpas": [decision_dict(d) for d in plan.decisions],
+        "summary": summary,
+    }
     if outcome is not None:
         document["outcome"] = outcome
     if dry_run is not None:

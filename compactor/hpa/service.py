@@ -165,7 +165,7 @@ def _run(
     for warning in warnings:
         log.warning(warning, extra={"fields": {"event": "input-warning", "job": "hpa-floor"}})
     dry_run = force_dry_run or config.dry_run
-    namespace = env.get(compactor_service.ENV_LEASE_NAMESPACE) or compactor_service.DEFAULT_LEASE_NAMESPACE
+    namespace = compactor_service.lease_namespace(env)
     holder = new_run_id()
 
     connection = connector()

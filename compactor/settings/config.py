@@ -23,7 +23,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from compactor.errors import ConfigError
-from compactor.settings import cron, strictjson
+from compactor.settings import cron, names, strictjson
 
 DEFAULT_POOL_LABEL = "cloud.google.com/gke-nodepool"
 
@@ -209,13 +209,15 @@ class Config(BaseModel):
     # A price file written by `python -m compactor prices --refresh --out FILE`, read over the built-in table.
     price_file: str | None = Field(None, alias="priceFile", min_length=1)
     # Where replacement's placeholder pods live (their PriorityClass and this namespace come from terraform).
-    placeholder_namespace: str = Field(
-        DEFAULT_PLACEHOLDER_NAMESPACE,
-        alias="placeholderNamespace",
-        min_length=1,
-        max_length=63,
-        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-    )
+    placeholder_namespace: str = Field(DEFAULT_PLACEHOLDER_NAMESPACE, alias="placeholderNamespace")
+
+    @field_validator("placeholder_namespace")
+    @classmethod
+    def _namespace_name(cls, value: str) -> str:
+        problem = names.namespace_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
     @field_validator("time_zone")
     @classmethod

@@ -331,8 +331,13 @@ def _plateau(nodes: list[int], bound: list[int], window: tuple[int, int] | None)
     }
 
 
+# `simulate --json`'s own contract, versioned apart from the run's report (compactor/report.py): it goes up
+# when a field is renamed, removed or changes its meaning, never for a field added.
+SCHEMA_VERSION = 1
+
+
 def to_json(results: Results) -> bytes:
-    return orjson.dumps(summarize(results), option=orjson.OPT_INDENT_2)
+    return orjson.dumps({"schemaVersion": SCHEMA_VERSION, **summarize(results)}, option=orjson.OPT_INDENT_2)
 
 
 def to_table(results: Results, *, wide: bool = False) -> str:

@@ -56,6 +56,7 @@ def test_a_dry_run_call_answers_200_with_the_report_and_writes_nothing(http_clie
     assert response.headers["Content-Type"] == "application/json"
     report = response.get_json()
     assert report["dryRun"] is True
+    assert report["schemaVersion"] == 1
     assert report["hpas"][0]["action"] == "raise"
     assert report["hpas"][0]["newMinReplicas"] == 7
     assert api.writes == []
@@ -232,6 +233,26 @@ def test_the_offline_plan_without_a_metrics_file_leaves_query_hpas_alone(
 def test_bad_command_lines_exit_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_lease_namespace_that_is_not_a_dns_label_is_400_before_any_request(
+    http_client: Any, api: FakeApiServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COMPACTOR_LEASE_NAMESPACE", "Bad_NS!")
+    api.reset_counters()
+    response = http_client.post("/")
+    assert response.status_code == 400
+    assert (
+        "COMPACTOR_LEASE_NAMESPACE: 'Bad_NS!' is not a valid namespace: a namespace is a DNS-1123 label"
+        in (response.get_json()["error"])
+    )
+    assert api.requests == []
+
+
+def test_a_failed_hpa_run_says_its_error_once(capsys: pytest.CaptureFixture[str]) -> None:
+    # stderr carries the run's JSON logs too: the failure is the one `error:` line, not a log line as well.
+    assert cli.main(["hpa", "--kubeconfig", "/nonexistent"]) == 2
+    assert capsys.readouterr().err == "error: kubeconfig /nonexistent: No such file or directory\n"
 
 
 # --- scale ----------------------------------------------------------------------------------------------------

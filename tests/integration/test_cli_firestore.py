@@ -19,12 +19,17 @@ def plan_json(capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, dic
     return code, json.loads(captured.out) if captured.out else {}, captured.err
 
 
+def gpu_pool_enabled(report: dict[str, Any]) -> bool:
+    enabled: bool = next(pool["enabled"] for pool in report["pools"] if pool["name"] == "gpu-pool")
+    return enabled
+
+
 @pytest.fixture
 def firestore_document(
     firestore_emulator: FirestoreEmulator,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> str:
-    """examples/config.json with dryRun true, in the Firestore document COMPACTOR_FIRESTORE_DOCUMENT names."""
+    """examples/config.json with gpu-pool not enabled, in the Firestore document COMPACTOR_FIRESTORE_DOCUMENT names."""
     from google.cloud import firestore
 
     monkeypatch.setenv("FIRESTORE_EMULATOR_HOST", firestore_emulator.host)
@@ -32,7 +37,7 @@ def firestore_document(
     monkeypatch.delenv("COMPACTOR_CONFIG", raising=False)
     with open("examples/config.json") as stream:
         settings = json.load(stream)
-    settings["dryRun"] = True
+    settings["nodePools"]["gpu-pool"]["enabled"] = False
     firestore.Client(project=firestore_emulator.project).collection("compactor").document("plan").set(
         {"config": json.dumps(settings)}
     )
@@ -45,7 +50,7 @@ def test_plan_without_config_takes_its_configuration_from_firestore(
 ) -> None:
     code, report, err = plan_json(capsys)
     assert code == 0, err
-    assert report["dryRun"] is True, "the Firestore document was used"
+    assert gpu_pool_enabled(report) is False, "the Firestore document was used"
     assert report["configSource"] == f"firestore:{firestore_document}"
     assert report["decision"]["action"] == "drain"
 
@@ -55,7 +60,7 @@ def test_an_explicit_config_file_wins_over_firestore(
 ) -> None:
     code, report, err = plan_json(capsys, "--config", "examples/config.json")
     assert code == 0, err
-    assert report["dryRun"] is False, "the file, not the Firestore document, was used"
+    assert gpu_pool_enabled(report) is True, "the file, not the Firestore document, was used"
     assert report["configSource"] == "--config examples/config.json"
     assert f"COMPACTOR_FIRESTORE_DOCUMENT={firestore_document} is also set and not used" in err
 

@@ -39,6 +39,7 @@ def test_a_dry_run_prints_the_report_and_writes_nothing(
     assert code == 0
     report = json.loads(out)
     assert report["decision"]["node"] == "n1" and report["dryRun"] is True
+    assert report["mode"] == "dry-run"
     assert report["outcome"]["dryRun"] is True
     assert api.writes == []
 
@@ -135,6 +136,49 @@ def test_a_pool_that_matches_no_node_is_a_warning_in_the_run_and_its_report(
     assert code == 0
     assert "pool 'defualt-pool'" in warning and "the pools there are default-pool" in warning
     assert f"warning: {warning}" in captured.err
+    assert captured.err.count("pool 'defualt-pool'") == 1, "the warning is printed once, not logged as well"
+
+
+# -- each error once: stderr carries the logs too, and a problem said twice reads as two -----------------
+
+
+@pytest.mark.parametrize(
+    ("config", "kubeconfig_path", "message"),
+    [
+        pytest.param(
+            None,
+            "/nonexistent",
+            "no configuration: pass --config FILE, or set COMPACTOR_FIRESTORE_DOCUMENT or COMPACTOR_CONFIG",
+            id="no-configuration",
+        ),
+        pytest.param(CONFIG, "/nonexistent", "kubeconfig /nonexistent: No such file or directory", id="no-kubeconfig"),
+    ],
+)
+def test_an_error_is_printed_once(
+    kubeconfig: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    config: object,
+    kubeconfig_path: str,
+    message: str,
+) -> None:
+    with_config = ["--config", config_file(tmp_path, config)] if config is not None else []
+    code = cli.main(["run", "--dry-run", "--kubeconfig", kubeconfig_path, *with_config])
+    captured = capsys.readouterr()
+    assert (code, captured.out, captured.err) == (2, "", f"error: {message}\n")
+
+
+def test_a_held_lease_is_said_once(
+    api: FakeApiServer, kubeconfig: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from datetime import UTC, datetime
+
+    renewed = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000000Z")
+    api.add(k8s.lease(holder="other-run", renew_time=renewed, duration_seconds=600))
+    code = cli.main(["run", "--kubeconfig", kubeconfig, "--config", config_file(tmp_path, CONFIG)])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.count("other-run") == 1 and err.startswith("error: "), err
 
 
 def test_a_dry_run_on_a_cluster_new_to_node_compactor_previews_the_first_drain(api: FakeApiServer) -> None:

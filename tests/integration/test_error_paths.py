@@ -37,6 +37,10 @@ ROOT = Path(__file__).resolve().parents[2]
 FAR_FUTURE_OFFSET = "9999-12-31T23:59:59-23:59"
 BEFORE_YEAR_ONE = "0001-01-01T00:00:00+01:00"
 FORM = "application/x-www-form-urlencoded"
+NAMESPACE_RULE = (
+    "is not a valid namespace: a namespace is a DNS-1123 label: at most 63 characters of lowercase letters, "
+    "digits and '-', starting and ending with a letter or digit"
+)
 SEVERAL_PDBS = "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
 
 
@@ -230,6 +234,49 @@ def test_a_run_budget_past_the_function_timeout_is_400_over_http(
     assert api.requests == []
 
 
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        pytest.param("COMPACTOR_LEASE_NAMESPACE", "Bad_NS!", id="lease-namespace"),
+        pytest.param("COMPACTOR_CONFIG", json.dumps({**CONFIG, "placeholderNamespace": "Bad_NS!"}), id="placeholder"),
+    ],
+)
+def test_a_namespace_that_is_not_a_dns_label_is_400_over_http_before_any_request(
+    http_client: Any, api: FakeApiServer, monkeypatch: pytest.MonkeyPatch, variable: str, value: str
+) -> None:
+    monkeypatch.setenv(variable, value)
+    response = http_client.post("/")
+    assert response.status_code == 400
+    [problem] = response.get_json()["problems"]
+    assert f"'Bad_NS!' {NAMESPACE_RULE}" in problem
+    assert api.requests == []
+
+
+@pytest.mark.parametrize(
+    ("flag", "message"),
+    [
+        pytest.param("--lease-namespace", f"error: --lease-namespace: 'Bad_NS!' {NAMESPACE_RULE}", id="lease"),
+        pytest.param(
+            "--placeholder-namespace", f"error: --placeholder-namespace: 'Bad_NS!' {NAMESPACE_RULE}", id="placeholder"
+        ),
+    ],
+)
+def test_cleanup_refuses_a_namespace_that_is_not_a_dns_label_before_any_request(
+    api: FakeApiServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    flag: str,
+    message: str,
+) -> None:
+    clean_env(monkeypatch)
+    kubeconfig = str(api.write_kubeconfig(tmp_path / "kubeconfig"))
+    code, _, err = main(capsys, "cleanup", "--kubeconfig", kubeconfig, flag, "Bad_NS!")
+    assert code == 2
+    assert err.startswith(message), err
+    assert api.requests == []
+
+
 # -- the command line: files and environment -----------------------------------------------------------
 
 
@@ -318,6 +365,18 @@ def test_a_malformed_kubeconfig_is_400_over_http_naming_the_file(
             "because a run must end before the function's timeout",
             id="budget-past-the-function-timeout",
         ),
+        pytest.param(
+            ["--config", "GOOD"],
+            {"COMPACTOR_LEASE_NAMESPACE": "Bad_NS!"},
+            f"error: COMPACTOR_LEASE_NAMESPACE: 'Bad_NS!' {NAMESPACE_RULE}",
+            id="lease-namespace-not-a-dns-label",
+        ),
+        pytest.param(
+            ["--config", "BAD_PLACEHOLDER_NAMESPACE", "--dry-run"],
+            {},
+            f"placeholderNamespace: 'Bad_NS!' {NAMESPACE_RULE}",
+            id="placeholder-namespace-not-a-dns-label",
+        ),
     ],
 )
 def test_bad_configuration_sources_exit_2_and_touch_no_cluster(
@@ -335,6 +394,9 @@ def test_bad_configuration_sources_exit_2_and_touch_no_cluster(
     files = {
         "DUPLICATE": write(tmp_path, "duplicate.json", '{"dryRun": true, "nodePools": {}, "dryRun": false}'),
         "GOOD": write(tmp_path, "good.json", json.dumps(CONFIG)),
+        "BAD_PLACEHOLDER_NAMESPACE": write(
+            tmp_path, "namespace.json", json.dumps({**CONFIG, "placeholderNamespace": "Bad_NS!"})
+        ),
     }
     kubeconfig = str(api.write_kubeconfig(tmp_path / "kubeconfig"))
     code, _, err = main(capsys, "run", "--kubeconfig", kubeconfig, *[files.get(arg, arg) for arg in args])

@@ -56,6 +56,7 @@ def test_a_dry_run_call_answers_200_with_the_report_and_writes_nothing(
     report = response.get_json()
     assert report["decision"]["action"] == "drain"
     assert report["dryRun"] is True
+    assert (report["schemaVersion"], report["mode"]) == (1, "dry-run")
     assert function_env.writes == []
 
 
@@ -72,7 +73,9 @@ def test_a_dry_run_call_answers_200_with_the_report_and_writes_nothing(
 def test_a_scheduled_call_acts(http_client: Any, function_env: FakeApiServer, call: dict[str, Any], body: Any) -> None:
     response = http_client.open("/", **call)
     assert response.status_code == 200, response.get_data(as_text=True)
-    assert response.get_json()["decision"]["node"] == "n1"
+    report = response.get_json()
+    assert report["decision"]["node"] == "n1"
+    assert (report["schemaVersion"], report["mode"], report["dryRun"]) == (1, "run", False)
     assert cordoned(function_env, "n1")
 
 

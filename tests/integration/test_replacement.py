@@ -267,3 +267,17 @@ def test_a_dry_run_writes_no_replaceable_annotation(api: FakeApiServer) -> None:
     result = run_once(api, env=env_with(BUSY_CONFIG), dry_run=True)
     assert result.report["replaceable"]["add"] == ["b1"]
     assert REPLACEABLE_SINCE not in node_annotations(api, "b1")
+
+
+def test_a_misspelt_target_pool_is_one_warning_in_the_run_and_nothing_is_asked_for(api: FakeApiServer) -> None:
+    # b1's replacement is looked for (so the search meets the name too), and the run reports it once.
+    cluster(api)
+    typo = {**CONFIG, "nodePools": {**CONFIG["nodePools"], BIG: {**CONFIG["nodePools"][BIG]}}}
+    typo["nodePools"][BIG]["replacement"] = {**CONFIG["nodePools"][BIG]["replacement"], "targetPools": ["smal-pool"]}
+    result = run_once(api, env=env_with(typo))
+    named = [warning for warning in result.report["warnings"] if "smal-pool" in warning]
+    assert len(named) == 1
+    assert named[0].startswith("target pool smal-pool has no node in the cluster")
+    assert "the pools there are big-pool, small-pool" in named[0]
+    assert "replacement" not in result.report
+    assert placeholders(api) == []

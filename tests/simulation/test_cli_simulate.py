@@ -32,6 +32,7 @@ def test_the_json_has_every_strategy_and_figure(tmp_path: Path, capsys: pytest.C
     code, out, err = run(capsys, "--scenario", scenario_file(tmp_path), "--hours", "1", "--json")
     assert code == 0, err
     data = json.loads(out)
+    assert data["schemaVersion"] == 1
     assert [s["name"] for s in data["strategies"]] == cli_names()
     fields = {"nodeHours", "vsCaAlone", "nodes", "evictions", "evictionsPerNodeRemoved", "pendingPodMinutes"}
     fields |= {"pdbViolations", "noPlace", "nodesRemoved", "series", "savingsRecovered", "heldBackBy"}
@@ -162,6 +163,21 @@ def test_a_configuration_whose_pool_the_scenario_lacks_is_a_warning(
     assert code == 0, err
     assert "warning: pool 'defualt-pool' of the configuration (enabled) has no node in the cluster" in err
     assert "the pools there are default-pool" in err
+
+
+def test_a_replacement_target_pool_the_scenario_lacks_is_an_error_naming_it_and_the_scenarios_pools(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = json.loads(Path("examples/scenarios/oversized-large-nodes.json").read_text())
+    scenario["compactor"]["nodePools"]["large-pool"]["replacement"]["targetPools"] = ["smal-pool"]
+    path = tmp_path / "typo.json"
+    path.write_text(json.dumps(scenario))
+    code, out, err = run(capsys, "--scenario", str(path), "--hours", "0.1")
+    assert (code, out) == (2, "")
+    assert err == (
+        "error: nodePools.large-pool.replacement.targetPools: 'smal-pool' is not a pool of the scenario; its pools "
+        "are large-pool, small-pool\n"
+    )
 
 
 def test_a_snapshot_without_nodes_or_pdbs_says_which_kubectl_command_saves_them(

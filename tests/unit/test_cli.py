@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import compactor
 from compactor import cli
 
 EXAMPLE = "examples/offpeak-snapshot.json"
@@ -39,7 +42,7 @@ def test_the_json_report_has_every_field_the_contract_fixes(capsys: pytest.Captu
     assert all(node_fields <= node.keys() for node in report["nodes"])
     pool_fields = {"name", "enabled", "nodes", "underutilized", "lowerBoundNodes", "excessNodes"}
     assert all(pool_fields <= pool.keys() for pool in report["pools"])
-    assert report["dryRun"] is False
+    assert report["dryRun"] is True  # plan never writes
 
 
 def test_the_example_drains_one_node_and_shows_many_kinds_of_blocker(capsys: pytest.CaptureFixture[str]) -> None:
@@ -175,11 +178,34 @@ def test_plan_without_a_config_reports_utilization_with_every_pool_disabled(
 ) -> None:
     monkeypatch.delenv("COMPACTOR_CONFIG", raising=False)
     monkeypatch.delenv("COMPACTOR_FIRESTORE_DOCUMENT", raising=False)
-    code, out, _ = run(capsys, "plan", "--snapshot", EXAMPLE, "--now", NOW, "--json")
+    code, out, err = run(capsys, "plan", "--snapshot", EXAMPLE, "--now", NOW, "--json")
     report = json.loads(out)
     assert code == 0
     assert report["decision"]["action"] == "none"
     assert not any(pool["enabled"] for pool in report["pools"])
+    # ... and says why, and how to give one, in the report and on stderr.
+    [warning] = report["warnings"]
+    assert warning.startswith("no configuration was given, so every pool is off: nothing is marked or drained.")
+    assert "--config FILE, or set COMPACTOR_CONFIG (JSON text) or COMPACTOR_FIRESTORE_DOCUMENT" in warning
+    assert err == f"warning: {warning}\n"
+
+
+def test_the_table_of_a_plan_without_a_config_says_so_on_its_first_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COMPACTOR_CONFIG", raising=False)
+    monkeypatch.delenv("COMPACTOR_FIRESTORE_DOCUMENT", raising=False)
+    code, out, _ = run(capsys, "plan", "--snapshot", EXAMPLE, "--now", NOW)
+    assert code == 0
+    first = out.split("\n\n", 1)[0].replace("\n  ", " ")
+    assert first.startswith("No configuration was given, so every pool is off: nothing is marked or drained.")
+    assert "Give one with --config FILE" in first
+
+
+def test_a_plan_with_a_config_has_no_note_above_its_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "--snapshot", EXAMPLE, "--config", CONFIG, "--now", NOW)
+    assert code == 0
+    assert out.startswith("POOL ")
 
 
 def test_the_module_runs_as_a_command_with_real_exit_codes(tmp_path: Path) -> None:
@@ -302,6 +328,37 @@ def test_a_pool_name_that_matches_nothing_is_a_warning_naming_the_pools_that_exi
     assert err == f"warning: {warning}\n"
 
 
+def test_a_pool_the_configuration_does_not_name_says_so_in_the_table_and_the_report(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = json.loads(Path(CONFIG).read_text())
+    config["nodePools"]["defualt-pool"] = config["nodePools"].pop("default-pool")
+    config["nodePools"]["gpu-pool"]["enabled"] = False
+    path = write(tmp_path, "typo.json", json.dumps(config))
+    code, out, _ = run(capsys, "plan", "--snapshot", EXAMPLE, "--config", path, "--now", NOW)
+    assert code == 0
+    rows = {line.split()[0]: line for line in out.splitlines()[1:3]}
+    assert "  no (not in the configuration)  " in rows["default-pool"]
+    assert rows["gpu-pool"].split()[1:3] == ["no", "3"], "a pool switched off by name is plainly off"
+    code, out, _ = run(capsys, "plan", "--snapshot", EXAMPLE, "--config", path, "--now", NOW, "--json")
+    pools = {pool["name"]: (pool["enabled"], pool["configured"]) for pool in json.loads(out)["pools"]}
+    assert pools == {"default-pool": (False, False), "gpu-pool": (False, True)}
+
+
+def test_a_replacement_target_pool_the_cluster_lacks_is_a_warning_naming_the_pools_there(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = json.loads(Path(CONFIG).read_text())
+    config["nodePools"]["default-pool"]["replacement"] = {"enabled": True, "targetPools": ["cheap-pool"]}
+    path = write(tmp_path, "target.json", json.dumps(config))
+    code, out, err = run(capsys, "plan", "--snapshot", EXAMPLE, "--config", path, "--now", NOW, "--json")
+    assert code == 0, err
+    [warning] = json.loads(out)["warnings"]
+    assert warning.startswith("target pool cheap-pool has no node in the cluster")
+    assert "so it is not used: the pools there are default-pool, gpu-pool (check its spelling" in warning
+    assert err == f"warning: {warning}\n"
+
+
 def test_nodes_without_the_pool_label_are_a_warning(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     config = json.loads(Path(CONFIG).read_text())
     config["poolLabel"] = "example.com/pool"
@@ -381,3 +438,46 @@ def test_a_gpu_pod_says_what_it_needs_and_how_many_nodes_were_checked(capsys: py
         "nvidia.com/gpu)" in blocker
         for blocker in blockers
     )
+
+
+# -- the version --------------------------------------------------------------------------------
+
+
+def test_version_prints_the_version_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "--version")
+    assert (code, err) == (0, "")
+    assert out == f"node-compactor {cli.version()}\n"
+
+
+def test_the_version_is_the_installed_distributions_when_there_is_one() -> None:
+    def installed(name: str) -> str:
+        assert name == "node-compactor"
+        return "1.2.3"
+
+    assert cli.version(installed) == "1.2.3"
+
+
+def test_from_a_clone_with_nothing_installed_the_version_is_the_source_trees() -> None:
+    def nothing_installed(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    assert cli.version(nothing_installed) == compactor.__version__
+
+
+def test_the_source_trees_version_is_pyprojects() -> None:
+    # What a clone prints must be what `pip install .` of the same tree prints.
+    assert compactor.__version__ == tomllib.loads(Path("pyproject.toml").read_text())["project"]["version"]
+
+
+# -- what the report says it is -------------------------------------------------------------------
+
+
+def test_a_plan_says_it_is_a_plan_that_writes_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    report = example_report(capsys)
+    assert (report["mode"], report["dryRun"]) == ("plan", True)
+
+
+def test_the_report_carries_its_schema_version_first(capsys: pytest.CaptureFixture[str]) -> None:
+    report = example_report(capsys)
+    assert next(iter(report)) == "schemaVersion"
+    assert report["schemaVersion"] == 1

@@ -89,6 +89,27 @@ def test_the_estafette_environment_variables_set_the_defaults() -> None:
         ),
         pytest.param('{"dryrun": true}', "dryrun: unknown key", id="typo-at-top-level"),
         pytest.param('{"poolLabel": ""}', "poolLabel: String should have at least 1 character", id="empty-label"),
+        pytest.param(
+            '{"placeholderNamespace": "Bad_NS!"}',
+            "placeholderNamespace: 'Bad_NS!' is not a valid namespace: a namespace is a DNS-1123 label: at most 63 "
+            "characters of lowercase letters",
+            id="placeholder-namespace-not-a-dns-label",
+        ),
+        pytest.param(
+            '{"placeholderNamespace": "-leading-dash"}',
+            "placeholderNamespace: '-leading-dash' is not a valid namespace",
+            id="placeholder-namespace-leading-dash",
+        ),
+        pytest.param(
+            f'{{"placeholderNamespace": "{"n" * 64}"}}',
+            f"placeholderNamespace: '{'n' * 64}' is not a valid namespace",
+            id="placeholder-namespace-64-characters",
+        ),
+        pytest.param(
+            '{"placeholderNamespace": ""}',
+            "placeholderNamespace: '' is not a valid namespace",
+            id="placeholder-namespace-empty",
+        ),
         pytest.param("[]", "the configuration must be a JSON object", id="not-an-object"),
         pytest.param("{nope", "not valid JSON", id="not-json"),
     ],
@@ -97,6 +118,11 @@ def test_a_bad_configuration_names_the_field_and_the_reason(text: str, problem: 
     with pytest.raises(ConfigError) as caught:
         config.parse(text, source="cfg.json")
     assert any(problem in p and p.startswith("cfg.json") for p in caught.value.problems), caught.value.problems
+
+
+@pytest.mark.parametrize("name", ["node-compactor", "n" * 63, "a", "0ops-9"])
+def test_a_placeholder_namespace_that_is_a_dns_label_is_taken(name: str) -> None:
+    assert config.validate({"placeholderNamespace": name}, source="cfg.json").placeholder_namespace == name
 
 
 def test_every_problem_is_reported_at_once() -> None:

@@ -3,6 +3,7 @@ dependencies of requirements.txt, and the `compactor` package with its subpackag
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,8 @@ from typing import Any
 from compactor import cli
 
 ROOT = Path(__file__).resolve().parents[2]
+# The version the wheel is built with, unlike the source tree's: an installed command must print its own.
+INSTALLED_VERSION = "0.1.0.post9"
 
 
 def pyproject() -> dict[str, Any]:
@@ -52,6 +55,10 @@ def test_the_wheel_holds_the_package_and_the_command(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "compactor", source / "compactor", ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md", "main.py"):
         shutil.copy(ROOT / name, source / name)
+    project = (source / "pyproject.toml").read_text()
+    version = f'version = "{pyproject()["project"]["version"]}"'
+    assert version in project
+    (source / "pyproject.toml").write_text(project.replace(version, f'version = "{INSTALLED_VERSION}"', 1))
     (source / "tests").mkdir()
     (source / "tests" / "__init__.py").write_text("")
     built = subprocess.run(
@@ -72,3 +79,17 @@ def test_the_wheel_holds_the_package_and_the_command(tmp_path: Path) -> None:
     assert top == {"compactor"}  # no tests, bench, examples or main.py
     assert "compactor/hpa/planner.py" in names and "compactor/simulation/plot.py" in names
     assert all(f"Requires-Dist: {pin}" in metadata for pin in pins("requirements.txt"))
+    # Installed (the wheel unpacked where site-packages would be, away from the source tree), the command
+    # prints the version of the distribution's metadata: here one the copy's pyproject.toml was given.
+    site = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(site)
+    installed = subprocess.run(
+        [sys.executable, "-m", "compactor", "--version"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(site)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (installed.returncode, installed.stdout) == (0, f"node-compactor {INSTALLED_VERSION}\n"), installed.stderr

@@ -9,7 +9,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from compactor.core import fit, planner
+from compactor import report
+from compactor.core import configcheck, fit, planner
 from compactor.core.cluster import ClusterView
 from compactor.core.model import (
     DRAIN_FAILED_AT,
@@ -197,6 +198,76 @@ def test_a_target_pool_that_is_not_in_the_cluster_is_a_warning() -> None:
     plan = plan_for(nodes, pods, config(targets=("ghost-pool",)))
     assert plan.replacement is None
     assert any("ghost-pool has no node in the cluster" in text for text in plan.price_warnings)
+
+
+# -- target pools checked on every run (core.configcheck), not only when a replacement is looked for ---------
+
+
+@pytest.mark.parametrize(
+    ("targets", "autoscaling", "warning"),
+    [
+        pytest.param(
+            ("smal-pool",),
+            None,
+            "target pool smal-pool has no node in the cluster and GKE's node pool config was not read, so it is not "
+            "used: the pools there are big-pool, small-pool (check its spelling;",
+            id="misspelt-gke-not-read",
+        ),
+        pytest.param(
+            ("smal-pool",),
+            {BIG: PoolAutoscaling(enabled=True), SMALL: PoolAutoscaling(enabled=True)},
+            "target pool smal-pool is not in the cluster (no node carries it and GKE names no such pool), so it is "
+            "not used: the pools there are big-pool, small-pool (check its spelling)",
+            id="misspelt-gke-read",
+        ),
+        pytest.param(
+            (SMALL,),
+            {SMALL: PoolAutoscaling(enabled=False)},
+            "target pool small-pool is not autoscaled, so it is not used",
+            id="not-autoscaled",
+        ),
+        pytest.param(
+            (SMALL,),
+            {SMALL: PoolAutoscaling(enabled=True, total_max_node_count=1)},
+            "target pool small-pool is at its maximum size (1 node(s)), so it is not used",
+            id="at-max",
+        ),
+    ],
+)
+def test_a_target_pool_that_cannot_be_used_is_a_warning_even_when_no_node_is_a_candidate(
+    targets: tuple[str, ...], autoscaling: Mapping[str, PoolAutoscaling] | None, warning: str
+) -> None:
+    # b1 is busy (no candidate, so no replacement is looked for): the configuration is still checked.
+    nodes = [big("b1", marked_since=None), small()]
+    snapshot = make_snapshot(nodes, pods_of("b1", "7"), pool_autoscaling=autoscaling)
+    found = configcheck.for_snapshot(snapshot, config(targets=targets))
+    assert [text for text in found if text.startswith("target pool")] == [found[-1]]
+    assert found[-1].startswith(warning)
+
+
+@pytest.mark.parametrize(
+    "autoscaling",
+    [
+        pytest.param(None, id="a-pool-with-nodes"),
+        pytest.param({SMALL: PoolAutoscaling(enabled=True), "empty-pool": PoolAutoscaling(enabled=True)}, id="gke"),
+    ],
+)
+def test_a_target_pool_that_can_grow_is_no_warning(autoscaling: Mapping[str, PoolAutoscaling] | None) -> None:
+    nodes = [big("b1", marked_since=None), small()]
+    snapshot = make_snapshot(nodes, pods_of("b1", "7"), pool_autoscaling=autoscaling)
+    targets = (SMALL, "empty-pool") if autoscaling else (SMALL,)
+    assert not [text for text in configcheck.for_snapshot(snapshot, config(targets=targets)) if "target" in text]
+
+
+def test_the_report_says_a_target_pool_warning_once_when_the_search_says_it_too() -> None:
+    nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
+    settings = config(targets=("ghost-pool",))
+    snapshot = make_snapshot(nodes, pods)
+    input_warnings = configcheck.for_snapshot(snapshot, settings)
+    plan = planner.plan(snapshot, settings, now=NOW)
+    assert set(input_warnings) & set(plan.price_warnings), "both say it"
+    document = report.to_dict(plan, warnings=input_warnings)
+    assert len([text for text in document["warnings"] if "ghost-pool" in text]) == 1
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from compactor.core import configcheck
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.model import (
     CA_DELETING_TAINT,
@@ -59,13 +60,14 @@ def template(
     autoscaled or at its maximum, or a machine type, zone or price that cannot be known."""
     config = view.config
     members = view.nodes_by_pool.get(pool_name, [])
-    autoscaling = view.snapshot.pool_autoscaling.get(pool_name)
-    if autoscaling is not None and not autoscaling.can_grow(len(members)):
-        if not autoscaling.enabled:
-            return f"target pool {pool_name} is not autoscaled"
-        return f"target pool {pool_name} is at its maximum size ({len(members)} nodes)"
+    known = view.snapshot.pool_autoscaling
+    present = [pool for pool in view.nodes_by_pool if pool is not None]
+    problem = configcheck.target_pool_problem(pool_name, len(members), present, known)
+    if problem is not None:  # the same words as the configuration's check: the report lists it once
+        return problem
     if members:
         return _from_node(view, table, pool_name, members, zone_hint)
+    autoscaling = known.get(pool_name)
     if autoscaling is None or autoscaling.machine_type is None:
         return f"target pool {pool_name} has no node in the cluster and GKE's node pool config was not read"
     return _from_gke(config.pool_label, table, view, pool_name, autoscaling, zone_hint, daemonset_requests)

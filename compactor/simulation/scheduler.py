@@ -25,6 +25,10 @@ where before and after (the pod placed) are 100 x (1 - |cpu share - memory share
 pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go, v1.36.3). A
 scenario turns it off with `"scheduler": {"balancedAllocation": false}`.
 
+NodeAffinity scores a pod's preferred node affinity (weight 2; `node_affinity_scores`): GKE's
+Spot guidance prefers `cloud.google.com/gke-spot` so, and a pod that prefers Spot lands on a Spot
+node when one fits.
+
 PodTopologySpread scores too (weight 2), with the system default constraints for pods that set
 none (`_DefaultSpread`): a ReplicaSet's pods lean away from the nodes and zones that already hold
 many of them. `"scheduler": {"topologySpread": false}` turns it off.
@@ -46,15 +50,17 @@ from msgspec import structs
 from compactor.core import fit
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.model import PREFER_NO_SCHEDULE, ZERO, Node, Pod, Snapshot
-from compactor.core.selectors import node_affinity_matches
+from compactor.core.selectors import node_affinity_matches, preferred_weight
 from compactor.settings.config import Config
 from compactor.simulation.world import World
 
 _NO_POOLS = Config.model_validate({})
 KUBE_SCHEDULER = "kube-scheduler"  # the actor of a preemption
-# TaintToleration's and PodTopologySpread's weights in the default scheduler profile.
+# TaintToleration's, NodeAffinity's and PodTopologySpread's weights in the default scheduler profile.
 TAINT_TOLERATION_WEIGHT = 3
+NODE_AFFINITY_WEIGHT = 2
 TOPOLOGY_SPREAD_WEIGHT = 2
+MAX_NODE_SCORE = 100
 
 
 def node_state(node: Node, pods: tuple[Pod, ...] = (), config: Config = _NO_POOLS) -> NodeState:
@@ -137,6 +143,7 @@ class Scheduler:
                     recorder.no_place[actor] += 1
                 continue
             spreading = spread.scores(key, pod, feasible) if spread is not None else None
+            preferring = node_affinity_scores(pod, feasible)
             best: NodeState | None = None
             best_score = -1
             ties = 0
@@ -147,6 +154,8 @@ class Scheduler:
                 score = fitness + _taint_toleration(pod, target)
                 if spreading is not None:
                     score += TOPOLOGY_SPREAD_WEIGHT * spreading[index]
+                if preferring is not None:
+                    score += NODE_AFFINITY_WEIGHT * preferring[index]
                 if score > best_score:
                     best, best_score, ties = target, score, 1
                 elif score == best_score:
@@ -342,6 +351,25 @@ def _selects(pod: Pod, node: Node) -> bool:
     if any(node.labels.get(label) != value for label, value in pod.node_selector):
         return False
     return node_affinity_matches(pod.node_affinity, node.name, node.labels)
+
+
+def node_affinity_scores(pod: Pod, feasible: list[NodeState]) -> list[int] | None:
+    """NodeAffinity's normalized score (0-100) of each feasible node, in order; None for a pod without preferred
+    node affinity (the plugin skips it: no node gains).
+
+    kube-scheduler 1.36 scores a node by the sum of the weights of the pod's preferred terms it matches
+    (nodeaffinity/node_affinity.go, Score), then normalizes over the feasible nodes to 100 x score / the
+    highest (helper/normalize_score.go, DefaultNormalizeScore; all 0 when none matches), in integers, at
+    weight 2 in the default profile (pkg/scheduler/apis/config/v1/default_plugins.go), all at v1.36.3:
+    one matched term against none is worth 200, as much as the resource scores can differ.
+    """
+    if not pod.preferred_node_affinity:
+        return None
+    raw = [preferred_weight(pod.preferred_node_affinity, target.name, target.node.labels) for target in feasible]
+    highest = max(raw, default=0)
+    if highest <= 0:
+        return [0] * len(raw)
+    return [MAX_NODE_SCORE * weight // highest for weight in raw]
 
 
 def _taint_toleration(pod: Pod, target: NodeState) -> int:

@@ -197,3 +197,17 @@ def test_a_bad_preferred_node_affinity_term_is_a_bad_scenario(term: dict[str, ob
     with pytest.raises(BadInputError) as refused:
         setup_from(spot_beside_on_demand(preferredNodeAffinity=[term]))
     assert any(problem in text for text in refused.value.problems), refused.value.problems
+
+
+def test_a_cron_jobs_pods_carry_its_preferred_node_affinity_as_kubernetes_writes_it() -> None:
+    cron = {
+        "name": "etl",
+        "requests": {"cpu": "1", "memory": "1Gi"},
+        "everyMinutes": 60,
+        "parallelism": 2,
+        "durationMinutes": [10, 20],
+        "preferredNodeAffinity": [SPOT_FIRST],
+    }
+    setup = setup_from({**spot_beside_on_demand(), "cronJobs": [cron]})
+    affinity = setup.cronjobs[0].template["spec"]["affinity"]
+    assert affinity == {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [SPOT_FIRST]}}

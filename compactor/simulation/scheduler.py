@@ -50,7 +50,7 @@ from msgspec import structs
 from compactor.core import fit
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.model import PREFER_NO_SCHEDULE, ZERO, Node, Pod, Snapshot
-from compactor.core.selectors import node_affinity_matches, preferred_weight
+from compactor.core.selectors import node_affinity_matches
 from compactor.settings.config import Config
 from compactor.simulation.world import World
 
@@ -58,9 +58,8 @@ _NO_POOLS = Config.model_validate({})
 KUBE_SCHEDULER = "kube-scheduler"  # the actor of a preemption
 # TaintToleration's, NodeAffinity's and PodTopologySpread's weights in the default scheduler profile.
 TAINT_TOLERATION_WEIGHT = 3
-NODE_AFFINITY_WEIGHT = 2
+NODE_AFFINITY_WEIGHT = fit.NODE_AFFINITY_WEIGHT
 TOPOLOGY_SPREAD_WEIGHT = 2
-MAX_NODE_SCORE = 100
 
 
 def node_state(node: Node, pods: tuple[Pod, ...] = (), config: Config = _NO_POOLS) -> NodeState:
@@ -354,22 +353,13 @@ def _selects(pod: Pod, node: Node) -> bool:
 
 
 def node_affinity_scores(pod: Pod, feasible: list[NodeState]) -> list[int] | None:
-    """NodeAffinity's normalized score (0-100) of each feasible node, in order; None for a pod without preferred
-    node affinity (the plugin skips it: no node gains).
-
-    kube-scheduler 1.36 scores a node by the sum of the weights of the pod's preferred terms it matches
-    (nodeaffinity/node_affinity.go, Score), then normalizes over the feasible nodes to 100 x score / the
-    highest (helper/normalize_score.go, DefaultNormalizeScore; all 0 when none matches), in integers, at
-    weight 2 in the default profile (pkg/scheduler/apis/config/v1/default_plugins.go), all at v1.36.3:
-    one matched term against none is worth 200, as much as the resource scores can differ.
-    """
+    """NodeAffinity's normalized score (0-100) of each feasible node, in order (`fit.node_affinity_scores`: the
+    matched weights of the pod's preferred terms, normalized by the highest, kubernetes v1.36.3; at weight 2 in
+    the default profile, so one matched term against none is worth 200, as much as the resource scores can
+    differ); None for a pod without preferred node affinity (the plugin skips it: no node gains)."""
     if not pod.preferred_node_affinity:
         return None
-    raw = [preferred_weight(pod.preferred_node_affinity, target.name, target.node.labels) for target in feasible]
-    highest = max(raw, default=0)
-    if highest <= 0:
-        return [0] * len(raw)
-    return [MAX_NODE_SCORE * weight // highest for weight in raw]
+    return fit.node_affinity_scores(pod, feasible)
 
 
 def _taint_toleration(pod: Pod, target: NodeState) -> int:

@@ -15,6 +15,10 @@ pod makes to the node's balance instead, 50 + (50 + after - before) / 2
 (kubernetes/kubernetes#135573; 1.35 and earlier score the balance after
 placement), so the same pods may land elsewhere: `balance="change"` scores
 as 1.36 does, and the fit proof runs both (`proof.prove`).
+A pod with preferred node affinity is placed with kube-scheduler's NodeAffinity
+score beside those (`node_affinity_scores`, weight 2): one matched term is worth
+as much as the resource scores can differ, so a pod preferring Spot takes a Spot
+node's room before an emptier node's, and every target is looked at for it.
 Among targets scored equally the scheduler picks at random; the proof takes
 the one with the most room left, the pick that breaks the largest hole, and
 then checks the orders the replacements really arrive in again with ties
@@ -53,7 +57,7 @@ from compactor.core.model import (
     Resources,
     SpreadConstraint,
 )
-from compactor.core.selectors import node_affinity_matches, selector_matches
+from compactor.core.selectors import node_affinity_matches, preferred_weight, selector_matches
 from compactor.core.wording import mebibytes, refusal, thousandths
 
 SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")
@@ -318,6 +322,15 @@ class Simulation:
                     return FitResult(False, placements, self._explain(pod, nowhere))
             # One pass: the reasons gathered on the way explain a pod that fits nowhere.
             refusals: Counter[str] = Counter()
+            if pod.preferred_node_affinity:
+                picked = self._preferred_pick(pod, heap, targets, refusals) or self._preempt(pod, targets)
+                if picked is None:
+                    return FitResult(False, placements, self._explain(pod, refusals))
+                self.place(pod, picked)
+                placements[pod.key] = picked.name
+                if picked.name in self._preempted:
+                    _rerank(heap, targets, self._rank)
+                continue
             if self.spread_score and _default_spread_owner(pod) is not None:
                 picked = self._spread_pick(pod, heap, targets, refusals) or self._preempt(pod, targets)
                 if picked is None:
@@ -443,6 +456,58 @@ class Simulation:
             return None
         entry, target = best
         heapq.heappush(heap, (*self._rank(target), target.name, entry[3]))
+        return target
+
+    def _preferred_pick(
+        self, pod: Pod, heap: list[_Entry], targets: Sequence[NodeState], refusals: Counter[str]
+    ) -> NodeState | None:
+        """The target kube-scheduler picks for a pod with preferred node affinity: its NodeAffinity score
+        (`node_affinity_scores`, weight 2) beside the resource scores (and the system-default spread's
+        with `spread_score`), over every target that holds it, since a preferred one may be the fullest;
+        the targets the scheduler avoids only when no other holds it, as for every pod. Ties as `ties`
+        says. None when no target holds it; the heap gets back every target, the picked one re-ranked."""
+        looked = sorted(heap)
+        heap.clear()
+        feasible: list[tuple[_Entry, NodeState]] = []
+        for entry in looked:
+            target = targets[entry[3]]
+            if target.name == self.source.name:
+                continue
+            why = self.why_not(pod, target)
+            if why is not None:
+                refusals[why] += 1
+                continue
+            feasible.append((entry, target))
+        best: tuple[_Entry, NodeState] | None = None
+        if feasible:
+            preferring = node_affinity_scores(pod, [target for _, target in feasible])
+            spread = (
+                self._spread_scores(pod, [target for _, target in feasible])
+                if self.spread_score and _default_spread_owner(pod) is not None
+                else [0] * len(feasible)
+            )
+            unavoided = not feasible[0][0][0]  # sorted: the targets the scheduler does not avoid come first
+            draws = self.ties if isinstance(self.ties, random.Random) else None
+            best_score, tied = -1, 0
+            for (entry, target), preference, extra in zip(feasible, preferring, spread, strict=True):
+                if unavoided and entry[0]:
+                    break
+                score = self._score(pod, target) + NODE_AFFINITY_WEIGHT * preference + DEFAULT_SPREAD_WEIGHT * extra
+                if score > best_score:
+                    best, best_score, tied = (entry, target), score, 1
+                elif score == best_score and self.ties != "roomiest":
+                    tied += 1  # the fullest so far, or one of the tied at random
+                    if draws is None or draws.randrange(tied) == 0:
+                        best = (entry, target)
+        for entry in looked:
+            if best is None or entry is not best[0]:
+                heap.append(entry)
+        if best is None:
+            heapq.heapify(heap)
+            return None
+        entry, target = best
+        heap.append((*self._rank(target), target.name, entry[3]))
+        heapq.heapify(heap)
         return target
 
     def _spread_scores(self, pod: Pod, feasible: list[NodeState]) -> list[int]:
@@ -862,6 +927,24 @@ class Simulation:
 # PodTopologySpread's weight in kube-scheduler's default profile (default_plugins.go), against 1 for
 # each resource score.
 DEFAULT_SPREAD_WEIGHT = 2
+# NodeAffinity's weight there, and the most a normalized score plugin gives (framework.MaxNodeScore).
+NODE_AFFINITY_WEIGHT = 2
+MAX_NODE_SCORE = 100
+
+
+def node_affinity_scores(pod: Pod, feasible: Sequence[NodeState]) -> list[int]:
+    """kube-scheduler's NodeAffinity score (0-100) of each feasible node for a pod's preferred node affinity: the
+    sum of the weights of the terms the node matches (nodeaffinity/node_affinity.go, Score), normalized to
+    100 x that sum / the highest over the feasible nodes, all 0 when none matches
+    (helper/normalize_score.go, DefaultNormalizeScore), in integers; kubernetes v1.36.3. All 0 for a pod
+    without preferred terms (the plugin skips it)."""
+    raw = [preferred_weight(pod.preferred_node_affinity, target.name, target.node.labels) for target in feasible]
+    highest = max(raw, default=0)
+    if highest <= 0:
+        return [0] * len(raw)
+    return [MAX_NODE_SCORE * weight // highest for weight in raw]
+
+
 # Owners whose pods get the system-default spread constraints: a Service, ReplicationController,
 # ReplicaSet or StatefulSet selects them (podtopologyspread/plugin.go); Job pods have none.
 _DEFAULT_SPREAD_OWNERS = frozenset({"ReplicaSet", "StatefulSet", "ReplicationController"})

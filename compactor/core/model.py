@@ -157,6 +157,14 @@ class NodeSelectorTerm(msgspec.Struct, frozen=True, gc=False):
     match_fields: tuple[Requirement, ...] = ()  # only metadata.name exists
 
 
+class PreferredTerm(msgspec.Struct, frozen=True, gc=False):
+    """One preferredDuringSchedulingIgnoredDuringExecution entry of node affinity: a node that matches the
+    term adds `weight` (1-100) to the node's NodeAffinity score. An empty term matches no node."""
+
+    weight: int
+    term: NodeSelectorTerm
+
+
 class PodAffinityTerm(msgspec.Struct, frozen=True, gc=False):
     selector: LabelSelector | None  # None matches no pod
     namespaces: tuple[str, ...]  # empty with no namespace selector = the pod's own
@@ -229,6 +237,9 @@ class Pod(msgspec.Struct, frozen=True, gc=False):
     # When the pod was created, read only for a pod owned by a Job (a pool's jobPods "wait" says since when
     # a node waits for it); None for every other pod.
     created: datetime | None = None
+    # Preferred node affinity: no constraint, a score kube-scheduler's NodeAffinity plugin gives the nodes
+    # that match (`selectors.preferred_weight`). Last, so records made by position need not name it.
+    preferred_node_affinity: tuple[PreferredTerm, ...] = ()
 
     def __post_init__(self) -> None:
         stays = self.controller_kind == "DaemonSet" or self.is_mirror or self.phase in TERMINAL_PHASES

@@ -53,6 +53,8 @@ def prove(
     system-default topology spread scored too (`fit.Simulation`'s `spread_score`), and with
     BalancedAllocation scored as kube-scheduler 1.36 does, with and without the spread score
     (`fit.Simulation`'s `balance`).
+    In every run a pod with preferred node affinity goes where kube-scheduler's NodeAffinity score sends it
+    (`fit.node_affinity_scores`).
     Preferences: the scheduler's resource scores alone, and, when some targets carry a PreferNoSchedule taint, the
     scheduler's TaintToleration score putting pods on the other nodes first. With `reserved`, only
     that preference, those nodes among the avoided: the reservation is what makes the pods fit.

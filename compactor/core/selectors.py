@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from compactor.core.model import LabelSelector, NodeSelectorTerm, Requirement
+from compactor.core.model import LabelSelector, NodeSelectorTerm, PreferredTerm, Requirement
 
 
 def requirement_matches(requirement: Requirement, labels: Mapping[str, str]) -> bool:
@@ -45,12 +45,21 @@ def node_affinity_matches(
     """Required node affinity: any term matches; an empty term matches no node."""
     if terms is None:
         return True
-    for term in terms:
-        if not term.match_expressions and not term.match_fields:
-            continue
-        fields = {"metadata.name": node_name}
-        if all(requirement_matches(r, labels) for r in term.match_expressions) and all(
-            requirement_matches(r, fields) for r in term.match_fields
-        ):
-            return True
-    return False
+    return any(term_matches(term, node_name, labels) for term in terms)
+
+
+def term_matches(term: NodeSelectorTerm, node_name: str, labels: Mapping[str, str]) -> bool:
+    """A node selector term: every requirement matches (ANDed); an empty term matches no node."""
+    if not term.match_expressions and not term.match_fields:
+        return False
+    fields = {"metadata.name": node_name}
+    return all(requirement_matches(r, labels) for r in term.match_expressions) and all(
+        requirement_matches(r, fields) for r in term.match_fields
+    )
+
+
+def preferred_weight(terms: tuple[PreferredTerm, ...], node_name: str, labels: Mapping[str, str]) -> int:
+    """The sum of the weights of the preferred node affinity terms the node matches: kube-scheduler's NodeAffinity
+    score before it is normalized (PreferredSchedulingTerms.Score, component-helpers
+    scheduling/corev1/nodeaffinity/nodeaffinity.go, v0.36.3; a term of weight 0 counts nothing)."""
+    return sum(preferred.weight for preferred in terms if term_matches(preferred.term, node_name, labels))

@@ -53,6 +53,7 @@ from compactor.core.model import (
     Pod,
     PodAffinityTerm,
     PoolAutoscaling,
+    PreferredTerm,
     ReplicaSet,
     Requirement,
     Resources,
@@ -383,6 +384,7 @@ def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], namespace: str, name: 
         tolerations=_tolerations(spec),
         node_selector=tuple(sorted(_string_map(spec, "nodeSelector", "spec").items())),
         node_affinity=_node_affinity(affinity) if affinity else None,
+        preferred_node_affinity=_preferred_node_affinity(affinity) if affinity else (),
         host_ports=_host_ports(containers, init_containers),
         pod_affinity=_pod_affinity_terms(affinity, "podAffinity", namespace) if affinity else no_affinity,
         pod_anti_affinity=_pod_affinity_terms(affinity, "podAntiAffinity", namespace) if affinity else no_affinity,
@@ -470,6 +472,27 @@ def _node_affinity(affinity: Mapping[str, Any]) -> tuple[NodeSelectorTerm, ...] 
             NodeSelectorTerm(
                 _requirements(_list(term, "matchExpressions", where), f"{where}.matchExpressions"),
                 _requirements(_list(term, "matchFields", where), f"{where}.matchFields"),
+            )
+        )
+    return tuple(terms)
+
+
+def _preferred_node_affinity(affinity: Mapping[str, Any]) -> tuple[PreferredTerm, ...]:
+    node_affinity = _dict(affinity, "nodeAffinity", "spec.affinity")
+    path = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+    terms = []
+    for index, item in enumerate(_list(node_affinity, "preferredDuringSchedulingIgnoredDuringExecution", path)):
+        where = f"{path}[{index}]"
+        if not isinstance(item, dict):
+            raise _FieldError(where, f"expected an object, got {_kind_of(item)}")
+        preference = _dict(item, "preference", where)
+        terms.append(
+            PreferredTerm(
+                _int(item, "weight", where),
+                NodeSelectorTerm(
+                    _requirements(_list(preference, "matchExpressions", where), f"{where}.preference.matchExpressions"),
+                    _requirements(_list(preference, "matchFields", where), f"{where}.preference.matchFields"),
+                ),
             )
         )
     return tuple(terms)
@@ -696,7 +719,7 @@ def _pod_of(item: decoding.Item, recent: _Recent | None = None) -> Pod:
             if condition.type == "PodScheduled" and condition.status == "False" and condition.reason == "Unschedulable":
                 unschedulable = True
 
-    node_affinity, pod_affinity, pod_anti_affinity = _NO_AFFINITY
+    node_affinity, preferred_node_affinity, pod_affinity, pod_anti_affinity = _NO_AFFINITY
     raw = spec.affinity
     if raw:
         last_namespace, last_raw, affinity = recent.affinity
@@ -709,7 +732,7 @@ def _pod_of(item: decoding.Item, recent: _Recent | None = None) -> Pod:
                 _affinity_by_text, key, lambda v: _affinity_from(v, namespace)
             )
             recent.affinity = (namespace, raw, affinity)
-        node_affinity, pod_affinity, pod_anti_affinity = affinity
+        node_affinity, preferred_node_affinity, pod_affinity, pod_anti_affinity = affinity
     tolerations = _NO_TOLERATIONS
     raw = spec.tolerations
     if raw:
@@ -763,6 +786,8 @@ def _pod_of(item: decoding.Item, recent: _Recent | None = None) -> Pod:
     )
     if controller_kind == "Job" and meta.creationTimestamp:  # a pool's jobPods "wait" says since when
         pod = msgspec.structs.replace(pod, created=timing.parse_stamp(meta.creationTimestamp))
+    if preferred_node_affinity:  # few pods have it: the common record is made without naming the field
+        pod = msgspec.structs.replace(pod, preferred_node_affinity=preferred_node_affinity)
     if annotations and REPLACES in annotations:  # a placeholder carries the annotation; others almost never
         return _as_placeholder(pod, annotations)
     return pod
@@ -824,8 +849,13 @@ def _requests_of(container: decoding.Container) -> Resources:
 _NO_CONTAINERS: list[decoding.Container] = []
 
 
-_Affinity = tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PodAffinityTerm, ...], tuple[PodAffinityTerm, ...]]
-_NO_AFFINITY: _Affinity = (None, (), ())
+_Affinity = tuple[
+    tuple[NodeSelectorTerm, ...] | None,
+    tuple[PreferredTerm, ...],
+    tuple[PodAffinityTerm, ...],
+    tuple[PodAffinityTerm, ...],
+]
+_NO_AFFINITY: _Affinity = (None, (), (), ())
 
 
 # Records by the JSON text they came from: thousands of pods repeat the same text.
@@ -880,6 +910,7 @@ def _affinity_from(value: object, namespace: str) -> _Affinity:
         raise _FieldError("spec.affinity", f"expected an object, got {_kind_of(value)}")
     return (
         _node_affinity(value),
+        _preferred_node_affinity(value),
         _pod_affinity_terms(value, "podAffinity", namespace),
         _pod_affinity_terms(value, "podAntiAffinity", namespace),
     )

@@ -3,27 +3,31 @@
 Every figure is per strategy over the measured period: node-hours (nodes
 plus VMs being provisioned, what is billed) and what they cost per day at
 the pools' prices (`prices`; null for all when a pool has no price, with a
-warning naming it), the headline figures (node-hours
-above the lower bound, and against the best native strategy: the one of
-`runner.NATIVE` with the fewest node-hours), the change against the Cluster
-Autoscaler alone, the node count, the gap to the lower bound at the night
+warning naming it), the headline figures (above the lower bound, and against
+the best native strategy: the one of `runner.NATIVE` lowest in the unit of
+comparison), the change against the Cluster Autoscaler alone, and the share
+of what the lower bound allows that a strategy recovered against it. Every
+comparison is in money (`compared_by`) when every strategy and the lower
+bound have a cost, else in node-hours, and each is also given in node-hours
+beside it: when shapes differ, node-hours count a large node like a small one.
+Then the node count, the gap to the lower bound at the night
 plateau, pods evicted or deleted (by anyone) and per node removed, pod-minutes
 spent pending, PodDisruptionBudget violations, and displaced pods whose
-replacement found no node (each also by the actor that caused it), the
-share of what the lower bound allows that a strategy recovered against the
-Cluster Autoscaler alone, the seconds workloads spent without a Ready pod
+replacement found no node (each also by the actor that caused it), the seconds workloads spent without a Ready pod
 after a removal (`availability`, by the actor that caused it), and for node-compactor what its runs decided: the
 minutes spent acting, and when no drain was started, the gate that held it
 back (the planner's `held_by`), minute by minute of the measured period.
 
-The table fits `WIDTH` columns with the columns of `KEY_COLUMNS` (and its notes wrapped); `wide` shows
-every column. The JSON holds every figure either way.
+The table fits `WIDTH` columns with the columns of `KEY_COLUMNS` for the unit of comparison (and its notes
+wrapped); `wide` shows every column. The JSON holds every figure either way.
 """
 
 from __future__ import annotations
 
 import textwrap
 from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -35,19 +39,35 @@ from compactor.simulation.runner import NATIVE, Results, StrategyResult
 from compactor.simulation.strategies import ACTIONS, FAILED_RUN
 
 LOWER_BOUND = "lower-bound"
+# The units a comparison may be in (the JSON's `comparedBy`).
+COST = "costPerDay"
+NODE_HOURS = "nodeHours"
 # The default table fits a terminal this wide; `--wide` shows every column and may not.
 WIDTH = 120
-# The columns a person compares strategies by; the others are `--wide`'s.
-KEY_COLUMNS = (
-    "STRATEGY",
-    "NODE-HOURS",
-    "COST/DAY",
-    "ABOVE BOUND",
-    "VS BEST NATIVE",
-    "EVICTIONS",
-    "PDB VIOLATIONS",
-    "NO PLACE",
-)
+# The columns a person compares strategies by, in order, when every comparison is by cost (`COST`) and when it
+# is by node-hours; the others are `--wide`'s.
+KEY_COLUMNS = {
+    COST: (
+        "STRATEGY",
+        "COST/DAY",
+        "VS BEST NATIVE",
+        "ABOVE BOUND",
+        "NODE-HOURS",
+        "EVICTIONS",
+        "NO PLACE",
+        "PENDING POD-MIN",
+    ),
+    NODE_HOURS: (
+        "STRATEGY",
+        "NODE-HOURS",
+        "VS BEST NATIVE",
+        "ABOVE BOUND",
+        "COST/DAY",
+        "EVICTIONS",
+        "NO PLACE",
+        "PENDING POD-MIN",
+    ),
+}
 DECISION_WORDS = {
     "drain": "starting a drain",
     "continue-drain": "continuing a drain",
@@ -65,23 +85,22 @@ def words(decision: str) -> str:
 def summarize(results: Results) -> dict[str, Any]:
     setup = results.setup
     step_hours = setup.step_seconds / 3600
-    baseline = next((s for s in results.strategies if s.name == "ca-alone"), None)
-    base_hours = sum(baseline.series.nodes) * step_hours if baseline is not None else None
     window = plateau_window(results)
-    bound_hours = sum(results.lower_bound) * step_hours
-    native = best_native(results)
-    native_hours = sum(native.series.nodes) * step_hours if native is not None else None
-    strategies = [
-        _strategy(s, results, step_hours, base_hours, bound_hours, window, native_hours) for s in results.strategies
-    ]
+    figures = {s.name: _figures(s, results, step_hours) for s in results.strategies}
+    bound = Figures(sum(results.lower_bound) * step_hours, _bound_cost(results))
+    unit = compared_by([*figures.values(), bound])
+    native = best_native(results, unit)
+    base = figures.get("ca-alone")
+    against = Baselines(unit, bound, figures[native.name] if native is not None else None, base)
+    strategies = [_strategy(s, results, figures[s.name], against, window) for s in results.strategies]
     lower = {
         "name": LOWER_BOUND,
-        "nodeHours": round(bound_hours, 1),
+        "nodeHours": round(bound.node_hours, 1),
         # The cheapest capacity the requests may use, in fractional nodes (`prices.CheapestCapacity`).
-        "costPerDay": _money(_bound_cost(results)),
+        "costPerDay": _money(bound.cost_per_day),
+        **{name: value for name, value in _comparisons(bound, against).items() if "Recovered" not in name},
         "aboveLowerBound": 0.0,
-        "vsBestNative": _change(bound_hours, native_hours),
-        "vsCaAlone": _change(bound_hours, base_hours),
+        "aboveLowerBoundNodeHours": 0.0,
         "nodes": _nodes(results.lower_bound),
         "byPool": {pool: _nodes(series) for pool, series in sorted(results.lower_bound_by_pool.items())},
         "series": {"nodes": results.lower_bound},
@@ -105,14 +124,78 @@ def summarize(results: Results) -> dict[str, Any]:
             "startNodes": results.start_nodes,
         },
         "minutes": results.strategies[0].series.minutes if results.strategies else [],
+        # What every comparison (aboveLowerBound, vsBestNative, vsCaAlone, savingsRecovered) is in: costPerDay
+        # when every strategy and the lower bound have a cost, else nodeHours.
+        "comparedBy": unit,
         "strategies": [*strategies, lower],
-        # The native strategy (what GKE does by configuration alone) with the fewest node-hours.
-        "bestNative": {"name": native.name, "nodeHours": round(native_hours, 1)}
-        if native is not None and native_hours is not None
+        # The native strategy (what GKE does by configuration alone) lowest in `comparedBy`.
+        "bestNative": {
+            "name": native.name,
+            "nodeHours": round(figures[native.name].node_hours, 1),
+            "costPerDay": _money(figures[native.name].cost_per_day),
+        }
+        if native is not None
         else None,
         "prices": _prices(results),
         "warnings": warnings(results),
         "seconds": round(results.seconds, 1),
+    }
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What a strategy (or the lower bound) used over the measured period: node-hours, and their cost per day
+    (None when a node has no price)."""
+
+    node_hours: float
+    cost_per_day: float | None
+
+    def of(self, unit: str) -> float | None:
+        return self.cost_per_day if unit == COST else self.node_hours
+
+
+@dataclass(frozen=True)
+class Baselines:
+    """What every strategy is compared against, and in which unit (`compared_by`)."""
+
+    unit: str
+    bound: Figures
+    native: Figures | None
+    ca_alone: Figures | None
+
+
+def compared_by(figures: Iterable[Figures]) -> str:
+    """Money (`COST`) when every strategy and the lower bound have a cost per day, else node-hours: when shapes
+    differ, node-hours compare nodes of different prices as if they were alike."""
+    return COST if all(f.cost_per_day is not None for f in figures) else NODE_HOURS
+
+
+def _figures(result: StrategyResult, results: Results, step_hours: float) -> Figures:
+    measured_hours = len(result.series.nodes) * step_hours
+    by_pool = {pool: sum(series) * step_hours for pool, series in result.series.nodes_by_pool.items()}
+    return Figures(sum(result.series.nodes) * step_hours, prices.per_day(results.setup, by_pool, measured_hours))
+
+
+def _comparisons(figures: Figures, against: Baselines) -> dict[str, float | None]:
+    """The headline figures in `against.unit`, and beside them the same in node-hours."""
+
+    def change(base: Figures | None, unit: str) -> float | None:
+        return None if base is None else _change(figures.of(unit), base.of(unit))
+
+    def recovered(unit: str) -> float | None:
+        if against.ca_alone is None:
+            return None
+        return _recovered(figures.of(unit), against.ca_alone.of(unit), against.bound.of(unit))
+
+    return {
+        "aboveLowerBound": change(against.bound, against.unit),
+        "aboveLowerBoundNodeHours": change(against.bound, NODE_HOURS),
+        "vsBestNative": change(against.native, against.unit),
+        "vsBestNativeNodeHours": change(against.native, NODE_HOURS),
+        "vsCaAlone": change(against.ca_alone, against.unit),
+        "vsCaAloneNodeHours": change(against.ca_alone, NODE_HOURS),
+        "savingsRecovered": recovered(against.unit),
+        "savingsRecoveredNodeHours": recovered(NODE_HOURS),
     }
 
 
@@ -165,10 +248,18 @@ def _money(value: float | None) -> float | None:
     return None if value is None else round(value, 2)
 
 
-def best_native(results: Results) -> StrategyResult | None:
-    """Of the strategies GKE offers by configuration (`runner.NATIVE`), the one with the fewest node-hours."""
-    native = [s for s in results.strategies if s.name in NATIVE]
-    return min(native, key=lambda s: (sum(s.series.nodes), s.name)) if native else None
+def best_native(results: Results, unit: str | None = None) -> StrategyResult | None:
+    """Of the strategies GKE offers by configuration (`runner.NATIVE`), the one lowest in `unit` (by default
+    `compared_by`'s): the cheapest per day when every node has a price, else the one with the fewest node-hours."""
+    step_hours = results.setup.step_seconds / 3600
+    native = {s.name: (s, _figures(s, results, step_hours)) for s in results.strategies if s.name in NATIVE}
+    if not native:
+        return None
+    if unit is None:
+        strategies = [_figures(s, results, step_hours) for s in results.strategies]
+        unit = compared_by([*strategies, Figures(0.0, _bound_cost(results))])
+    name = min(native, key=lambda name: (native[name][1].of(unit) or 0.0, name))
+    return native[name][0]
 
 
 def plateau_window(results: Results) -> tuple[int, int] | None:
@@ -199,14 +290,12 @@ def _in_hours(moment: datetime, begin: float, end: float) -> bool:
 def _strategy(
     result: StrategyResult,
     results: Results,
-    step_hours: float,
-    base_hours: float | None,
-    bound_hours: float,
+    figures: Figures,
+    against: Baselines,
     window: tuple[int, int] | None,
-    native_hours: float | None,
 ) -> dict[str, Any]:
     recorder = result.recorder
-    node_hours = sum(result.series.nodes) * step_hours
+    step_hours = results.setup.step_seconds / 3600
     disruptions = recorder.disruptions()
     actors = sorted(set(recorder.evicted) | set(recorder.deleted))
     decisions = _decisions(result.series.decisions, step_hours * 60)
@@ -218,18 +307,14 @@ def _strategy(
         if nodes > bound
     ]
     decisions_above = _decisions(above, step_hours * 60) if decisions else None
-    measured_hours = len(result.series.nodes) * step_hours
-    by_pool = {pool: sum(series) * step_hours for pool, series in result.series.nodes_by_pool.items()}
     return {
         "name": result.name,
-        "nodeHours": round(node_hours, 1),
+        "nodeHours": round(figures.node_hours, 1),
         # In the setup's currency, per 24 hours: the measured period's cost scaled to a day.
-        "costPerDay": _money(prices.per_day(results.setup, by_pool, measured_hours)),
-        # The headline figures: node-hours above the lower bound, and against the best native strategy.
-        "aboveLowerBound": _change(node_hours, bound_hours),
-        "vsBestNative": _change(node_hours, native_hours),
-        "vsCaAlone": _change(node_hours, base_hours),
-        "savingsRecovered": _recovered(node_hours, base_hours, bound_hours),
+        "costPerDay": _money(figures.cost_per_day),
+        # The headline figures, in `comparedBy`: above the lower bound, and against the best native strategy;
+        # each also in node-hours (`...NodeHours`).
+        **_comparisons(figures, against),
         "nodes": _nodes(result.series.nodes),
         "nightPlateau": _plateau(result.series.nodes, results.lower_bound, window),
         "nodesAdded": recorder.nodes_added,
@@ -287,15 +372,15 @@ def _decisions(series: list[str | None], step_minutes: float) -> dict[str, float
     return {decision: round(count * step_minutes, 1) for decision, count in counts.most_common()}
 
 
-def _recovered(value: float, base: float | None, bound: float) -> float | None:
+def _recovered(value: float | None, base: float | None, bound: float | None) -> float | None:
     """(CA alone - this) / (CA alone - lower bound): the share of the possible savings this strategy made."""
-    if base is None or base - bound <= 0:
+    if value is None or base is None or bound is None or base - bound <= 0:
         return None
     return round((base - value) / (base - bound), 3)
 
 
-def _change(value: float, base: float | None) -> float | None:
-    if base is None or base <= 0:
+def _change(value: float | None, base: float | None) -> float | None:
+    if value is None or base is None or base <= 0:
         return None
     return round((value - base) / base, 4)
 
@@ -359,62 +444,33 @@ def table(data: dict[str, Any], *, wide: bool = False) -> str:
         ),
         "",
     ]
-    header = [
-        "STRATEGY",
-        "NODE-HOURS",
-        "COST/DAY",
-        "ABOVE BOUND",
-        "VS BEST NATIVE",
-        "VS CA ALONE",
-        "RECOVERED",
-        "NODES MIN-MAX",
-        "NIGHT GAP",
-        "REMOVED",
-        "EVICTIONS",
-        "PER NODE",
-        "PENDING POD-MIN",
-        "PDB VIOLATIONS",
-        "NO PLACE",
-        "NO READY POD-S",
-    ]
-    rows = [header]
+    unit = data["comparedBy"]
     native_name = data["bestNative"]["name"] if data["bestNative"] else None
-    for item in data["strategies"]:
-        bound = item["name"] == LOWER_BOUND
-        plateau = item.get("nightPlateau")
-        rows.append(
-            [
-                item["name"],
-                f"{item['nodeHours']:.1f}",
-                "-" if item["costPerDay"] is None else f"{item['costPerDay']:.2f}",
-                "-" if bound else _percent(item["aboveLowerBound"]),
-                "-" if item["vsBestNative"] is None or item["name"] == native_name else _percent(item["vsBestNative"]),
-                "-" if item["vsCaAlone"] is None or item["name"] == "ca-alone" else f"{item['vsCaAlone'] * 100:+.1f}%",
-                "-"
-                if bound or item["savingsRecovered"] is None or item["name"] == "ca-alone"
-                else f"{item['savingsRecovered'] * 100:.0f}%",
-                f"{item['nodes']['min']}-{item['nodes']['max']}",
-                "-" if not plateau else f"{plateau['endGapNodes']:+d} ({plateau['endGapPercent']:.0f}%)",
-                "-" if bound else str(item["nodesRemoved"]),
-                "-" if bound else str(item["evictions"]),
-                "-" if bound or item["evictionsPerNodeRemoved"] is None else f"{item['evictionsPerNodeRemoved']:.1f}",
-                "-" if bound else str(item["pendingPodMinutes"]),
-                "-" if bound else str(item["pdbViolations"]),
-                "-" if bound else str(item["noPlace"]),
-                "-" if bound else str(item["noReadyPodSeconds"]),
-            ]
-        )
-    shown = [index for index, column in enumerate(header) if wide or column in KEY_COLUMNS]
-    widths = {i: max(len(row[i]) for row in rows) for i in shown}
-    for row in rows:
-        cells = [row[i].ljust(widths[i]) if i == 0 else row[i].rjust(widths[i]) for i in shown]
-        lines.append("  ".join(cells).rstrip())
+    cells = _cells(data["strategies"], native_name, unit)
+    key = KEY_COLUMNS[unit]
+    shown = list(cells) if wide else [column for column in key if column in cells]
+    order = sorted(shown, key=lambda column: key.index(column) if column in key else len(key))
+    while not wide and len(order) > 2 and _width(cells, order) > WIDTH:
+        order.pop()  # a strategy name longer than any today: the last key column gives way, named below
+    for row in range(len(data["strategies"]) + 1):
+        texts = [column if row == 0 else cells[column][row - 1] for column in order]
+        widths = [max(len(column), *(len(text) for text in cells[column])) for column in order]
+        line = [
+            text.ljust(width) if i == 0 else text.rjust(width)
+            for i, (text, width) in enumerate(zip(texts, widths, strict=True))
+        ]
+        lines.append("  ".join(line).rstrip())
     lines.append("")
     notes = dict(_column_notes(data, native_name))
-    lines.extend(_wrap(" ".join(note for column, note in notes.items() if column in {header[i] for i in shown})))
+    lines.extend(_wrap(" ".join(note for column, note in notes.items() if column in order or column == "")))
     if not wide:
-        hidden = ", ".join(column for column in header if column not in KEY_COLUMNS)
+        hidden = ", ".join(column for column in cells if column not in order)
         lines.extend(_wrap(f"More columns ({hidden}): --wide; every figure and the series: --json."))
+        violated = [
+            f"{item['name']} {item['pdbViolations']}" for item in data["strategies"] if item.get("pdbViolations")
+        ]
+        if "PDB VIOLATIONS" not in order and violated:
+            lines.extend(_wrap(f"PDB VIOLATIONS (--wide): {', '.join(violated)}."))
     lines.extend(_wrap(_cost_line(data)))
     for warning in data["warnings"]:
         lines.extend(_wrap(f"warning: {warning}"))
@@ -427,17 +483,89 @@ def table(data: dict[str, Any], *, wide: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _cells(strategies: list[dict[str, Any]], native_name: str | None, unit: str) -> dict[str, list[str]]:
+    """Each column's text for each strategy and the lower bound, by header, in `--wide`'s order. With costs,
+    the node-hours comparisons stand beside the headline ones (NODE-HOURS ...)."""
+    columns: dict[str, list[str]] = {}
+
+    def column(header: str, text: Callable[[dict[str, Any], bool], str]) -> None:
+        columns[header] = [text(item, item["name"] == LOWER_BOUND) for item in strategies]
+
+    column("STRATEGY", lambda item, bound: item["name"])
+    column("COST/DAY", lambda item, bound: "-" if item["costPerDay"] is None else f"{item['costPerDay']:.2f}")
+    column("VS BEST NATIVE", lambda item, bound: _vs(item, "vsBestNative", native_name))
+    column("ABOVE BOUND", lambda item, bound: "-" if bound else _percent(item["aboveLowerBound"]))
+    column("NODE-HOURS", lambda item, bound: f"{item['nodeHours']:.1f}")
+    if unit == COST:
+        column("NODE-HOURS VS NATIVE", lambda item, bound: _vs(item, "vsBestNativeNodeHours", native_name))
+        column(
+            "NODE-HOURS ABOVE BOUND", lambda item, bound: "-" if bound else _percent(item["aboveLowerBoundNodeHours"])
+        )
+    column("VS CA ALONE", lambda item, bound: _vs(item, "vsCaAlone", "ca-alone"))
+    column(
+        "RECOVERED",
+        lambda item, bound: (
+            "-"
+            if bound or item["savingsRecovered"] is None or item["name"] == "ca-alone"
+            else f"{item['savingsRecovered'] * 100:.0f}%"
+        ),
+    )
+    column("NODES MIN-MAX", lambda item, bound: f"{item['nodes']['min']}-{item['nodes']['max']}")
+    column(
+        "NIGHT GAP",
+        lambda item, bound: (
+            "-"
+            if not (plateau := item.get("nightPlateau"))
+            else f"{plateau['endGapNodes']:+d} ({plateau['endGapPercent']:.0f}%)"
+        ),
+    )
+    column("REMOVED", lambda item, bound: "-" if bound else str(item["nodesRemoved"]))
+    column("EVICTIONS", lambda item, bound: "-" if bound else str(item["evictions"]))
+    column(
+        "PER NODE",
+        lambda item, bound: (
+            "-" if bound or item["evictionsPerNodeRemoved"] is None else f"{item['evictionsPerNodeRemoved']:.1f}"
+        ),
+    )
+    column("PENDING POD-MIN", lambda item, bound: "-" if bound else str(item["pendingPodMinutes"]))
+    column("PDB VIOLATIONS", lambda item, bound: "-" if bound else str(item["pdbViolations"]))
+    column("NO PLACE", lambda item, bound: "-" if bound else str(item["noPlace"]))
+    column("NO READY POD-S", lambda item, bound: "-" if bound else str(item["noReadyPodSeconds"]))
+    return columns
+
+
+def _vs(item: dict[str, Any], field: str, base_name: str | None) -> str:
+    """A change against a strategy, "-" for that strategy itself."""
+    return "-" if item[field] is None or item["name"] == base_name else _percent(item[field])
+
+
+def _width(cells: dict[str, list[str]], order: list[str]) -> int:
+    return sum(max(len(column), *(len(text) for text in cells[column])) for column in order) + 2 * (len(order) - 1)
+
+
 def _column_notes(data: dict[str, Any], native_name: str | None) -> list[tuple[str, str]]:
     """What each column means, by the column it explains: a note is shown only with its column."""
     notes: list[tuple[str, str]] = []
+    by_cost = data["comparedBy"] == COST
+    if not by_cost:
+        # "" : a note shown whatever the columns.
+        notes.append(("", "Every comparison is in node-hours: not every node has a price (see the warnings below)."))
     if native_name is not None:
+        native = f"({native_name}; native: {', '.join(NATIVE)})"
         notes += [
-            ("ABOVE BOUND", "ABOVE BOUND: node-hours above the lower bound."),
+            (
+                "ABOVE BOUND",
+                "ABOVE BOUND: cost per day above the cost lower bound."
+                if by_cost
+                else "ABOVE BOUND: node-hours above the lower bound.",
+            ),
             (
                 "VS BEST NATIVE",
-                "VS BEST NATIVE: against the native strategy with the fewest node-hours "
-                f"({native_name}; native: {', '.join(NATIVE)}).",
+                f"VS BEST NATIVE: cost per day against the cheapest native strategy {native}."
+                if by_cost
+                else f"VS BEST NATIVE: node-hours against the native strategy with the fewest {native}.",
             ),
+            ("NODE-HOURS VS NATIVE", "NODE-HOURS VS NATIVE and NODE-HOURS ABOVE BOUND: the same in node-hours."),
         ]
     if data["scenario"]["nightPlateau"]:
         begin, end = data["scenario"]["nightPlateau"]
@@ -449,11 +577,16 @@ def _column_notes(data: dict[str, Any], native_name: str | None) -> list[tuple[s
             )
         )
     notes += [
-        ("RECOVERED", "RECOVERED: (CA alone - strategy) / (CA alone - lower bound), in node-hours."),
+        (
+            "RECOVERED",
+            "RECOVERED: (CA alone - strategy) / (CA alone - lower bound), in "
+            + ("cost per day." if by_cost else "node-hours."),
+        ),
         ("EVICTIONS", "EVICTIONS: pods evicted or deleted by any actor;"),
         ("PER NODE", "PER NODE: per node removed;"),
         ("PDB VIOLATIONS", "PDB VIOLATIONS: disruptions a PodDisruptionBudget did not allow;"),
-        ("NO PLACE", "NO PLACE: displaced pods whose replacement found no node."),
+        ("NO PLACE", "NO PLACE: displaced pods whose replacement found no node;"),
+        ("PENDING POD-MIN", "PENDING POD-MIN: pod-minutes spent pending."),
         (
             "NO READY POD-S",
             "NO READY POD-S: seconds workloads spent with no Ready pod after a pod was removed (for a "

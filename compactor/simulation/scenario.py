@@ -133,6 +133,35 @@ class Pdb(_Strict):
         return self
 
 
+class NodeSelectorRequirement(_Strict):
+    """A matchExpressions entry, as Kubernetes writes it."""
+
+    key: str = Field(min_length=1)
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _values(self) -> NodeSelectorRequirement:
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError(f"{self.operator} needs values")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError(f"{self.operator} takes no values")
+        if self.operator in ("Gt", "Lt") and (len(self.values) != 1 or not self.values[0].lstrip("-").isdigit()):
+            raise ValueError(f"{self.operator} takes one integer value")
+        return self
+
+
+class NodePreference(_Strict):
+    match_expressions: list[NodeSelectorRequirement] = Field(min_length=1, alias="matchExpressions")
+
+
+class PreferredSchedulingTerm(_Strict):
+    """A preferredDuringSchedulingIgnoredDuringExecution entry of node affinity, as Kubernetes writes it."""
+
+    weight: int = Field(ge=1, le=100)
+    preference: NodePreference
+
+
 class Workload(_Strict):
     name: Name
     namespace: Name = "default"
@@ -148,6 +177,8 @@ class Workload(_Strict):
     zone_spread: bool = Field(False, alias="zoneSpread")  # DoNotSchedule across zones, maxSkew 1
     local_storage: bool = Field(False, alias="localStorage")  # an emptyDir on disk
     tolerations: list[dict[str, str]] = Field(default_factory=list)
+    # spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution of its pods
+    preferred_node_affinity: list[PreferredSchedulingTerm] = Field(default_factory=list, alias="preferredNodeAffinity")
 
 
 class RolloutStrategy(_Strict):
@@ -189,6 +220,7 @@ class CronJob(_Strict):
     priority: int = 0
     annotations: dict[str, str] = Field(default_factory=dict)
     tolerations: list[dict[str, str]] = Field(default_factory=list)
+    preferred_node_affinity: list[PreferredSchedulingTerm] = Field(default_factory=list, alias="preferredNodeAffinity")
 
     @model_validator(mode="after")
     def _durations(self) -> CronJob:
@@ -418,6 +450,7 @@ def _setup(scenario: ScenarioFile, *, source: str, config: Config | None) -> Set
                 priority=cron.priority,
                 node_selector={pool_label: cron.pool} if cron.pool else None,
                 tolerations=[dict(t) for t in cron.tolerations],
+                affinity=_node_preferences(cron.preferred_node_affinity),
             ),
             every_minutes=cron.every_minutes,
             parallelism=cron.parallelism,
@@ -474,10 +507,18 @@ def _curve(replicas: int | Points | ProfileRef, profiles: dict[str, list[tuple[f
     return Curve(tuple(sorted((float(h), fraction * replicas.peak) for h, fraction in profile)))
 
 
+def _node_preferences(terms: list[PreferredSchedulingTerm]) -> JsonObject | None:
+    """The pod's affinity with these preferred node affinity terms, in the API's spelling; None without."""
+    if not terms:
+        return None
+    preferred = [term.model_dump(by_alias=True, exclude_defaults=True) for term in terms]
+    return {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred}}
+
+
 def _template(item: Workload, labels: dict[str, str], pool_label: str) -> JsonObject:
-    affinity = None
+    affinity = _node_preferences(item.preferred_node_affinity)
     if item.anti_affinity:
-        affinity = {
+        affinity = (affinity or {}) | {
             "podAntiAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": [
                     {"labelSelector": {"matchLabels": {"app": item.name}}, "topologyKey": "kubernetes.io/hostname"}

@@ -25,6 +25,10 @@ where before and after (the pod placed) are 100 x (1 - |cpu share - memory share
 pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go, v1.36.3). A
 scenario turns it off with `"scheduler": {"balancedAllocation": false}`.
 
+NodeAffinity scores a pod's preferred node affinity (weight 2; `node_affinity_scores`): GKE's
+Spot guidance prefers `cloud.google.com/gke-spot` so, and a pod that prefers Spot lands on a Spot
+node when one fits.
+
 PodTopologySpread scores too (weight 2), with the system default constraints for pods that set
 none (`_DefaultSpread`): a ReplicaSet's pods lean away from the nodes and zones that already hold
 many of them. `"scheduler": {"topologySpread": false}` turns it off.
@@ -52,8 +56,9 @@ from compactor.simulation.world import World
 
 _NO_POOLS = Config.model_validate({})
 KUBE_SCHEDULER = "kube-scheduler"  # the actor of a preemption
-# TaintToleration's and PodTopologySpread's weights in the default scheduler profile.
+# TaintToleration's, NodeAffinity's and PodTopologySpread's weights in the default scheduler profile.
 TAINT_TOLERATION_WEIGHT = 3
+NODE_AFFINITY_WEIGHT = fit.NODE_AFFINITY_WEIGHT
 TOPOLOGY_SPREAD_WEIGHT = 2
 
 
@@ -137,6 +142,7 @@ class Scheduler:
                     recorder.no_place[actor] += 1
                 continue
             spreading = spread.scores(key, pod, feasible) if spread is not None else None
+            preferring = node_affinity_scores(pod, feasible)
             best: NodeState | None = None
             best_score = -1
             ties = 0
@@ -147,6 +153,8 @@ class Scheduler:
                 score = fitness + _taint_toleration(pod, target)
                 if spreading is not None:
                     score += TOPOLOGY_SPREAD_WEIGHT * spreading[index]
+                if preferring is not None:
+                    score += NODE_AFFINITY_WEIGHT * preferring[index]
                 if score > best_score:
                     best, best_score, ties = target, score, 1
                 elif score == best_score:
@@ -342,6 +350,16 @@ def _selects(pod: Pod, node: Node) -> bool:
     if any(node.labels.get(label) != value for label, value in pod.node_selector):
         return False
     return node_affinity_matches(pod.node_affinity, node.name, node.labels)
+
+
+def node_affinity_scores(pod: Pod, feasible: list[NodeState]) -> list[int] | None:
+    """NodeAffinity's normalized score (0-100) of each feasible node, in order (`fit.node_affinity_scores`: the
+    matched weights of the pod's preferred terms, normalized by the highest, kubernetes v1.36.3; at weight 2 in
+    the default profile, so one matched term against none is worth 200, as much as the resource scores can
+    differ); None for a pod without preferred node affinity (the plugin skips it: no node gains)."""
+    if not pod.preferred_node_affinity:
+        return None
+    return fit.node_affinity_scores(pod, feasible)
 
 
 def _taint_toleration(pod: Pod, target: NodeState) -> int:

@@ -35,6 +35,7 @@ def add_node(
     allocatable: Mapping[str, str] = SMALL,
     taints: list[dict[str, str]] | None = None,
     created: datetime = LONG_AGO,
+    labels: Mapping[str, str] | None = None,
 ) -> None:
     target.add_node(
         objects.node_object(
@@ -44,7 +45,7 @@ def add_node(
             zone=zone,
             machine_type="e2-standard-4",
             allocatable=allocatable,
-            labels={},
+            labels=dict(labels or {}),
             taints=list(taints or []),
             created=created,
         )

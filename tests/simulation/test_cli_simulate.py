@@ -36,8 +36,10 @@ def test_the_json_has_every_strategy_and_figure(tmp_path: Path, capsys: pytest.C
     assert [s["name"] for s in data["strategies"]] == cli_names()
     fields = {"nodeHours", "vsCaAlone", "nodes", "evictions", "evictionsPerNodeRemoved", "pendingPodMinutes"}
     fields |= {"pdbViolations", "noPlace", "nodesRemoved", "series", "savingsRecovered", "heldBackBy"}
-    fields |= {"aboveLowerBound", "vsBestNative"}
+    fields |= {"aboveLowerBound", "vsBestNative", "aboveLowerBoundNodeHours", "vsBestNativeNodeHours"}
+    fields |= {"vsCaAloneNodeHours", "savingsRecoveredNodeHours", "costPerDay"}
     assert all(fields <= s.keys() for s in data["strategies"][:-1])
+    assert data["comparedBy"] == "nodeHours", "the test scenario's zones are in no priced region"
     assert data["bestNative"]["name"] in {"ca-alone", "ca-optimize-utilization", "gke-consolidation-threshold"}
     compactor = data["strategies"][4]
     assert compactor["name"] == "node-compactor"
@@ -53,7 +55,7 @@ def test_the_table_and_the_plot(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert code == 0, err
     lines = out.splitlines()
     header = next(line for line in lines if line.startswith("STRATEGY"))
-    assert header.split()[:5] == ["STRATEGY", "NODE-HOURS", "COST/DAY", "ABOVE", "BOUND"]
+    assert header.split()[:5] == ["STRATEGY", "NODE-HOURS", "VS", "BEST", "NATIVE"]
     assert [line.split()[0] for line in lines if line.split() and line.split()[0] in cli_names()] == cli_names()
     assert "node-compactor: what its runs decided, in minutes of the 60 measured" in out
     assert png.read_bytes().startswith(b"\x89PNG")

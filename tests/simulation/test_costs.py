@@ -215,5 +215,6 @@ def test_the_json_gives_every_strategy_a_cost_per_day_and_the_table_a_column(
     assert cli.main(["simulate", "--scenario", str(path)]) == 0
     table = capsys.readouterr().out
     header = next(line for line in table.splitlines() if line.startswith("STRATEGY"))
-    assert header.split()[1:3] == ["NODE-HOURS", "COST/DAY"]
+    assert header.split()[1:5] == ["COST/DAY", "VS", "BEST", "NATIVE"], "every node priced: money comes first"
+    assert data["comparedBy"] == "costPerDay"
     assert "COST/DAY: USD per 24 hours at each pool's node price (list prices as of " in table

@@ -141,3 +141,73 @@ def test_the_balanced_allocation_score_is_on_unless_a_scenario_turns_it_off() ->
     with pytest.raises(BadInputError) as refused:
         setup_from({**SCENARIO, "scheduler": {"balanced": True}})
     assert any("scheduler" in problem for problem in refused.value.problems), refused.value.problems
+
+
+SPOT_FIRST = {
+    "weight": 50,
+    "preference": {"matchExpressions": [{"key": "cloud.google.com/gke-spot", "operator": "In", "values": ["true"]}]},
+}
+
+
+def spot_beside_on_demand(**deployment: object) -> dict[str, object]:
+    pools = [
+        {"name": "on-demand", "machineType": "e2-standard-4", "zones": ["zone-a"], "initialNodes": 2},
+        {"name": "spot", "machineType": "e2-standard-4", "zones": ["zone-a"], "initialNodes": 2, "spot": True},
+    ]
+    web = {"name": "web", "requests": {"cpu": "500m", "memory": "1Gi"}, "replicas": 6, **deployment}
+    return {**SCENARIO, "pools": pools, "deployments": [web], "compactor": {}}
+
+
+def test_a_deployment_preferring_spot_runs_on_the_spot_pool_while_it_has_room() -> None:
+    """GKE's guidance for Spot VMs: preferred node affinity on cloud.google.com/gke-spot, so pods use Spot
+    nodes when there are some and on-demand ones otherwise."""
+    cluster = runner.build(setup_from(spot_beside_on_demand(preferredNodeAffinity=[SPOT_FIRST])))
+    records = [record for _, record in cluster.world.pod_records() if record.labels.get("app") == "web"]
+    assert len(records) == 6
+    assert {cluster.world.node_pool(record.node_name) for record in records if record.node_name} == {"spot"}
+    assert [term.weight for term in records[0].preferred_node_affinity] == [50]
+    plain = runner.build(setup_from(spot_beside_on_demand()))
+    pools = {
+        plain.world.node_pool(r.node_name)
+        for _, r in plain.world.pod_records()
+        if r.labels.get("app") == "web" and r.node_name
+    }
+    assert pools == {"spot", "on-demand"}, "without the preference the resource scores spread them"
+
+
+@pytest.mark.parametrize(
+    ("term", "problem"),
+    [
+        pytest.param({**SPOT_FIRST, "weight": 0}, "weight", id="weight-below-1"),
+        pytest.param({**SPOT_FIRST, "weight": 101}, "weight", id="weight-above-100"),
+        pytest.param({"weight": 5, "preference": {"matchExpressions": []}}, "matchExpressions", id="empty-term"),
+        pytest.param(
+            {"weight": 5, "preference": {"matchExpressions": [{"key": "k", "operator": "In"}]}},
+            "In needs values",
+            id="in-without-values",
+        ),
+        pytest.param(
+            {"weight": 5, "preference": {"matchExpressions": [{"key": "k", "operator": "Near", "values": ["x"]}]}},
+            "operator",
+            id="unknown-operator",
+        ),
+    ],
+)
+def test_a_bad_preferred_node_affinity_term_is_a_bad_scenario(term: dict[str, object], problem: str) -> None:
+    with pytest.raises(BadInputError) as refused:
+        setup_from(spot_beside_on_demand(preferredNodeAffinity=[term]))
+    assert any(problem in text for text in refused.value.problems), refused.value.problems
+
+
+def test_a_cron_jobs_pods_carry_its_preferred_node_affinity_as_kubernetes_writes_it() -> None:
+    cron = {
+        "name": "etl",
+        "requests": {"cpu": "1", "memory": "1Gi"},
+        "everyMinutes": 60,
+        "parallelism": 2,
+        "durationMinutes": [10, 20],
+        "preferredNodeAffinity": [SPOT_FIRST],
+    }
+    setup = setup_from({**spot_beside_on_demand(), "cronJobs": [cron]})
+    affinity = setup.cronjobs[0].template["spec"]["affinity"]
+    assert affinity == {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [SPOT_FIRST]}}

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
+import pytest
+
+from compactor.core.model import ZERO, Node
+from compactor.kube.snapshot import parse_pod
 from compactor.settings.config import Config
-from compactor.simulation.scheduler import Scheduler
+from compactor.simulation import objects
+from compactor.simulation.scheduler import Scheduler, node_affinity_scores, node_state
 from compactor.simulation.world import World
 from tests.simulation.builders import START, add_node, add_pod, world
 
@@ -160,3 +166,77 @@ def test_a_job_pod_gets_no_default_spread_score() -> None:
         picks.add(cluster.pod_record(key).node_name)
         cluster.scale_down(key, START)
     assert picks == {"a", "b"}, "no Service or ReplicaSet selects a Job's pods: resource scores alone, tied"
+
+
+# -- preferred node affinity (NodeAffinity's score) ------------------------------------------------------
+
+SPOT = "cloud.google.com/gke-spot"
+
+
+def preferring(*terms: tuple[int, str, str]) -> dict[str, Any]:
+    """A pod's affinity preferring nodes labelled key=value, each with its weight, as Kubernetes writes it."""
+    preferred = [
+        {"weight": weight, "preference": {"matchExpressions": [{"key": key, "operator": "In", "values": [value]}]}}
+        for weight, key, value in terms
+    ]
+    return {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred}}
+
+
+def test_a_pod_preferring_spot_lands_on_the_spot_node_though_another_is_emptier() -> None:
+    cluster = world()
+    add_node(cluster, "on-demand")
+    add_node(cluster, "spot", labels={SPOT: "true"})
+    add_pod(cluster, "resident", node="spot", cpu="2", memory="8Gi")  # half full: least-allocated says on-demand
+    key = add_pod(cluster, "batch", affinity=preferring((1, SPOT, "true")))
+    plain = add_pod(cluster, "web", owner=("ReplicaSet", "web"))
+    Scheduler(cluster, CONFIG, seed=1).schedule(START)
+    assert cluster.pod_record(key).node_name == "spot", "weight 1 of 1: normalized to 100, twice 100 in the sum"
+    assert cluster.pod_record(plain).node_name == "on-demand", "a pod without preferences goes by resources"
+
+
+def test_the_node_matching_the_heavier_preferred_term_wins() -> None:
+    cluster = world()
+    add_node(cluster, "ssd", labels={"disk": "ssd"})
+    add_node(cluster, "fast", labels={"cpu": "fast"})
+    add_pod(cluster, "resident", node="fast", cpu="1")
+    add_pod(cluster, "resident-2", node="ssd", cpu="2")  # the resource scores say fast
+    key = add_pod(cluster, "db", affinity=preferring((10, "cpu", "fast"), (90, "disk", "ssd")))
+    Scheduler(cluster, CONFIG, seed=1).schedule(START)
+    assert cluster.pod_record(key).node_name == "ssd"
+
+
+@pytest.mark.parametrize(
+    ("labels", "expected"),
+    [
+        pytest.param([{}, {"a": "1"}, {"a": "1", "b": "1"}], [0, 33, 100], id="by-the-highest-sum-in-integers"),
+        pytest.param([{}, {}], [0, 0], id="none-matching-scores-none"),
+        pytest.param([{"b": "1"}, {"b": "1"}], [100, 100], id="all-matching-score-alike"),
+    ],
+)
+def test_node_affinity_scores_are_the_matched_weights_normalized_to_100_over_feasible_nodes(
+    labels: list[dict[str, str]], expected: list[int]
+) -> None:
+    pod = parse_pod(pod_object(affinity=preferring((10, "a", "1"), (20, "b", "1"))))
+    feasible = [
+        node_state(Node(name=f"n{i}", allocatable=ZERO, allocatable_pods=0, labels=each))
+        for i, each in enumerate(labels)
+    ]
+    assert node_affinity_scores(pod, feasible) == expected
+
+
+def test_a_pod_without_preferred_terms_gets_no_node_affinity_score() -> None:
+    pod = parse_pod(pod_object())
+    assert node_affinity_scores(pod, [node_state(Node(name="n", allocatable=ZERO, allocatable_pods=0))]) is None
+
+
+def pod_object(**template: Any) -> dict[str, Any]:
+    return objects.stamp_pod(
+        objects.pod_template(
+            namespace="default", labels={"app": "x"}, requests={"cpu": "1", "memory": "1Gi"}, **template
+        ),
+        name="x",
+        owner_kind="ReplicaSet",
+        owner_name="x",
+        created=START,
+        node_name=None,
+    )

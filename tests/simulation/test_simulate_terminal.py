@@ -15,16 +15,21 @@ from compactor import cli
 from compactor.simulation import progress, report, runner, scenario
 from tests.simulation.builders import START, scenario_data, setup_from
 
-KEY_COLUMNS = ["STRATEGY", "NODE-HOURS", "COST/DAY", "ABOVE BOUND", "VS BEST NATIVE", "EVICTIONS"]
-KEY_COLUMNS += ["PDB VIOLATIONS", "NO PLACE"]
-WIDE_ONLY = ["VS CA ALONE", "RECOVERED", "NODES MIN-MAX", "NIGHT GAP", "REMOVED", "PER NODE", "PENDING POD-MIN"]
+# Where every node has a price, the table leads with money, node-hours beside; without, with node-hours.
+PRICED_COLUMNS = ["STRATEGY", "COST/DAY", "VS BEST NATIVE", "ABOVE BOUND", "NODE-HOURS", "EVICTIONS", "NO PLACE"]
+PRICED_COLUMNS += ["PENDING POD-MIN"]
+KEY_COLUMNS = ["STRATEGY", "NODE-HOURS", "VS BEST NATIVE", "ABOVE BOUND", "COST/DAY", "EVICTIONS", "NO PLACE"]
+KEY_COLUMNS += ["PENDING POD-MIN"]
+WIDE_ONLY = ["VS CA ALONE", "RECOVERED", "NODES MIN-MAX", "NIGHT GAP", "REMOVED", "PER NODE", "PDB VIOLATIONS"]
 WIDE_ONLY += ["NO READY POD-S"]
+PRICED_WIDE_ONLY = [*WIDE_ONLY, "NODE-HOURS VS NATIVE", "NODE-HOURS ABOVE BOUND"]
+PRICED_POOLS = [{"name": "default-pool", "machineType": "e2-standard-4", "zones": ["europe-west1-b"], "minNodes": 1}]
 ROWS = [*runner.STRATEGIES, report.LOWER_BOUND]
 
 
-def simulate(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> str:
+def simulate(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str, priced: bool = False) -> str:
     path = tmp_path / "scenario.json"
-    path.write_bytes(orjson.dumps(scenario_data()))
+    path.write_bytes(orjson.dumps(scenario_data(pools=PRICED_POOLS) if priced else scenario_data()))
     code = cli.main(["simulate", "--scenario", str(path), "--hours", "1", *args])
     captured = capsys.readouterr()
     assert code == 0, captured.err
@@ -45,21 +50,46 @@ def summary() -> dict[str, Any]:
 # -- the table -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("priced", "key"),
+    [
+        pytest.param(True, PRICED_COLUMNS, id="money-first-where-every-node-has-a-price"),
+        pytest.param(False, KEY_COLUMNS, id="node-hours-first-without"),
+    ],
+)
 def test_the_default_table_fits_120_columns_with_the_columns_to_compare_strategies(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], priced: bool, key: list[str]
 ) -> None:
-    table = simulate(tmp_path, capsys)
+    table = simulate(tmp_path, capsys, priced=priced)
     assert max(len(line) for line in table.splitlines()) <= 120
-    assert columns(table) == KEY_COLUMNS
+    assert columns(table) == key
     assert [line.split()[0] for line in table.splitlines() if line.split() and line.split()[0] in ROWS] == ROWS
     assert "--wide" in table, "the table says where the other columns are"
 
 
-def test_wide_shows_every_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    table = simulate(tmp_path, capsys, "--wide")
-    assert set(columns(table)) == set(KEY_COLUMNS + WIDE_ONLY)
-    assert columns(table)[:5] == KEY_COLUMNS[:5]
+@pytest.mark.parametrize(
+    ("priced", "key", "wide_only"),
+    [
+        pytest.param(True, PRICED_COLUMNS, PRICED_WIDE_ONLY, id="with-node-hours-comparisons-beside-money"),
+        pytest.param(False, KEY_COLUMNS, WIDE_ONLY, id="in-node-hours"),
+    ],
+)
+def test_wide_shows_every_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], priced: bool, key: list[str], wide_only: list[str]
+) -> None:
+    table = simulate(tmp_path, capsys, "--wide", priced=priced)
+    assert set(columns(table)) == set(key + wide_only)
+    assert columns(table)[: len(key)] == key
     assert "NO READY POD-S: seconds workloads spent with no Ready pod" in table
+
+
+def test_a_pdb_violation_is_named_under_the_default_table_though_its_column_is_wides(summary: dict[str, Any]) -> None:
+    data = {**summary}
+    data["strategies"] = [
+        {**item, "pdbViolations": 3} if item["name"] == "ca-alone" else item for item in summary["strategies"]
+    ]
+    assert "PDB VIOLATIONS" not in columns(report.table(data))
+    assert "PDB VIOLATIONS (--wide): ca-alone 3." in report.table(data)
 
 
 def test_json_is_the_same_with_or_without_wide(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

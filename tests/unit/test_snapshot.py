@@ -477,6 +477,45 @@ def test_pods_with_the_same_labels_share_one_map_and_pdbs_still_match_by_namespa
     assert index.covering(db) == ()
 
 
+SPOT_PREFERENCE = {
+    "weight": 80,
+    "preference": {"matchExpressions": [{"key": "cloud.google.com/gke-spot", "operator": "In", "values": ["true"]}]},
+}
+
+
+def test_preferred_node_affinity_is_read_with_its_weights_both_ways() -> None:
+    """GKE's Spot guidance: prefer Spot nodes, fall back to on-demand ones. The terms' weights and expressions
+    reach the record, the long way and the typed one, beside a required term that stays required."""
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a"]}]}]
+            },
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                SPOT_PREFERENCE,
+                {
+                    "weight": 20,
+                    "preference": {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]},
+                },
+            ],
+        }
+    }
+    item = pod_json({"affinity": affinity})
+    typed = snapshot.SnapshotBuilder()
+    typed.add_encoded_item(orjson.dumps(item), 0)
+    long_way = snapshot.SnapshotBuilder()
+    long_way.add_mixed([item])
+    for pod in (typed.pods[0], long_way.pods[0]):
+        assert [term.weight for term in pod.preferred_node_affinity] == [80, 20]
+        spot, named = (term.term for term in pod.preferred_node_affinity)
+        assert [(r.key, r.operator, r.values) for r in spot.match_expressions] == [
+            ("cloud.google.com/gke-spot", "In", ("true",))
+        ]
+        assert [(r.key, r.values) for r in named.match_fields] == [("metadata.name", ("n1",))]
+        assert pod.node_affinity is not None and len(pod.node_affinity) == 1
+    assert snapshot.parse_pod(pod_json({})).preferred_node_affinity == ()
+
+
 def test_affinity_records_are_shared_across_namespaces_only_without_pod_affinity_terms() -> None:
     """Pod (anti)affinity terms without `namespaces` mean the pod's own namespace; node affinity does
     not depend on it, so DaemonSet pods of many namespaces share one record, and the others do not."""
@@ -547,6 +586,7 @@ _NEIGHBOUR_AFFINITIES: tuple[dict[str, Any] | None, ...] = (
             }
         }
     },
+    {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [SPOT_PREFERENCE]}},
 )
 
 

@@ -1,6 +1,13 @@
 """GKE machine types and the allocatable GKE leaves to pods on them.
 
-Allocatable is capacity minus GKE's published reservations: CPU 6% of the
+The machine types are every predefined type the price table prices (`pricing.predefined_types`: each family's
+series and sizes as Compute Engine lists them, cloud.google.com/compute/docs/general-purpose-machines for E2,
+N1, N2, N2D, N4, N4D, C3, C3D, C4 and Tau T2D, cloud.google.com/compute/docs/compute-optimized-machines for
+C2D), so a family priced is a family known here, by one list. E2's shared-core types (e2-micro, e2-small,
+e2-medium) are left out: GKE reserves for them by other rules than these.
+
+Allocatable is capacity minus GKE's published reservations
+(cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes): CPU 6% of the
 first core, 1% of the second, 0.5% of the next two and 0.25% of every core
 above four; memory 25% of the first 4 GiB, 20% of the next 4, 10% of the
 next 8, 6% of the next 112 and 2% above 128, plus the kubelet's 100 MiB
@@ -12,30 +19,18 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from compactor.core.prices import pricing
 from compactor.errors import BadInputError
 
 GIB = 2**30
 MIB = 2**20
 MAX_PODS = 110
 
-# GiB of memory per vCPU for each machine family we know.
-_FAMILIES: dict[str, Fraction] = {
-    "e2-standard": Fraction(4),
-    "e2-highmem": Fraction(8),
-    "e2-highcpu": Fraction(1),
-    "n2-standard": Fraction(4),
-    "n2-highmem": Fraction(8),
-    "n2-highcpu": Fraction(1),
-    "n2d-standard": Fraction(4),
-    "n2d-highmem": Fraction(8),
-    "c3-standard": Fraction(4),
-    "n1-standard": Fraction(15, 4),
-    "n1-highmem": Fraction(13, 2),
-}
-_SIZES = (2, 4, 8, 16, 32, 48, 64)
-
+# Machine type -> (vCPUs, GiB of memory).
 MACHINES: dict[str, tuple[int, Fraction]] = {
-    f"{family}-{size}": (size, ratio * Fraction(size)) for family, ratio in _FAMILIES.items() for size in _SIZES
+    name: (int(vcpus), Fraction(gib).limit_denominator(100))
+    for name, (vcpus, gib) in pricing.predefined_types().items()
+    if name not in pricing.SHARED_CORE
 }
 
 
@@ -73,10 +68,10 @@ def allocatable_amounts(machine_type: str) -> tuple[int, int]:
     """The allocatable cpu (millicores) and memory (bytes) of a node of this machine type."""
     known = MACHINES.get(machine_type)
     if known is None:
-        names = ", ".join(sorted({name.rsplit("-", 1)[0] for name in MACHINES}))
+        series = sorted({name.rsplit("-", 1)[0] for name in MACHINES})
         raise BadInputError(
             f"unknown machine type {machine_type!r}: give the pool an `allocatable` (cpu, memory), "
-            f"or use one of the families {names} with {', '.join(str(s) for s in _SIZES)} vCPUs"
+            f"or use a predefined type of {', '.join(series)} (Compute Engine's sizes, as e2-standard-4)"
         )
     cores, memory_gib = known
     cpu = cores * 1000 - _reserved_cpu_millis(cores)

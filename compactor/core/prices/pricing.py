@@ -137,6 +137,13 @@ _CUSTOM = re.compile(
     r"-(?P<mib>[1-9][0-9]{0,7})"
 )
 _SHARED_CORE_VCPUS = {"micro": 0.25, "small": 0.5, "medium": 1.0}
+# E2's shared-core types: billed for a fraction of a vCPU (`_ODD_SHAPES`), shown to the guest as 2.
+SHARED_CORE = frozenset({"e2-micro", "e2-small", "e2-medium"})
+
+
+def predefined_types() -> Mapping[str, tuple[float, float]]:
+    """Every predefined machine type the table prices: name -> (billed vCPUs, GiB of memory)."""
+    return MappingProxyType(_PREDEFINED)
 
 
 class _Shape(NamedTuple):

@@ -60,8 +60,8 @@ NEW_SCENARIOS = (
 # Multi-shape scenarios shipped later, priced and with replacement on like the three above.
 LATER_SCENARIOS = (
     "examples/scenarios/three-shapes-dearest-busy.json",
-    "examples/scenarios/spot-workers-preferred.json",
     "examples/scenarios/memory-cpu-mix.json",
+    "examples/scenarios/spot-workers-preferred.json",
 )
 
 

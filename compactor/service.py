@@ -259,12 +259,32 @@ def run(
                 "stale": outcome.stale,
                 "heldBy": (result.report.get("heldBy") or {}).get("kind"),
                 "nodesAwaitingRemoval": len(result.report.get("awaitingRemoval") or ()),
+                **_money(result.report),
                 "read": result.report.get("read"),
                 "durationSeconds": round(monotonic() - started, 3),
             }
         },
     )
     return result
+
+
+def _money(report: Mapping[str, Any]) -> dict[str, Any]:
+    """What the cluster costs per hour now and what this run's action saves, for the run-summary line (the
+    log-based metrics and the dashboard read them): the priced nodes' prices summed, how many nodes have no
+    price (a GPU node without its pool's pricePerHour, an unknown machine type), and the saving per hour of the
+    drain or of the replacement asked for (None when the run starts neither)."""
+    nodes = report.get("nodes") or ()
+    prices = [node.get("pricePerHour") for node in nodes]
+    saving = (report.get("decision") or {}).get("savingsPerHour")
+    replacement = report.get("replacement") or {}
+    if saving is None and replacement.get("step") == "create":
+        saving = replacement.get("savingsPerHour")
+    return {
+        "currency": report.get("currency", "USD"),
+        "clusterPricePerHour": round(sum(price for price in prices if price is not None), 6),
+        "unpricedNodes": sum(1 for price in prices if price is None),
+        "savingsPerHour": saving,
+    }
 
 
 def _run(

@@ -39,7 +39,22 @@ locals {
       value_field = "jsonPayload.nodesAwaitingRemoval"
       description = "Emptied, cordoned nodes waiting for the Cluster Autoscaler, as each run counts them."
     }
+    "cluster-price-per-hour" = {
+      event       = "run-summary"
+      severity    = null
+      value_field = "jsonPayload.clusterPricePerHour"
+      description = "What the cluster's priced nodes cost per hour at list prices, as each run reads them (the run-summary line's currency; unpriced nodes left out and counted in unpricedNodes)."
+    }
+    "savings-per-hour" = {
+      event       = "run-summary"
+      severity    = null
+      value_field = "jsonPayload.savingsPerHour"
+      description = "What each drain or replacement a run starts saves per hour once its nodes are gone."
+    }
   }
+  # Money is spread over orders of magnitude: exponential buckets from 0.01
+  # an hour (x1.5 each, to about 1,900 an hour); counts get one bucket a node.
+  money_metrics = toset(["cluster-price-per-hour", "savings-per-hour"])
 
   # Every cluster's compactor function: one set of metrics serves them all,
   # and the `cluster` label tells their series apart.
@@ -79,7 +94,7 @@ resource "google_logging_metric" "events" {
   metric_descriptor {
     metric_kind  = "DELTA"
     value_type   = each.value.value_field == null ? "INT64" : "DISTRIBUTION"
-    unit         = "1"
+    unit         = contains(local.money_metrics, each.key) ? "{currency}/h" : "1"
     display_name = "node-compactor ${each.key}"
 
     labels {
@@ -89,14 +104,25 @@ resource "google_logging_metric" "events" {
     }
   }
 
-  # A distribution needs buckets: one per node count from 0 to 20.
+  # A distribution needs buckets: one per node count from 0 to 20, or
+  # exponential ones for money.
   dynamic "bucket_options" {
-    for_each = each.value.value_field == null ? [] : [each.value.value_field]
+    for_each = each.value.value_field == null || contains(local.money_metrics, each.key) ? [] : [each.value.value_field]
     content {
       linear_buckets {
         num_finite_buckets = 20
         width              = 1
         offset             = 0
+      }
+    }
+  }
+  dynamic "bucket_options" {
+    for_each = contains(local.money_metrics, each.key) ? [each.value.value_field] : []
+    content {
+      exponential_buckets {
+        num_finite_buckets = 30
+        growth_factor      = 1.5
+        scale              = 0.01
       }
     }
   }

@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
+from compactor.core.prices import pricing
 from tests.fakeapi import FakeApiServer
+from tests.fakeapi import builders as k8s
 from tests.integration import function_server
 from tests.integration.conftest import CONFIG, cordoned, light_cluster
 from tests.integration.firestore_emulator import FirestoreEmulator, firestore_emulator  # noqa: F401
@@ -239,7 +241,27 @@ def test_logs_are_json_lines_with_severity_and_one_summary(
     assert summaries[0]["action"] == "drain" and summaries[0]["node"] == "n1"
     # The fields the deployment's log-based metrics and dashboard read.
     assert summaries[0]["nodesAwaitingRemoval"] == 0 and summaries[0]["heldBy"] is None
+    # Money: three e2-standard-4 nodes in europe-west1 at list prices, and the drain saves one of them.
+    price = pricing.node_price(pricing.BUILT_IN, machine_type="e2-standard-4", region="europe-west1", spot=False)
+    assert price is not None
+    assert summaries[0]["currency"] == "USD"
+    assert summaries[0]["clusterPricePerHour"] == pytest.approx(3 * price)
+    assert summaries[0]["unpricedNodes"] == 0
+    assert summaries[0]["savingsPerHour"] == pytest.approx(price)
     assert any(entry.get("event") == "drain-started" for entry in entries)
+
+
+def test_the_summary_counts_the_nodes_it_cannot_price_and_leaves_them_out_of_the_price(
+    http_client: Any, function_env: FakeApiServer, capfd: pytest.CaptureFixture[str]
+) -> None:
+    function_env.add(k8s.node("odd-1", machine_type="x9-mega-4"))  # a machine type the price table does not know
+    http_client.get("/?dryRun=true")
+    out = capfd.readouterr().out
+    [summary] = [json.loads(line) for line in out.splitlines() if '"run-summary"' in line]
+    price = pricing.node_price(pricing.BUILT_IN, machine_type="e2-standard-4", region="europe-west1", spot=False)
+    assert price is not None
+    assert summary["unpricedNodes"] == 1
+    assert summary["clusterPricePerHour"] == pytest.approx(3 * price)
 
 
 @pytest.fixture

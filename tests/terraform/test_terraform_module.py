@@ -38,7 +38,16 @@ HCL_OPTIONS = SerializationOptions(explicit_blocks=False, strip_string_quotes=Tr
 
 RBAC_PLACEHOLDER = "FUNCTION_SERVICE_ACCOUNT_EMAIL"
 PUBLIC_PRINCIPALS = ("allUsers", "allAuthenticatedUsers")
-METRICS = ("runs", "drains-started", "drains-completed", "rollbacks", "failed-runs", "nodes-awaiting-removal")
+METRICS = (
+    "runs",
+    "drains-started",
+    "drains-completed",
+    "rollbacks",
+    "failed-runs",
+    "nodes-awaiting-removal",
+    "cluster-price-per-hour",
+    "savings-per-hour",
+)
 
 # Inputs the root module sets once for every cluster; every other module input
 # is a cluster's own setting, read from var.clusters.
@@ -1022,10 +1031,16 @@ def test_one_set_of_log_metrics_counts_the_events_every_clusters_function_logs()
         "rollbacks": "rollback",
         "failed-runs": "run-failed",
         "nodes-awaiting-removal": "run-summary",
+        "cluster-price-per-hour": "run-summary",
+        "savings-per-hour": "run-summary",
     }
     assert metrics["failed-runs"]["severity"] == "ERROR"
-    # The field the run-summary line carries for it (compactor/service.py).
+    # The fields the run-summary line carries for them (compactor/service.py).
     assert metrics["nodes-awaiting-removal"]["value_field"] == "jsonPayload.nodesAwaitingRemoval"
+    assert metrics["cluster-price-per-hour"]["value_field"] == "jsonPayload.clusterPricePerHour"
+    assert metrics["savings-per-hour"]["value_field"] == "jsonPayload.savingsPerHour"
+    assert "cluster-price-per-hour" in expression(ROOT.local("money_metrics"))
+    assert "savings-per-hour" in expression(ROOT.local("money_metrics"))
 
     metric = ROOT.resource("google_logging_metric", "events")
     assert expression(metric["for_each"]) == "local.log_metrics"

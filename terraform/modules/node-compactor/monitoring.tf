@@ -14,6 +14,10 @@ locals {
     # A distribution of the count each run reports: its largest value per
     # period is how many emptied nodes were waiting for the Cluster Autoscaler.
     { title = "Nodes awaiting removal", metric = "nodes-awaiting-removal", aligner = "ALIGN_PERCENTILE_99", reducer = "REDUCE_MAX", plot = "LINE" },
+    # Money: what the priced nodes cost per hour as runs read them (the median
+    # of the period's runs), and what each action started saves per hour.
+    { title = "Cluster price per hour (priced nodes, list prices)", metric = "cluster-price-per-hour", aligner = "ALIGN_PERCENTILE_50", reducer = "REDUCE_MAX", plot = "LINE" },
+    { title = "Savings per hour of each drain or replacement started", metric = "savings-per-hour", aligner = "ALIGN_PERCENTILE_99", reducer = "REDUCE_MAX", plot = "STACKED_BAR" },
   ]
 }
 

@@ -51,12 +51,12 @@ variable "custom_roles" {
 }
 
 variable "log_metric_types" {
-  description = "Metric types of the shared log-based metrics (runs, drains-started, drains-completed, rollbacks, failed-runs, nodes-awaiting-removal), each labelled by cluster with the function's name. The root module passes them through a time_sleep so that an alert is created only once Cloud Monitoring knows them."
+  description = "Metric types of the shared log-based metrics (runs, drains-started, drains-completed, rollbacks, failed-runs, nodes-awaiting-removal, cluster-price-per-hour, savings-per-hour), each labelled by cluster with the function's name. The root module passes them through a time_sleep so that an alert is created only once Cloud Monitoring knows them."
   type        = map(string)
 
   validation {
-    condition     = length(setsubtract(["runs", "drains-started", "drains-completed", "rollbacks", "failed-runs", "nodes-awaiting-removal"], keys(var.log_metric_types))) == 0
-    error_message = "log_metric_types must name runs, drains-started, drains-completed, rollbacks, failed-runs and nodes-awaiting-removal."
+    condition     = length(setsubtract(["runs", "drains-started", "drains-completed", "rollbacks", "failed-runs", "nodes-awaiting-removal", "cluster-price-per-hour", "savings-per-hour"], keys(var.log_metric_types))) == 0
+    error_message = "log_metric_types must name runs, drains-started, drains-completed, rollbacks, failed-runs, nodes-awaiting-removal, cluster-price-per-hour and savings-per-hour."
   }
 }
 
@@ -373,7 +373,7 @@ variable "ingress_settings" {
 # --- monitoring --------------------------------------------------------------
 
 variable "dashboard_enabled" {
-  description = "Create a Cloud Monitoring dashboard for this cluster: runs, drains started and completed, rollbacks, failed runs, nodes awaiting removal."
+  description = "Create a Cloud Monitoring dashboard for this cluster: runs, drains started and completed, rollbacks, failed runs, nodes awaiting removal, the cluster's price per hour and the savings per hour of each action."
   type        = bool
   default     = true
   nullable    = false

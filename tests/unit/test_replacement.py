@@ -601,3 +601,14 @@ def test_once_its_new_node_runs_a_busy_replaced_node_is_drained() -> None:
     assert plan.decision.action == "drain", plan.decision.reason
     assert plan.decision.node == "b1"
     assert "s2" in dict(plan.decision.placements).values()
+
+
+def test_a_search_cut_by_its_budget_says_so_on_the_nodes_it_did_not_try(monkeypatch: pytest.MonkeyPatch) -> None:
+    nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
+    monkeypatch.setattr(search, "MAX_CANDIDATES", 1)
+    monkeypatch.setattr(search, "MAX_PROOFS", 0)
+    plan = plan_for(nodes, pods, config())
+    assert plan.replacement is None
+    notes = {name: node_report(plan, name).replacement or "" for name in ("b1", "b2")}
+    assert any("this run's 0 proofs were spent" in note for note in notes.values()), notes
+    assert any("combines the 1 best candidates of pool big-pool" in note for note in notes.values()), notes

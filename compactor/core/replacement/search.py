@@ -121,7 +121,13 @@ def choose(
         pool = config.enabled_pool(pool_name)
         assert pool is not None and pool.replacement is not None
         settings = pool.replacement
-        ranked = sorted(members, key=lambda state: _savings_order(state, node_costs))[:MAX_CANDIDATES]
+        ordered = sorted(members, key=lambda state: _savings_order(state, node_costs))
+        ranked = ordered[:MAX_CANDIDATES]
+        for state in ordered[MAX_CANDIDATES:]:
+            notes[state.name] = (
+                f"not replaced: the search combines the {MAX_CANDIDATES} best candidates of pool {pool_name} "
+                "(by saving per disrupted pod), and this node ranks after them"
+            )
         room = view.schedulable_in_pool[pool_name] - pool.min_nodes
         for state in ranked:
             notes.setdefault(state.name, "not replaced: no target pool's new node saves enough and takes its pods")
@@ -180,7 +186,9 @@ def choose(
     views: dict[tuple[str, str | None], tuple[ClusterView, list[NodeState]]] = {}
     for _, _, group, made, removed, saving in ready:
         if proofs >= MAX_PROOFS:
-            break
+            # The run's budget of proofs is spent: the sets left are the less saving ones, and say so.
+            _note_all(notes, group, f"not tried by a node of {made.pool}: this run's {MAX_PROOFS} proofs were spent")
+            continue
         grown = views.get((made.pool, made.zone))
         if grown is None:
             grown = views[(made.pool, made.zone)] = _with_template(view, made)

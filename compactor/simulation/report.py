@@ -77,7 +77,7 @@ def summarize(results: Results) -> dict[str, Any]:
     lower = {
         "name": LOWER_BOUND,
         "nodeHours": round(bound_hours, 1),
-        # The cheapest capacity the requests may use, in fractional nodes (`prices.CheapestCapacity`).
+        # The cheapest capacity the requests may use, in fractional nodes (`bound.CheapestCapacity`).
         "costPerDay": _money(_bound_cost(results)),
         "aboveLowerBound": 0.0,
         "vsBestNative": _change(bound_hours, native_hours),

@@ -20,17 +20,20 @@ The program, over x[g, q] (the share of group g placed in place q) and n[q] (nod
                 sum over zones of a pool of n[q] >= minNodes                the pool's minimum (pool-wide, as
                                                                             the autoscaler model keeps it)
 
-Every strategy's nodes at a step give a feasible point (each pod's share 1 where it runs, n its nodes), so no
-strategy costs less, and where cpu-heavy and memory-heavy pods may share a pool the mix is found, which a
-group-by-group choice misses. Splitting pools by zone tightens it only where volumes pin pods to a zone (pods
-pinned to two zones cannot share a node). Groups whose pods fit no place at all (too big for any node, or
-selecting labels no pool has) are left out: no strategy can run them, so none pays for them. Left out too,
-which only lowers the bound: anti-affinity between different owners, topology spread, maxNodes.
+When every pod runs, a strategy's nodes at a step are a feasible point (a group's share in a place the share
+of its pods that run there, n the nodes there), so no strategy costs less; pending pods count as if placed, as
+the node-hours bound counts them (the VMs provisioned for them are billed from the request:
+tests/simulation/test_lower_bound.py checks every step of every shipped scenario). Where cpu-heavy and
+memory-heavy pods may share a pool the program finds the mix, which a group-by-group choice misses. Splitting
+pools by zone tightens it only where volumes pin pods to a zone (pods pinned to two zones share no node).
+Groups whose pods fit no place at all (too big for any node, or selecting labels no pool has) are left out:
+no strategy can run them, so none pays for them. Left out too, which only lowers the bound: anti-affinity
+between different owners, topology spread, maxNodes.
 
-Groups with the same places and the same shape (cpu : memory : pods), none of them repelling itself, are one
-column set: a share of the merged group is the same share of each. The program is solved with HiGHS
-(`highspy`, the simulator's extra, never the function's: imported here only when a bound is set up) once
-per distinct demand; steps repeat, so results are cached by the merged demand.
+Groups with the same places and the same shape (cpu : memory : pods, so their pods are alike), of one owner
+when its replicas repel each other, are one set of columns: a share of the merged group is that share of each.
+The program is solved with HiGHS (`highspy`, the simulator's extra, never the function's: imported here only
+when a bound is set up) once per distinct demand; steps repeat, so results are cached by the merged demand.
 
 Must never: change what is simulated, nor be imported by anything the Cloud Function loads.
 """

@@ -1,4 +1,4 @@
-"""What the simulated nodes cost: each pool's price per hour, a strategy's cost per day, and the cost lower bound.
+"""What the simulated nodes cost: each pool's price per hour and a strategy's cost per day.
 
 A pool's node price is the scenario's `pricePerHour`, else the configuration's, else the price table's (the
 built-in one, or the configuration's `priceFile`) for the pool's machine type, its region (from its zones) and
@@ -6,11 +6,8 @@ Spot (the `cloud.google.com/gke-spot` label), as `core.prices.costs` prices a li
 the table leaves out, has no table price). It is resolved once, where the Setup is built (`of_pools`), and kept
 as plain data: a copy of the cluster copies no price table.
 
-The cost lower bound is the cheapest capacity the requests may use, in fractional nodes: each group of pods (an
-owner's pods on one pool) is counted in the cheapest pool that may hold them (its own, or another whose nodes
-its nodeSelector, node affinity and tolerations allow and whose empty node fits one of its pods), and each pool
-costs max(cpu requested / room, memory requested / room, minNodes) nodes at its price, room being a node's
-allocatable less its DaemonSet pods.
+The cost lower bound, the cheapest fractional capacity that holds the requests, is `bound`'s; it reads the
+prices resolved here from the Setup.
 
 Must never: change what is simulated (prices only price what the run did), nor give a figure when a pool has
 no price: every cost is then None, and `warnings` names the pool and says why.
@@ -18,12 +15,10 @@ no price: every cost is then None, and `warnings` names the pool and says why.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 
-from compactor.core import fit
 from compactor.core.cluster import ClusterView
-from compactor.core.model import Node, Pod, Snapshot
+from compactor.core.model import Node, Snapshot
 from compactor.core.prices import costs, pricing
 from compactor.gcp import pricefile
 from compactor.settings.config import Config
@@ -100,89 +95,3 @@ def per_day(setup: Setup, node_hours: Mapping[str, float], measured_hours: float
 def _price(setup: Setup, pool: str) -> float | None:
     price = setup.prices.get(pool)
     return price.per_hour if price is not None else None
-
-
-# --- the cost lower bound --------------------------------------------------------------------------------------
-
-
-@dataclass
-class Demand:
-    """The requests of one owner's pods (or of one pod without an owner) whose home is one pool."""
-
-    home: str
-    owner: object  # what makes its pods alike for the pool predicates: the owner, else the pod's key
-    pod: Pod  # one of them
-    cpu_millis: int
-    memory_bytes: int
-    pods: int = 1  # how many
-
-
-@dataclass(frozen=True)
-class _Pool:
-    name: str
-    price: float
-    room_cpu: int
-    room_memory: int
-    min_nodes: int
-    node: Node  # an empty node of the pool, for the predicates that do not depend on what runs there
-
-    def share(self, cpu: int, memory: int) -> float:
-        """The nodes these requests take, fractional."""
-        by_cpu = cpu / self.room_cpu if self.room_cpu > 0 else 0.0
-        by_memory = memory / self.room_memory if self.room_memory > 0 else 0.0
-        return max(by_cpu, by_memory)
-
-
-class CheapestCapacity:
-    """What the cheapest capacity allowed for the requests costs per hour, step by step (see the module)."""
-
-    def __init__(self, setup: Setup, rooms: Mapping[str, tuple[int, int]], pool_label: str) -> None:
-        self.pools: dict[str, _Pool] = {}
-        for pool in setup.pools:
-            price = _price(setup, pool.name)
-            if price is None:
-                raise ValueError(f"pool {pool.name} has no price")
-            room_cpu, room_memory = rooms[pool.name]
-            node = objects.template_node(pool, pool_label)
-            self.pools[pool.name] = _Pool(pool.name, price, room_cpu, room_memory, pool.min_nodes, node)
-        self._allowed: dict[object, tuple[str, ...]] = {}
-
-    def per_hour(self, demand: Iterable[Demand]) -> float:
-        load: dict[str, list[int]] = {}
-        for group in demand:
-            totals = load.setdefault(self._cheapest(group), [0, 0])
-            totals[0] += group.cpu_millis
-            totals[1] += group.memory_bytes
-        total = 0.0
-        for pool in self.pools.values():
-            cpu, memory = load.get(pool.name, (0, 0))
-            total += pool.price * max(pool.share(cpu, memory), pool.min_nodes)
-        return total
-
-    def _cheapest(self, group: Demand) -> str:
-        allowed = self._allowed.get(group.owner)
-        if allowed is None:
-            allowed = self._allowed[group.owner] = tuple(
-                pool.name for pool in self.pools.values() if _may_hold(pool, group.pod)
-            )
-        if len(allowed) == 0 or allowed == (group.home,):
-            return group.home
-        candidates = [self.pools[name] for name in {group.home, *allowed} if name in self.pools]
-        if not candidates:
-            return group.home
-        best = min(
-            candidates,
-            key=lambda pool: (
-                pool.price * pool.share(group.cpu_millis, group.memory_bytes),
-                pool.name != group.home,
-                pool.name,
-            ),
-        )
-        return best.name
-
-
-def _may_hold(pool: _Pool, pod: Pod) -> bool:
-    requests = pod.requests
-    if requests.cpu_millis > pool.room_cpu or requests.memory_bytes > pool.room_memory:
-        return False
-    return fit.could_use(pod, pool.node)  # taints, nodeSelector, node affinity, extended resources

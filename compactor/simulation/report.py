@@ -96,7 +96,7 @@ def summarize(results: Results) -> dict[str, Any]:
     lower = {
         "name": LOWER_BOUND,
         "nodeHours": round(bound.node_hours, 1),
-        # The cheapest capacity the requests may use, in fractional nodes (`prices.CheapestCapacity`).
+        # The cheapest capacity the requests may use, in fractional nodes (`bound.CheapestCapacity`).
         "costPerDay": _money(bound.cost_per_day),
         **{name: value for name, value in _comparisons(bound, against).items() if "Recovered" not in name},
         "aboveLowerBound": 0.0,

@@ -26,7 +26,7 @@ the same in every run): per pool, the fewest nodes of the pool's machine
 type whose allocatable, less the DaemonSet pods every node carries, holds
 the requests of all pods that are not DaemonSet pods, cpu and memory each;
 beside it, when every pool has a price, the cost lower bound: the cheapest
-capacity the same requests may use, in fractional nodes (`prices`).
+fractional capacity the same requests may use, a linear program (`bound`).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from compactor.core import pools
 from compactor.core.model import Resources
 from compactor.kube import snapshot as parsing
 from compactor.settings.config import Config
-from compactor.simulation import availability, prices, rollouts
+from compactor.simulation import availability, bound, prices, rollouts
 from compactor.simulation.autoscaler import BOOTSTRAP_AGE, Autoscaler
 from compactor.simulation.controllers import Controllers
 from compactor.simulation.metrics import Recorder, Series
@@ -117,7 +117,7 @@ class Results:
     lower_bound_by_pool: dict[str, list[int]]
     seconds: float = 0.0
     start_nodes: int = 0
-    # The cost lower bound at each step (`prices.CheapestCapacity`), per hour in the setup's currency;
+    # The cost lower bound at each step (`bound.CheapestCapacity`), per hour in the setup's currency;
     # None when a pool has no price.
     lower_bound_cost: list[float] | None = None
 
@@ -277,18 +277,20 @@ def _measure(setup: Setup, cluster: Cluster, name: str, results: Results, progre
     )
 
 
-def lower_bound(setup: Setup, cluster: Cluster, demand: list[prices.Demand] | None = None) -> dict[str, int]:
+def lower_bound(setup: Setup, cluster: Cluster, demand: list[bound.Demand] | None = None) -> dict[str, int]:
     """Per pool, the fewest nodes of its machine type that hold its pods: by cpu, by memory, by pod count (the
     pool's max pods per node less its DaemonSet pods) and by the replicas that repel one another on
     kubernetes.io/hostname (k of them need k nodes: `pools.repels_itself`), at least the pool's minimum."""
     wanted: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    repelling: dict[tuple[str, object], int] = defaultdict(int)  # an owner's groups, one per volume zone
     for group in demand if demand is not None else pod_demand(setup, cluster):
         totals = wanted[group.home]
         totals[0] += group.cpu_millis
         totals[1] += group.memory_bytes
         totals[2] += group.pods
         if pools.repels_itself(group.pod):
-            totals[3] = max(totals[3], group.pods)
+            repelling[(group.home, group.owner)] += group.pods
+            totals[3] = max(totals[3], repelling[(group.home, group.owner)])
     bounds = {}
     for pool in setup.pools:
         cpu, memory, count, one_each = wanted.get(pool.name, [0, 0, 0, 0])
@@ -301,20 +303,25 @@ def lower_bound(setup: Setup, cluster: Cluster, demand: list[prices.Demand] | No
     return bounds
 
 
-def pod_demand(setup: Setup, cluster: Cluster) -> list[prices.Demand]:
+def pod_demand(setup: Setup, cluster: Cluster) -> list[bound.Demand]:
     """The requests of every pod that is not a DaemonSet pod (nor node replacement's placeholder), running or
-    pending, by owner and home pool (its node's pool, else the pool its workload names, else the first)."""
+    pending, by owner, home pool (its node's pool, else the pool its workload names, else the first) and the
+    zone its volumes are bound to."""
     world = cluster.world
-    groups: dict[tuple[str, object], prices.Demand] = {}
+    groups: dict[tuple[str, object, str | None], bound.Demand] = {}
     first_pool = setup.pools[0].name if setup.pools else ""
     for key, pod in world.pod_records():
         if pod.stays_on_node or pod.is_terminal or pod.placeholder is not None:
             continue
         home = (world.node_pool(pod.node_name) if pod.node_name is not None else world.pool_hint.get(key)) or first_pool
         owner = world.pod_owner(key) or key
-        group = groups.get((home, owner))
+        zone = world.volume_zone(key) if pod.pvc_names else None
+        group = groups.get((home, owner, zone))
         if group is None:
-            groups[(home, owner)] = prices.Demand(home, owner, pod, pod.requests.cpu_millis, pod.requests.memory_bytes)
+            requests = pod.requests
+            groups[(home, owner, zone)] = bound.Demand(
+                home, owner, pod, requests.cpu_millis, requests.memory_bytes, zone=zone
+            )
         else:
             group.cpu_millis += pod.requests.cpu_millis
             group.memory_bytes += pod.requests.memory_bytes
@@ -329,11 +336,16 @@ def _room(pool: PoolSpec, cluster: Cluster) -> tuple[int, int]:
     return allocatable.cpu_millis - daemons.cpu_millis, allocatable.memory_bytes - daemons.memory_bytes
 
 
-def _cheapest_capacity(setup: Setup, cluster: Cluster) -> prices.CheapestCapacity | None:
+def _cheapest_capacity(setup: Setup, cluster: Cluster) -> bound.CheapestCapacity | None:
     if not prices.complete(setup):
         return None
-    rooms = {pool.name: _room(pool, cluster) for pool in setup.pools}
-    return prices.CheapestCapacity(setup, rooms, cluster.world.pool_label)
+    rooms = {
+        pool.name: bound.Room(
+            *_room(pool, cluster), _max_pods(pool.allocatable) - len(cluster.controllers.daemon_templates(pool.name))
+        )
+        for pool in setup.pools
+    }
+    return bound.CheapestCapacity(setup, rooms, cluster.world.pool_label)
 
 
 def _max_pods(amounts: Mapping[str, str]) -> int:

@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from compactor import cli
-from tests.simulation.builders import scenario_data
+from tests.simulation.builders import POOL, scenario_data
 
 SNAPSHOT = "examples/offpeak-snapshot.json"
 
@@ -150,6 +150,18 @@ def test_a_plot_without_matplotlib_fails_before_simulating(
     assert code == 2
     assert "requirements-simulate.txt" in err
     assert "done" not in err
+
+
+def test_a_simulation_without_highspy_fails_before_its_first_measured_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without a price there is no cost bound and no solver to miss: the pool is priced here.
+    pools = [{"name": POOL, "machineType": "e2-standard-4", "zones": ["zone-a"], "minNodes": 1, "pricePerHour": 0.15}]
+    monkeypatch.setitem(sys.modules, "highspy", None)
+    code, out, err = run(capsys, "--scenario", scenario_file(tmp_path, pools=pools), "--hours", "1")
+    assert code == 2
+    assert "highspy" in err and "requirements-simulate.txt" in err
+    assert out == ""
 
 
 def test_a_configuration_whose_pool_the_scenario_lacks_is_a_warning(

@@ -47,6 +47,7 @@ def test_loading_the_function_and_the_command_line_loads_neither_the_simulator_n
     assert result.stdout.strip() == ""
 
 
-def test_the_function_requirements_do_not_ship_matplotlib() -> None:
-    assert "matplotlib" not in Path("requirements.txt").read_text()
-    assert "matplotlib" in Path("requirements-simulate.txt").read_text()
+@pytest.mark.parametrize("package", ["matplotlib", "highspy"])
+def test_the_function_requirements_do_not_ship_the_simulators_packages(package: str) -> None:
+    assert package not in Path("requirements.txt").read_text()
+    assert package in Path("requirements-simulate.txt").read_text()

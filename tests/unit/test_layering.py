@@ -97,3 +97,19 @@ def test_the_core_reads_no_clock() -> None:
         text = module.read_text()
         for call in ("datetime.now(", "time.time(", "time.monotonic(", "datetime.utcnow("):
             assert call not in text, f"{module} calls {call}"
+
+
+# The simulator's LP solver (requirements-simulate.txt): the Cloud Function never carries it, and the simulator
+# loads it on its first solve, so not even `simulate` pays for its import before it needs it.
+SOLVERS = ("highspy", "scipy")
+
+
+@pytest.mark.parametrize("module", ["main", "compactor.service", "compactor.cli", "compactor.simulation.runner"])
+def test_importing_the_function_or_the_simulator_loads_no_lp_solver(module: str) -> None:
+    code = (
+        "import sys\n"
+        f"import {module}\n"
+        f"print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in {SOLVERS!r})))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == ""

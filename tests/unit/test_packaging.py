@@ -33,8 +33,13 @@ def test_the_dependencies_are_the_pins_of_requirements_txt() -> None:
     assert pyproject()["project"]["dependencies"] == pins("requirements.txt")
 
 
-def test_the_plot_extra_is_what_requirements_simulate_adds() -> None:
-    assert pyproject()["project"]["optional-dependencies"]["plot"] == pins("requirements-simulate.txt")
+def test_the_plot_and_simulate_extras_are_what_requirements_simulate_adds() -> None:
+    extras = pyproject()["project"]["optional-dependencies"]
+    assert extras["plot"] + extras["simulate"] == pins("requirements-simulate.txt")
+
+
+def test_the_development_requirements_hold_the_simulators() -> None:
+    assert set(pins("requirements-simulate.txt")) <= set(pins("requirements-dev.txt"))
 
 
 def test_the_command_is_the_module_entry_point() -> None:

@@ -19,7 +19,8 @@ KEY_COLUMNS = ["STRATEGY", "NODE-HOURS", "COST/DAY", "ABOVE BOUND", "VS BEST NAT
 KEY_COLUMNS += ["PDB VIOLATIONS", "NO PLACE"]
 WIDE_ONLY = ["VS CA ALONE", "RECOVERED", "NODES MIN-MAX", "NIGHT GAP", "REMOVED", "PER NODE", "PENDING POD-MIN"]
 WIDE_ONLY += ["NO READY POD-S"]
-ROWS = [*runner.STRATEGIES, report.LOWER_BOUND]
+# The builders' scenario has one pool: no gke-class-priorities there (`runner.applicable`).
+ROWS = [*(name for name in runner.STRATEGIES if name != runner.CLASS_PRIORITIES), report.LOWER_BOUND]
 
 
 def simulate(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> str:

@@ -431,7 +431,7 @@ def _column_notes(data: dict[str, Any], native_name: str | None) -> list[tuple[s
             (
                 "VS BEST NATIVE",
                 "VS BEST NATIVE: against the native strategy with the fewest node-hours "
-                f"({native_name}; native: {', '.join(NATIVE)}).",
+                f"({native_name}; native: {', '.join(_natives_run(data))}).",
             ),
         ]
     if data["scenario"]["nightPlateau"]:
@@ -456,6 +456,12 @@ def _column_notes(data: dict[str, Any], native_name: str | None) -> list[tuple[s
         ),
     ]
     return notes
+
+
+def _natives_run(data: dict[str, Any]) -> list[str]:
+    """The native strategies this run has (gke-class-priorities only where a pod may use two pools)."""
+    names = {item["name"] for item in data["strategies"]}
+    return [name for name in NATIVE if name in names]
 
 
 def _wrap(text: str, indent: str = "  ") -> list[str]:

@@ -291,3 +291,24 @@ def test_defrag_runs_every_loop_unless_pods_wait_for_a_node_then_once_in_five() 
     for _ in range(3):
         state.process(cluster.autoscaler, now, [])
     assert state.last_admitted == 13
+
+
+@pytest.mark.parametrize(
+    ("pdb", "most"),
+    [
+        pytest.param(None, 2, id="no-pdb-both-nodes"),
+        pytest.param({"maxUnavailable": 1}, 1, id="pdb-spent-by-the-first-candidate"),
+    ],
+)
+def test_a_budget_the_tracked_candidates_spend_keeps_further_nodes_out(pdb: dict[str, Any] | None, most: int) -> None:
+    """Defrag's own RemainingPdbTracker: a candidate's pods count against their PDB, so the next node whose pods the
+    same PDB covers is no candidate while it is tracked."""
+    cluster = with_classes(two_pools(pdbs=pdb))
+    seen = 0
+
+    def watch(now: datetime) -> None:
+        nonlocal seen
+        seen = max(seen, len(candidates(cluster)))
+
+    run_minutes(cluster, 3, watch)
+    assert seen == most

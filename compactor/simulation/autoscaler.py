@@ -697,8 +697,10 @@ class Autoscaler:
         self._start_removal(name, now)
         return True
 
-    def being_deleted(self, name: str) -> bool:
-        return self.removal is not None and self.removal.node == name
+    @property
+    def draining(self) -> str | None:
+        """The node being drained, if any."""
+        return self.removal.node if self.removal is not None else None
 
     def blocks(self, pod: Pod, view: ClusterView) -> bool:
         return self._blocks(pod, view)

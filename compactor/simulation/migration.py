@@ -30,21 +30,20 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from compactor.core import fit
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.model import CA_SCALE_DOWN_DISABLED, Pod
 from compactor.kube import snapshot as parsing
+from compactor.settings.config import Config
 from compactor.simulation import objects
-from compactor.simulation.model import ComputeClass, MigrationSettings, Setup
+from compactor.simulation.model import ComputeClass, MigrationSettings, PoolSpec, Setup
 from compactor.simulation.scheduler import NOWHERE
-
-if TYPE_CHECKING:
-    from compactor.simulation.autoscaler import Autoscaler
+from compactor.simulation.world import World
 
 # The taints defrag puts on its candidates (pkg/defrag/defrag.go, HardTaint and SoftTaint).
 HARD_TAINT = "autoscaling.gke.io/defrag-candidate"
@@ -155,6 +154,26 @@ def _pod(template: Mapping[str, object], name: str, setup: Setup) -> Pod:
 # -- the defrag loop --------------------------------------------------------------------------------------------
 
 
+class Autoscaler(Protocol):
+    """What defrag reads of the Cluster Autoscaler and asks of it (`simulation.autoscaler.Autoscaler`)."""
+
+    world: World
+    rules: Config
+    pools: dict[str, PoolSpec]
+
+    @property
+    def upcoming(self) -> Sequence[Any]: ...
+
+    @property
+    def draining(self) -> str | None: ...
+
+    def template_for(self, up: Any) -> NodeState: ...
+
+    def start_removal(self, name: str, now: datetime) -> bool: ...
+
+    def blocks(self, pod: Pod, view: ClusterView) -> bool: ...
+
+
 @dataclass
 class Candidate:
     """A set of nodes defrag migrates (pkg/defrag/processor/processor.go, `candidateInfo`)."""
@@ -195,6 +214,11 @@ class Migration:
     def __post_init__(self) -> None:
         self.owners = owners(self.classes)
         self._draw = random.Random(f"{self.seed}-defrag")
+
+    def summary(self) -> dict[str, int]:
+        """What the migration did: nodes whose scale-down it started, candidates it gave up (by reason)."""
+        given_up = {f"givenUp:{reason}": count for reason, count in sorted(self.given_up.items())}
+        return {"nodesMigrated": self.nodes_migrated, **given_up}
 
     def process(self, autoscaler: Autoscaler, now: datetime, waiting: list[str]) -> Pick | None:
         """One loop of the defrag processor (`Processor.Process`): a pick when a candidate needs new nodes."""
@@ -363,8 +387,8 @@ class Migration:
 
     def _sizes(self, autoscaler: Autoscaler) -> Counter[str]:
         sizes: Counter[str] = Counter(autoscaler.world.node_pool(name) or "" for name in autoscaler.world.nodes)
-        if autoscaler.removal is not None:
-            sizes[autoscaler.world.node_pool(autoscaler.removal.node) or ""] -= 1  # deletions in progress
+        if autoscaler.draining is not None:
+            sizes[autoscaler.world.node_pool(autoscaler.draining) or ""] -= 1  # deletions in progress
         return sizes
 
     def _within_min_size(self, autoscaler: Autoscaler, nodes: list[str], sizes: Counter[str]) -> list[str]:
@@ -394,6 +418,6 @@ class Migration:
                 ]
                 kept = [taint for taint in taints if taint.get("key") not in {HARD_TAINT, SOFT_TAINT}]
                 world.patch_node(name, {"spec": {"taints": [*kept, *added]}})
-            elif name not in wanted and keys & {HARD_TAINT, SOFT_TAINT} and not autoscaler.being_deleted(name):
+            elif name not in wanted and keys & {HARD_TAINT, SOFT_TAINT} and name != autoscaler.draining:
                 kept = [taint for taint in taints if taint.get("key") not in {HARD_TAINT, SOFT_TAINT}]
                 world.patch_node(name, {"spec": {"taints": kept or None}})

@@ -50,7 +50,14 @@ from compactor.simulation.controllers import Controllers
 from compactor.simulation.metrics import Recorder, Series
 from compactor.simulation.model import PoolSpec, Setup, coexisting, compute_class, optimize_utilization
 from compactor.simulation.scheduler import Scheduler
-from compactor.simulation.strategies import ClusterAutoscalerAlone, Estafette, NodeCompactor, NoFit, Strategy
+from compactor.simulation.strategies import (
+    ClassPriorities,
+    ClusterAutoscalerAlone,
+    Estafette,
+    NodeCompactor,
+    NoFit,
+    Strategy,
+)
 from compactor.simulation.world import World
 
 STRATEGIES = (
@@ -202,7 +209,8 @@ def _strategy(name: str, setup: Setup, cluster: Cluster) -> Strategy:
         thresholds = consolidation_thresholds(setup)
         settings = compute_class(cluster.autoscaler.settings, thresholds, _class_delays(setup))
         cluster.autoscaler.settings = dataclasses.replace(settings, classes=migration.user_classes(setup))
-        return ClusterAutoscalerAlone(name)
+        autoscaler = cluster.autoscaler
+        return ClassPriorities(name, lambda: autoscaler.migration.summary() if autoscaler.migration else {})
     if name == "estafette":
         return Estafette(cluster.world, setup.config, setup.seed)
     if name == "node-compactor":

@@ -31,6 +31,7 @@ from compactor.simulation.model import (
     Curve,
     DaemonSetSpec,
     JsonObject,
+    MigrationSettings,
     PoolSpec,
     Setup,
     WorkloadSpec,
@@ -220,6 +221,21 @@ class Autoscaler(_Strict):
     # --unremovable-node-recheck-timeout (5 minutes, config/flags/flags.go): how long a node found unremovable
     # is left out of the planner's passes.
     unremovable_recheck_seconds: int = Field(300, alias="unremovableRecheckSeconds", ge=1, le=86400)
+    # The defrag processor's flags, for gke-class-priorities' active migration (`simulation.migration`).
+    active_migration: ActiveMigration = Field(
+        default_factory=lambda: ActiveMigration.model_validate({}), alias="activeMigration"
+    )
+
+
+class ActiveMigration(_Strict):
+    """GKE's defrag flags for gke-class-priorities (`model.MigrationSettings`): GKE sets them and publishes none."""
+
+    candidate_limit: int = Field(10, alias="candidateLimit", ge=1, le=100)
+    candidate_node_limit: int = Field(1, alias="candidateNodeLimit", ge=1, le=100)
+    scale_up_timeout_seconds: int = Field(600, alias="scaleUpTimeoutSeconds", ge=10, le=86400)
+    scale_down_timeout_seconds: int = Field(300, alias="scaleDownTimeoutSeconds", ge=10, le=86400)
+    max_loops_before_admission: int = Field(5, alias="maxLoopsBeforeAdmission", ge=1, le=1000)
+    backoff_seconds: int = Field(300, alias="backoffSeconds", ge=0, le=86400)
 
 
 class SchedulerSettings(_Strict):
@@ -453,6 +469,14 @@ def _setup(scenario: ScenarioFile, *, source: str, config: Config | None) -> Set
             expander=settings.expander,
             scan_interval_seconds=settings.scan_interval_seconds,
             unremovable_recheck_seconds=settings.unremovable_recheck_seconds,
+            migration=MigrationSettings(
+                candidate_limit=settings.active_migration.candidate_limit,
+                candidate_node_limit=settings.active_migration.candidate_node_limit,
+                scale_up_timeout_seconds=settings.active_migration.scale_up_timeout_seconds,
+                scale_down_timeout_seconds=settings.active_migration.scale_down_timeout_seconds,
+                max_loops_before_admission=settings.active_migration.max_loops_before_admission,
+                backoff_seconds=settings.active_migration.backoff_seconds,
+            ),
         ),
         config=config,
         balanced_allocation=scenario.scheduler.balanced_allocation,

@@ -238,9 +238,15 @@ class Autoscaler:
 
     def scale_up(self, now: datetime, *, instant: bool = False) -> bool:
         """Add nodes for pods nothing else will hold; True when it did. `instant` skips provisioning time."""
+        found = self._unhelped(now)
+        return found is not None and self._grow(now, found[1], found[0], instant=instant)
+
+    def _unhelped(self, now: datetime) -> tuple[ClusterView, list[str]] | None:
+        """The pods waiting for a node that neither the nodes there nor the VMs on their way will hold (the
+        pod list processors' filter-out-schedulable), with the view they were judged on; None when none."""
         waiting = self._waiting()
         if not waiting:
-            return False
+            return None
         view = ClusterView(self.world.snapshot(now), self.rules)
         # Pods the scheduler will place on nodes that are there or on their way need no new node.
         existing = sorted((state for state in view.nodes.values() if state.schedulable), key=lambda s: s.name)
@@ -254,9 +260,7 @@ class Autoscaler:
                 left.append(key)
             else:
                 simulation.place(pod, target)
-        if not left:
-            return False
-        return self._grow(now, left, view, instant=instant)
+        return (view, left) if left else None
 
     def _waiting(self) -> list[str]:
         """The pods marked Unschedulable that may get a node (priority at or above the expendable cutoff)."""
@@ -402,9 +406,11 @@ class Autoscaler:
         self.provision(now)
         if self.settings.classes and self.migration is None:
             self.migration = migration.Migration(self.settings.migration, self.settings.classes, self.setup.seed)
-        pick = self.migration.process(self, now, self._waiting()) if self.migration is not None else None
+        found = self._unhelped(now)
+        pick = self.migration.process(self, now, found[1] if found else []) if self.migration is not None else None
         if pick is None:
-            self.scale_up(now)
+            if found is not None:
+                self._grow(now, found[1], found[0])
         else:
             # Defrag hands the scale-up its candidate's pods in place of the waiting ones, and `BestOptions` keeps
             # the options of a higher rung only (pkg/defrag/processor/processor.go, `Process`, `BestOptions`).

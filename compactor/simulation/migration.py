@@ -49,6 +49,7 @@ from compactor.simulation.world import World
 HARD_TAINT = "autoscaling.gke.io/defrag-candidate"
 SOFT_TAINT = "autoscaling.gke.io/defrag-soft-candidate"
 SPOT_LABEL = "cloud.google.com/gke-spot"
+SYSTEM_NAMESPACE = "kube-system"
 
 
 # -- the classes a user writes ----------------------------------------------------------------------------------
@@ -67,8 +68,9 @@ def user_classes(setup: Setup) -> tuple[ComputeClass, ...]:
     templates = {pool.name: objects.template_node(pool, setup.config.pool_label) for pool in setup.pools}
     spot = {pool.name for pool in setup.pools if templates[pool.name].labels.get(SPOT_LABEL) == "true"}
     groups: dict[frozenset[str], _Group] = {}
-    sources = [(w.template, w.replicas.extremes()[1]) for w in setup.workloads]
-    sources += [(c.template, c.parallelism) for c in setup.cronjobs]
+    # GKE's own kube-system workloads (kube-dns, metrics-server) select no class: a user cannot change them.
+    sources = [(w.template, w.replicas.extremes()[1]) for w in setup.workloads if w.namespace != SYSTEM_NAMESPACE]
+    sources += [(c.template, c.parallelism) for c in setup.cronjobs if c.namespace != SYSTEM_NAMESPACE]
     for index, (template, peak) in enumerate(sources):
         pod = _pod(template, f"class-probe-{index}", setup)
         allowed = tuple(name for name, node in templates.items() if fit.could_use(pod, node))
@@ -306,6 +308,14 @@ class Migration:
         )
         arriving = [autoscaler.template_for(up) for up in autoscaler.upcoming]
         simulation = fit.Simulation(view, NOWHERE, [*existing, *arriving])
+        # The pod list processors before defrag put the pending pods that fit, and those of the node being drained
+        # (the currently-drained-nodes processor), in the snapshot first (pkg/processors/pod_list_processor.go).
+        draining = view.nodes.get(autoscaler.draining or "")
+        pending = [*view.unschedulable_pods, *view.arriving_pods]
+        for pod in [*pending, *(draining.movable_pods if draining is not None else ())]:
+            target = next((t for t in simulation.targets if simulation.why_not(pod, t) is None), None)
+            if target is not None:
+                simulation.place(pod, target)
         pods = [pod for name in candidate.nodes if name in view.nodes for pod in view.nodes[name].movable_pods]
         on_existing = True
         left = []

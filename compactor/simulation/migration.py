@@ -215,6 +215,8 @@ class Migration:
 
     def __post_init__(self) -> None:
         self.owners = owners(self.classes)
+        self._booked: dict[str, list[Pod]] = {}
+        self._existing: frozenset[str] = frozenset()
         self._draw = random.Random(f"{self.seed}-defrag")
 
     def summary(self) -> dict[str, int]:
@@ -231,10 +233,12 @@ class Migration:
             return None
         self.last_admitted = self.loop
         view = ClusterView(autoscaler.world.snapshot(now), autoscaler.rules)
+        self._booked = self._book_pending(autoscaler, view)
         remaining: dict[str, int] = {}
         self._clean_up(autoscaler, view, now, remaining)
         self._reconcile_taints(autoscaler)
         taken: set[str] = set()
+        simulation: fit.Simulation | None = None
         for index in range(self.settings.candidate_limit):
             if index >= len(self.candidates):
                 fresh = self._new_candidate(autoscaler, view, now, taken, remaining)
@@ -242,15 +246,36 @@ class Migration:
                     return None
                 self.candidates.append(fresh)
                 self._reconcile_taints(autoscaler)
-                view = ClusterView(autoscaler.world.snapshot(now), autoscaler.rules)
             candidate = self.candidates[index]
             taken.update(candidate.nodes)
-            left = self._process_candidate(autoscaler, view, candidate, taken, now)
+            if simulation is None:
+                simulation = self._snapshot(autoscaler, view)
+            left = self._process_candidate(autoscaler, view, simulation, candidate, taken, now)
             if left:
                 candidate.scale_up_no_options = True  # until the scale-up finds an option (`BestOptions`)
                 better = frozenset(pool for pool in candidate.klass.rungs if self._higher(candidate, pool))
                 return Pick(candidate, left, better)
         return None
+
+    def _book_pending(self, autoscaler: Autoscaler, view: ClusterView) -> dict[str, list[Pod]]:
+        """The snapshot defrag sees: the pod list processors before it (pkg/processors/pod_list_processor.go) put
+        the pending pods that fit on a node there (filter-out-schedulable), and the pods of the node being
+        drained (the currently-drained-nodes processor). Node name -> the pods booked on it, its own for defrag."""
+        existing = sorted(fit.targets_for(view), key=lambda state: state.name)
+        simulation = fit.Simulation(view, NOWHERE, existing)
+        draining = view.nodes.get(autoscaler.draining or "")
+        booked: dict[str, list[Pod]] = {}
+        pending = [*view.unschedulable_pods, *view.arriving_pods]
+        for pod in [*pending, *(draining.movable_pods if draining is not None else ())]:
+            target = next((t for t in simulation.targets if simulation.why_not(pod, t) is None), None)
+            if target is not None:
+                simulation.place(pod, target)
+                booked.setdefault(target.name, []).append(pod)
+        return booked
+
+    def _pods(self, state: NodeState) -> list[Pod]:
+        """A node's pods as defrag sees them: its own but DaemonSet and mirror pods, and those booked on it."""
+        return [*state.movable_pods, *self._booked.get(state.name, ())]
 
     def _higher(self, candidate: Candidate, pool: str) -> bool:
         """`IsExpansionOptionValid`: the option's pool has a higher priority in the candidate's class."""
@@ -298,34 +323,45 @@ class Migration:
             return "scale-down-timeout"
         return None
 
-    def _process_candidate(
-        self, autoscaler: Autoscaler, view: ClusterView, candidate: Candidate, taken: set[str], now: datetime
-    ) -> list[str]:
-        """`processCandidateAtomic`: its pods' place on the existing nodes, then on the VMs on their way; scale
-        it down once they all fit on the existing ones for `scale_down_delay_seconds`. The pods that fit nowhere."""
-        existing = sorted(
-            (state for state in fit.targets_for(view) if state.name not in taken), key=lambda state: state.name
-        )
+    def _snapshot(self, autoscaler: Autoscaler, view: ClusterView) -> fit.Simulation:
+        """Where the loop's candidates' pods are placed, one candidate after the other: the existing nodes with
+        the pods booked on them, then the VMs on their way. A candidate's placements stay for the next
+        (`simulatePodsScheduling` commits its fork of the snapshot)."""
+        existing = sorted(fit.targets_for(view), key=lambda state: state.name)
         arriving = [autoscaler.template_for(up) for up in autoscaler.upcoming]
         simulation = fit.Simulation(view, NOWHERE, [*existing, *arriving])
-        # The pod list processors before defrag put the pending pods that fit, and those of the node being drained
-        # (the currently-drained-nodes processor), in the snapshot first (pkg/processors/pod_list_processor.go).
-        draining = view.nodes.get(autoscaler.draining or "")
-        pending = [*view.unschedulable_pods, *view.arriving_pods]
-        for pod in [*pending, *(draining.movable_pods if draining is not None else ())]:
-            target = next((t for t in simulation.targets if simulation.why_not(pod, t) is None), None)
-            if target is not None:
-                simulation.place(pod, target)
-        pods = [pod for name in candidate.nodes if name in view.nodes for pod in view.nodes[name].movable_pods]
+        by_name = {state.name: state for state in existing}
+        for name, booked in self._booked.items():
+            if name in by_name:
+                for pod in booked:
+                    simulation.place(pod, by_name[name])
+        self._existing = frozenset(by_name)
+        return simulation
+
+    def _process_candidate(
+        self,
+        autoscaler: Autoscaler,
+        view: ClusterView,
+        simulation: fit.Simulation,
+        candidate: Candidate,
+        taken: set[str],
+        now: datetime,
+    ) -> list[str]:
+        """`processCandidateAtomic`: its pods' place on the existing nodes that are no candidate, then on the VMs
+        on their way; scale it down once they all fit on the existing ones for `scale_down_delay_seconds`. The pods
+        that fit nowhere."""
+        pods = [pod for name in candidate.nodes if name in view.nodes for pod in self._pods(view.nodes[name])]
         on_existing = True
         left = []
         for pod in sorted(pods, key=lambda p: (autoscaler.world.created_at.get(p.key) or now, p.key)):
-            target = next((t for t in simulation.targets if simulation.why_not(pod, t) is None), None)
+            target = next(
+                (t for t in simulation.targets if t.name not in taken and simulation.why_not(pod, t) is None), None
+            )
             if target is None:
                 left.append(pod.key)
                 on_existing = False
                 continue
-            if target.name not in {state.name for state in existing}:
+            if target.name not in self._existing:
                 on_existing = False
             simulation.place(pod, target)
         if candidate.fully_started():
@@ -381,7 +417,7 @@ class Migration:
     def _blocking(self, autoscaler: Autoscaler, view: ClusterView, state: NodeState, remaining: dict[str, int]) -> bool:
         """`hasBlockingPods`: a pod the drainability rules keep (`Autoscaler.blocks`), or one whose PDB has no
         disruption left once the other candidates' pods are counted (the processor's own RemainingPdbTracker)."""
-        for pod in state.movable_pods:
+        for pod in self._pods(state):
             if autoscaler.blocks(pod, view):
                 return True
             if any(remaining.get(pdb.key, pdb.disruptions_allowed) < 1 for pdb in view.pdbs.covering(pod)):
@@ -391,7 +427,7 @@ class Migration:
     def _spend(self, view: ClusterView, nodes: Iterable[str], remaining: dict[str, int]) -> None:
         for name in nodes:
             state = view.nodes.get(name)
-            for pod in state.movable_pods if state is not None else ():
+            for pod in self._pods(state) if state is not None else ():
                 for pdb in view.pdbs.covering(pod):
                     remaining[pdb.key] = remaining.get(pdb.key, pdb.disruptions_allowed) - 1
 

@@ -1,13 +1,14 @@
 """GKE's ComputeClass priorities with active migration: the classes a user would write, and the defrag loop that
 moves pods up a class's rungs (`gke-class-priorities`).
 
-The classes (`user_classes`): the pods of every workload are grouped by the pools they may use (an empty node of
-the pool passes their nodeSelector, node affinity, tolerations and requests); each group that may use two pools
-or more gets a class over them with `activeMigration.optimizeRulePriority: true`. Its rungs, one a pool, go
-cheapest first for the group's pods (`rung_cost`: the pool's node price times the nodes the group's requests at
-their peak take there, the larger of cpu and memory over a node's room), Spot pools before on-demand ones when
-the pods tolerate Spot. GKE ties a node pool to one class (the pool's `cloud.google.com/compute-class` label and
-taint): a pool belongs to the class with the most rungs that lists it (`owners`).
+The classes (`user_classes`): the pods of every workload (kube-system's aside: GKE's own, they select no class)
+are grouped by the pools they may use (an empty node of the pool passes their nodeSelector, node affinity,
+tolerations and requests); each group that may use two pools or more gets a class over them with
+`activeMigration.optimizeRulePriority: true`. Its rungs, one a pool, go cheapest first for the group's pods
+(`rung_cost`: the pool's node price times the nodes the group's requests at their peak take there, the larger of
+cpu and memory over a node's room), Spot pools before on-demand ones when the pods tolerate Spot. GKE ties a node
+pool to one class (the pool's `cloud.google.com/compute-class` label and taint): a pool belongs to the class with
+the most rungs that lists it (`owners`).
 
 The loop (`Migration`), as GoogleCloudPlatform/cluster-autoscaler runs it (pkg/defrag/processor and the
 high-priority-migration plugin, pkg/defrag/plugins/highprioritymigration; docs/savings.md has the table of
@@ -15,12 +16,12 @@ sources): in a loop the shared fairness enforcer admits (every loop without pods
 in `max_loops_before_admission`), the tracked candidates are cleaned (nodes no longer valid dropped; a
 candidate without nodes, past the scale-up timeout without a scale-down, without a scale-up option, or past
 the scale-down timeout is given up and its nodes backed off), candidate nodes carry the defrag taints, and
-candidates are processed in order, a new one made when the list runs out (up to `candidate_limit`): a node of
-the least-optimal pools (a rung below the first; one pool drawn at random), `candidate_node_limit` nodes at
-most. A candidate whose pods fit on the existing nodes (neither candidates nor on their way) is scaled down
-through the autoscaler's own drain (`Autoscaler.start_removal`: one drain at a time, PDBs respected); the
-first whose pods fit neither there nor on the VMs being provisioned hands its pods to the scale-up in place
-of the pods waiting for a node, with only the pools of a higher rung than the candidate's as options.
+candidates are processed in order, a new one made when the list runs out (up to `candidate_limit`): one node
+(partial defrag is off) of a pool below the first rung of its class, the pool drawn at random. A candidate
+whose pods fit on the existing nodes (neither candidates nor on their way) is scaled down through the
+autoscaler's own drain (`Autoscaler.start_removal`: one drain at a time, PDBs respected); the first whose pods
+fit neither there nor on the VMs being provisioned hands its pods to the scale-up in place of the pods waiting
+for a node, with only the pools of a higher rung than the candidate's as options.
 
 Must never: move a pod itself (it only asks the autoscaler to grow a pool and to drain a node), nor act on a
 pool no class with optimizeRulePriority owns.
@@ -399,7 +400,9 @@ class Migration:
         if not groups:
             return None
         pool = self._draw.choice(list(groups))
-        nodes = groups[pool][: self.settings.candidate_node_limit]
+        # Partial defrag is an experiment, off by default: the candidate is atomic and keeps its first node only
+        # (`newCandidate`), whatever --defrag-candidate-node-limit says.
+        nodes = groups[pool][:1]
         nodes = self._within_min_size(autoscaler, nodes, self._sizes(autoscaler))
         if not nodes:
             return None

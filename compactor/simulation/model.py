@@ -157,12 +157,12 @@ class ComputeClass:
 class MigrationSettings:
     """The flags of GKE's defrag processor as the model sets them (GoogleCloudPlatform/cluster-autoscaler,
     pkg/config/options/cli/flags.go, their defaults; GKE publishes the values it sets, as for every flag, nowhere):
-    --defrag-candidate-limit, --defrag-candidate-node-limit, --defrag-scale-up-timeout,
-    --defrag-scale-down-timeout, --defrag-scale-down-delay, --max-loops-before-admission, and the
-    high-priority-migration plugin's backoff (5 minutes, fixed in its `BackoffDuration`)."""
+    --defrag-candidate-limit, --defrag-scale-up-timeout, --defrag-scale-down-timeout, --defrag-scale-down-delay,
+    --max-loops-before-admission, and the high-priority-migration plugin's backoff (5 minutes, fixed in its
+    `BackoffDuration`). --defrag-candidate-node-limit matters only with partial defrag, an experiment: atomic
+    candidates keep their first node (pkg/defrag/processor/processor.go, `newCandidate`)."""
 
     candidate_limit: int = 10
-    candidate_node_limit: int = 1
     scale_up_timeout_seconds: int = 600
     scale_down_timeout_seconds: int = 300
     scale_down_delay_seconds: int = 0

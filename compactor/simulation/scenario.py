@@ -231,7 +231,6 @@ class ActiveMigration(_Strict):
     """GKE's defrag flags for gke-class-priorities (`model.MigrationSettings`): GKE sets them and publishes none."""
 
     candidate_limit: int = Field(10, alias="candidateLimit", ge=1, le=100)
-    candidate_node_limit: int = Field(1, alias="candidateNodeLimit", ge=1, le=100)
     scale_up_timeout_seconds: int = Field(600, alias="scaleUpTimeoutSeconds", ge=10, le=86400)
     scale_down_timeout_seconds: int = Field(300, alias="scaleDownTimeoutSeconds", ge=10, le=86400)
     max_loops_before_admission: int = Field(5, alias="maxLoopsBeforeAdmission", ge=1, le=1000)
@@ -471,7 +470,6 @@ def _setup(scenario: ScenarioFile, *, source: str, config: Config | None) -> Set
             unremovable_recheck_seconds=settings.unremovable_recheck_seconds,
             migration=MigrationSettings(
                 candidate_limit=settings.active_migration.candidate_limit,
-                candidate_node_limit=settings.active_migration.candidate_node_limit,
                 scale_up_timeout_seconds=settings.active_migration.scale_up_timeout_seconds,
                 scale_down_timeout_seconds=settings.active_migration.scale_down_timeout_seconds,
                 max_loops_before_admission=settings.active_migration.max_loops_before_admission,

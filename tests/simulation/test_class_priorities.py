@@ -318,7 +318,7 @@ def test_a_budget_the_tracked_candidates_spend_keeps_further_nodes_out(pdb: dict
 
 def test_a_scenario_sets_the_defrag_flags_gke_publishes_nowhere() -> None:
     data = two_pools()
-    data["autoscaler"] = {"activeMigration": {"candidateLimit": 1, "candidateNodeLimit": 2, "backoffSeconds": 60}}
+    data["autoscaler"] = {"activeMigration": {"candidateLimit": 1, "backoffSeconds": 60}}
     settings = setup_from(data).autoscaler.migration
-    assert (settings.candidate_limit, settings.candidate_node_limit, settings.backoff_seconds) == (1, 2, 60)
+    assert (settings.candidate_limit, settings.backoff_seconds) == (1, 60)
     assert setup_from(two_pools()).autoscaler.migration == MigrationSettings()

@@ -84,6 +84,8 @@ NOT_EXIST_COEFFICIENT = 1.5
 BASE_CPU_PRICE = 0.033174
 BASE_MEMORY_PRICE = 0.004446
 GIB = 2**30
+# The nodeSelector keys that make node auto-provisioning create a pool of a shape.
+AUTO_CREATION_LABELS = frozenset({objects.MACHINE_FAMILY_LABEL, objects.INSTANCE_TYPE_LABEL})
 
 
 @dataclass
@@ -286,7 +288,11 @@ class Autoscaler:
         options: list[_Option] = []
         names = [pool.name for pool in self.setup.pools if allowed is None or pool.name in allowed]
         for bucket in migration.scale_up_order(self.settings.classes, names, self._class_order):
-            options = [option for name in bucket if (option := self._binpack(self.pools[name], left, view)) is not None]
+            options = [
+                option
+                for name in bucket
+                if (option := self._binpack(self.pools[name], self._may_grow(self.pools[name], left), view)) is not None
+            ]
             if options:
                 break
         if not options:
@@ -304,6 +310,13 @@ class Autoscaler:
                 self.upcoming.append(Upcoming(name, best.pool.name, zone, ready_at))
         self.last_scale_up = now
         return True
+
+    def _may_grow(self, pool: PoolSpec, keys: list[str]) -> list[str]:
+        """The pods a pool may grow for: all, but for a pool node auto-provisioning creates, those that select its
+        machine family or machine type (what makes GKE create a pool of that shape)."""
+        if not pool.auto_created:
+            return keys
+        return [key for key in keys if AUTO_CREATION_LABELS & {k for k, _ in self.world.pod_record(key).node_selector}]
 
     def template_for(self, up: Upcoming) -> NodeState:
         """The node a VM being provisioned will be, with its DaemonSet pods."""

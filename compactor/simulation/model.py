@@ -68,6 +68,9 @@ class PoolSpec:
     # The node pool's own consolidation delay (GKE API NodeConfig.consolidationDelay), in seconds: how long its
     # nodes stay unneeded before removal, over its ComputeClass's delay and the profile's; None: not set.
     consolidation_delay_seconds: int | None = None
+    # A pool GKE's node auto-provisioning creates (a scenario's `autoCreation`): it grows only for pods that
+    # select its machine family or machine type.
+    auto_created: bool = False
 
 
 @dataclass(frozen=True)

@@ -149,6 +149,8 @@ class Workload(_Strict):
     zone_spread: bool = Field(False, alias="zoneSpread")  # DoNotSchedule across zones, maxSkew 1
     local_storage: bool = Field(False, alias="localStorage")  # an emptyDir on disk
     tolerations: list[dict[str, str]] = Field(default_factory=list)
+    # More of spec.nodeSelector beside `pool`'s: e.g. cloud.google.com/machine-family, which node auto-creation reads.
+    node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
 
 
 class RolloutStrategy(_Strict):
@@ -237,6 +239,15 @@ class ActiveMigration(_Strict):
     backoff_seconds: int = Field(300, alias="backoffSeconds", ge=0, le=86400)
 
 
+class AutoCreation(_Strict):
+    """GKE's node auto-provisioning, as far as the model has it: for a pending pod that selects one of these
+    machine types (node.kubernetes.io/instance-type) or their family (cloud.google.com/machine-family), a pool
+    of that shape, Spot when `spot`."""
+
+    machine_types: list[str] = Field(alias="machineTypes", min_length=1)
+    spot: bool = False
+
+
 class SchedulerSettings(_Strict):
     # kube-scheduler's NodeResourcesBalancedAllocation score beside LeastAllocated (default profile)
     balanced_allocation: bool = Field(True, alias="balancedAllocation")
@@ -264,10 +275,14 @@ class ScenarioFile(_Strict):
     autoscaler: Autoscaler = Field(default_factory=lambda: Autoscaler.model_validate({}))
     scheduler: SchedulerSettings = Field(default_factory=lambda: SchedulerSettings.model_validate({}))
     compactor: dict[str, Any] | None = None
+    auto_creation: AutoCreation | None = Field(None, alias="autoCreation")
 
     @model_validator(mode="after")
     def _references(self) -> ScenarioFile:
         problems = []
+        for index, machine in enumerate(self.auto_creation.machine_types if self.auto_creation else ()):
+            if machine not in machines.MACHINES:
+                problems.append(f"autoCreation.machineTypes.{index}: unknown machine type {machine!r}")
         pools = {pool.name for pool in self.pools}
         if len(pools) != len(self.pools):
             problems.append("pools: two pools have the same name")
@@ -368,6 +383,7 @@ def _setup(scenario: ScenarioFile, *, source: str, config: Config | None) -> Set
         )
         for pool in scenario.pools
     )
+    pools += _auto_created(scenario)
     daemonsets = tuple(
         DaemonSetSpec(
             namespace=daemon.namespace,
@@ -496,6 +512,35 @@ def _curve(replicas: int | Points | ProfileRef, profiles: dict[str, list[tuple[f
     return Curve(tuple(sorted((float(h), fraction * replicas.peak) for h, fraction in profile)))
 
 
+# Node auto-provisioning's limits are the cluster's resource limits, not a pool's size: a scenario sets none.
+AUTO_CREATED_MAX_NODES = 1000
+
+
+def _auto_created(scenario: ScenarioFile) -> tuple[PoolSpec, ...]:
+    """The pools node auto-provisioning would create, one a machine type, empty at the start, in the zones of
+    the scenario's pools: `nap-<machine type>` (`-spot` for Spot, tainted as GKE taints Spot pools it creates)."""
+    auto = scenario.auto_creation
+    if auto is None:
+        return ()
+    zones = tuple(dict.fromkeys(zone for pool in scenario.pools for zone in pool.zones))
+    spot_taint = {"key": pricing.SPOT_LABEL, "value": "true", "effect": "NoSchedule"}
+    return tuple(
+        PoolSpec(
+            name=f"nap-{machine}{'-spot' if auto.spot else ''}",
+            machine_type=machine,
+            allocatable={**machines.allocatable(machine), "pods": str(machines.MAX_PODS)},
+            zones=zones,
+            min_nodes=0,
+            max_nodes=AUTO_CREATED_MAX_NODES,
+            initial_nodes=0,
+            labels={pricing.SPOT_LABEL: "true"} if auto.spot else {},
+            taints=(spot_taint,) if auto.spot else (),
+            auto_created=True,
+        )
+        for machine in dict.fromkeys(auto.machine_types)
+    )
+
+
 def _template(item: Workload, labels: dict[str, str], pool_label: str) -> JsonObject:
     affinity = None
     if item.anti_affinity:
@@ -523,7 +568,7 @@ def _template(item: Workload, labels: dict[str, str], pool_label: str) -> JsonOb
         requests=item.requests.as_dict(),
         annotations=item.annotations,
         priority=item.priority,
-        node_selector={pool_label: item.pool} if item.pool else None,
+        node_selector={**item.node_selector, **({pool_label: item.pool} if item.pool else {})} or None,
         tolerations=[dict(t) for t in item.tolerations],
         affinity=affinity,
         volumes=volumes,

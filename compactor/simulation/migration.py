@@ -204,6 +204,9 @@ class Pick:
 
 @dataclass
 class Migration:
+    """The defrag processor's state across loops: the tracked candidates, the nodes backed off, the fairness
+    enforcer's count of loops, and what it did (`summary`)."""
+
     settings: MigrationSettings
     classes: tuple[ComputeClass, ...]
     seed: int

@@ -49,7 +49,7 @@ from compactor.core.model import CA_SCALE_DOWN_DISABLED, HOSTNAME_LABEL, ZERO, Z
 from compactor.core.prices import machines
 from compactor.kube import snapshot as parsing
 from compactor.settings import config as config_module
-from compactor.simulation import objects
+from compactor.simulation import migration, objects
 from compactor.simulation.controllers import Controllers
 from compactor.simulation.metrics import CLUSTER_AUTOSCALER
 from compactor.simulation.model import AutoscalerSettings, PoolSpec, Setup
@@ -84,6 +84,8 @@ NOT_EXIST_COEFFICIENT = 1.5
 BASE_CPU_PRICE = 0.033174
 BASE_MEMORY_PRICE = 0.004446
 GIB = 2**30
+# The nodeSelector keys that make node auto-provisioning create a pool of a shape.
+AUTO_CREATION_LABELS = frozenset({objects.MACHINE_FAMILY_LABEL, objects.INSTANCE_TYPE_LABEL})
 
 
 @dataclass
@@ -159,6 +161,9 @@ class Autoscaler:
         # runner lives as long as the autoscaler, so the index carries over from pod to pod and loop to loop.
         self._last_match = 0
         self._templates: dict[tuple[str, str], NodeState] = {}
+        # The order the ComputeClass node group list processor shuffles classes in (`migration.scale_up_order`).
+        self._class_order = random.Random(f"{self.setup.seed}-classes")
+        self.migration: migration.Migration | None = None
 
     # -- nodes ----------------------------------------------------------------------------------
 
@@ -235,18 +240,19 @@ class Autoscaler:
 
     def scale_up(self, now: datetime, *, instant: bool = False) -> bool:
         """Add nodes for pods nothing else will hold; True when it did. `instant` skips provisioning time."""
-        waiting = [
-            key
-            for key in self.world.pending()
-            if (record := self.world.pod_record(key)).unschedulable
-            and record.priority >= EXPENDABLE_PODS_PRIORITY_CUTOFF
-        ]
+        found = self._unhelped(now)
+        return found is not None and self._grow(now, found[1], found[0], instant=instant)
+
+    def _unhelped(self, now: datetime) -> tuple[ClusterView, list[str]] | None:
+        """The pods waiting for a node that neither the nodes there nor the VMs on their way will hold (the
+        pod list processors' filter-out-schedulable), with the view they were judged on; None when none."""
+        waiting = self._waiting()
         if not waiting:
-            return False
+            return None
         view = ClusterView(self.world.snapshot(now), self.rules)
         # Pods the scheduler will place on nodes that are there or on their way need no new node.
         existing = sorted((state for state in view.nodes.values() if state.schedulable), key=lambda s: s.name)
-        arriving = [self._template(self.pools[up.pool], up.zone, up.name) for up in self.upcoming]
+        arriving = [self.template_for(up) for up in self.upcoming]
         simulation = fit.Simulation(view, NOWHERE, [*existing, *arriving])
         left = []
         for key in waiting:
@@ -256,12 +262,43 @@ class Autoscaler:
                 left.append(key)
             else:
                 simulation.place(pod, target)
-        if not left:
-            return False
-        options = [option for pool in self.setup.pools if (option := self._binpack(pool, left, view)) is not None]
+        return (view, left) if left else None
+
+    def _waiting(self) -> list[str]:
+        """The pods marked Unschedulable that may get a node (priority at or above the expendable cutoff)."""
+        return [
+            key
+            for key in self.world.pending()
+            if (record := self.world.pod_record(key)).unschedulable
+            and record.priority >= EXPENDABLE_PODS_PRIORITY_CUTOFF
+        ]
+
+    def _grow(
+        self,
+        now: datetime,
+        left: list[str],
+        view: ClusterView,
+        *,
+        instant: bool = False,
+        allowed: frozenset[str] | None = None,
+    ) -> bool:
+        """The scale-up for pods no node will hold: the pools in the order ComputeClass priorities give them
+        (`migration.scale_up_order`: the first bucket with an option wins; one bucket of every pool without
+        classes), only the `allowed` pools for a migration, the expander choosing within the bucket."""
+        options: list[_Option] = []
+        names = [pool.name for pool in self.setup.pools if allowed is None or pool.name in allowed]
+        for bucket in migration.scale_up_order(self.settings.classes, names, self._class_order):
+            options = [
+                option
+                for name in bucket
+                if (option := self._binpack(self.pools[name], self._may_grow(self.pools[name], left), view)) is not None
+            ]
+            if options:
+                break
         if not options:
             # A placeholder no pool can take is node replacement's to give up, not a workload's pod without a place.
-            self.world.recorder.unplaceable.update(key for key in left if not self.world.is_placeholder(key))
+            if allowed is None:
+                self.world.recorder.unplaceable.update(key for key in left if not self.world.is_placeholder(key))
             return False
         best = self._expand(options)
         for zone in best.zones:
@@ -273,6 +310,17 @@ class Autoscaler:
                 self.upcoming.append(Upcoming(name, best.pool.name, zone, ready_at))
         self.last_scale_up = now
         return True
+
+    def _may_grow(self, pool: PoolSpec, keys: list[str]) -> list[str]:
+        """The pods a pool may grow for: all, but for a pool node auto-provisioning creates, those that select its
+        machine family or machine type (what makes GKE create a pool of that shape)."""
+        if not pool.auto_created:
+            return keys
+        return [key for key in keys if AUTO_CREATION_LABELS & {k for k, _ in self.world.pod_record(key).node_selector}]
+
+    def template_for(self, up: Upcoming) -> NodeState:
+        """The node a VM being provisioned will be, with its DaemonSet pods."""
+        return self._template(self.pools[up.pool], up.zone, up.name)
 
     def _expand(self, options: list[_Option]) -> _Option:
         """The expander's choice: least-waste, or gke-price when the scenario asks for it and every option's
@@ -369,7 +417,19 @@ class Autoscaler:
         what its budgets allow, and the soft taints updated in every loop, whether or not a deletion
         started (`updateSoftDeletionTaints` on each branch of `scaleDown`)."""
         self.provision(now)
-        self.scale_up(now)
+        if self.settings.classes and self.migration is None:
+            self.migration = migration.Migration(self.settings.migration, self.settings.classes, self.setup.seed)
+        found = self._unhelped(now)
+        pick = self.migration.process(self, now, found[1] if found else []) if self.migration is not None else None
+        if pick is None:
+            if found is not None:
+                self._grow(now, found[1], found[0])
+        else:
+            # Defrag hands the scale-up its candidate's pods in place of the waiting ones, and `BestOptions` keeps
+            # the options of a higher rung only (pkg/defrag/processor/processor.go, `Process`, `BestOptions`).
+            view = ClusterView(self.world.snapshot(now), self.rules)
+            grew = self._grow(now, pick.pods, view, allowed=pick.pools)
+            pick.candidate.scale_up_no_options = not grew
         if self.removal is not None:
             self._continue_removal(now)
         self._update_unneeded(now)
@@ -647,6 +707,22 @@ class Autoscaler:
             return True
         created = self.world.created_at.get(pod.key)
         return created is None or (self.world.now - created).total_seconds() < limit
+
+    def start_removal(self, name: str, now: datetime) -> bool:
+        """A drain asked for by another processor (defrag's `StartDeletion`): the actuator's budgets apply, one
+        drain at a time (`MAX_DRAIN_PARALLELISM`), the scale-down cooldown does not. True when it started."""
+        if self.removal is not None or name not in self.world.nodes:
+            return False
+        self._start_removal(name, now)
+        return True
+
+    @property
+    def draining(self) -> str | None:
+        """The node being drained, if any."""
+        return self.removal.node if self.removal is not None else None
+
+    def blocks(self, pod: Pod, view: ClusterView) -> bool:
+        return self._blocks(pod, view)
 
     def _start_removal(self, name: str, now: datetime) -> None:
         self.unneeded_since.pop(name, None)

@@ -68,6 +68,9 @@ class PoolSpec:
     # The node pool's own consolidation delay (GKE API NodeConfig.consolidationDelay), in seconds: how long its
     # nodes stay unneeded before removal, over its ComputeClass's delay and the profile's; None: not set.
     consolidation_delay_seconds: int | None = None
+    # A pool GKE's node auto-provisioning creates (a scenario's `autoCreation`): it grows only for pods that
+    # select its machine family or machine type.
+    auto_created: bool = False
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,37 @@ class CronJobSpec:
 
 
 @dataclass(frozen=True)
+class ComputeClass:
+    """A custom ComputeClass over node pools (`migration`): its `priorities`, one rung a pool, the first
+    preferred, and whether `activeMigration.optimizeRulePriority` is on."""
+
+    name: str
+    rungs: tuple[str, ...]  # pool names, highest priority first
+    optimize_rule_priority: bool = True
+
+    def rung(self, pool: str | None) -> int | None:
+        """The pool's priority index in the class (0 highest), None when no rule matches it."""
+        return self.rungs.index(pool) if pool in self.rungs else None
+
+
+@dataclass(frozen=True)
+class MigrationSettings:
+    """The flags of GKE's defrag processor as the model sets them (GoogleCloudPlatform/cluster-autoscaler,
+    pkg/config/options/cli/flags.go, their defaults; GKE publishes the values it sets, as for every flag, nowhere):
+    --defrag-candidate-limit, --defrag-scale-up-timeout, --defrag-scale-down-timeout, --defrag-scale-down-delay,
+    --max-loops-before-admission, and the high-priority-migration plugin's backoff (5 minutes, fixed in its
+    `BackoffDuration`). --defrag-candidate-node-limit matters only with partial defrag, an experiment: atomic
+    candidates keep their first node (pkg/defrag/processor/processor.go, `newCandidate`)."""
+
+    candidate_limit: int = 10
+    scale_up_timeout_seconds: int = 600
+    scale_down_timeout_seconds: int = 300
+    scale_down_delay_seconds: int = 0
+    max_loops_before_admission: int = 5
+    backoff_seconds: int = 300
+
+
+@dataclass(frozen=True)
 class AutoscalerSettings:
     """The Cluster Autoscaler's flags as the model sets them. GKE runs its own fork and publishes none of
     its values: these are upstream's defaults (cluster-autoscaler/FAQ.md) and the CA FAQ's node start-up
@@ -166,6 +200,10 @@ class AutoscalerSettings:
     scan_interval_seconds: int = 10
     # --unremovable-node-recheck-timeout (5 minutes by default, config/flags/flags.go).
     unremovable_recheck_seconds: int = 300
+    # Custom ComputeClasses with priorities (`migration`): scale-up tries their rungs in order, and those with
+    # activeMigration.optimizeRulePriority move pods up their rungs. Empty: no class orders anything.
+    classes: tuple[ComputeClass, ...] = ()
+    migration: MigrationSettings = field(default_factory=MigrationSettings)
 
 
 # GKE's `optimize-utilization` autoscaling profile, as far as Google documents it (docs/savings.md): scale-down

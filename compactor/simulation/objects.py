@@ -21,6 +21,8 @@ JsonObject = dict[str, Any]
 
 ZONE_LABEL = ZONE_LABELS[0]
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+# GKE labels every node with its machine family (e2, n2, ...): what a ComputeClass rule or a nodeSelector matches.
+MACHINE_FAMILY_LABEL = "cloud.google.com/machine-family"
 
 
 def uid(*parts: str) -> str:
@@ -58,6 +60,7 @@ def node_object(
         "topology.kubernetes.io/region": zone.rsplit("-", 1)[0],
         HOSTNAME_LABEL: name,
         INSTANCE_TYPE_LABEL: machine_type,
+        MACHINE_FAMILY_LABEL: machine_type.split("-", 1)[0],
         "kubernetes.io/os": "linux",
         "kubernetes.io/arch": "amd64",
     }

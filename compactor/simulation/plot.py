@@ -28,6 +28,7 @@ COLORS = {
     "ca-alone": "#d62728",
     "ca-optimize-utilization": "#9467bd",
     "gke-consolidation-threshold": "#2ca02c",
+    "gke-class-priorities": "#98df8a",
     "estafette": "#ff7f0e",
     "node-compactor": "#1f77b4",
     "node-compactor+threshold": "#17becf",

@@ -551,7 +551,7 @@ def _column_notes(data: dict[str, Any], native_name: str | None) -> list[tuple[s
         # "" : a note shown whatever the columns.
         notes.append(("", "Every comparison is in node-hours: not every node has a price (see the warnings below)."))
     if native_name is not None:
-        native = f"({native_name}; native: {', '.join(NATIVE)})"
+        native = f"({native_name}; native: {', '.join(_natives_run(data))})"
         notes += [
             (
                 "ABOVE BOUND",
@@ -594,6 +594,12 @@ def _column_notes(data: dict[str, Any], native_name: str | None) -> list[tuple[s
         ),
     ]
     return notes
+
+
+def _natives_run(data: dict[str, Any]) -> list[str]:
+    """The native strategies this run has (gke-class-priorities only where a pod may use two pools)."""
+    names = {item["name"] for item in data["strategies"]}
+    return [name for name in NATIVE if name in names]
 
 
 def _wrap(text: str, indent: str = "  ") -> list[str]:

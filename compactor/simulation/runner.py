@@ -32,6 +32,7 @@ fractional capacity the same requests may use, a linear program (`bound`).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import time
 from collections import defaultdict
@@ -43,26 +44,36 @@ from compactor.core import pools
 from compactor.core.model import Resources
 from compactor.kube import snapshot as parsing
 from compactor.settings.config import Config
-from compactor.simulation import availability, bound, prices, rollouts
+from compactor.simulation import availability, bound, migration, prices, rollouts
 from compactor.simulation.autoscaler import BOOTSTRAP_AGE, Autoscaler
 from compactor.simulation.controllers import Controllers
 from compactor.simulation.metrics import Recorder, Series
 from compactor.simulation.model import PoolSpec, Setup, coexisting, compute_class, optimize_utilization
 from compactor.simulation.scheduler import Scheduler
-from compactor.simulation.strategies import ClusterAutoscalerAlone, Estafette, NodeCompactor, NoFit, Strategy
+from compactor.simulation.strategies import (
+    ClassPriorities,
+    ClusterAutoscalerAlone,
+    Estafette,
+    NodeCompactor,
+    NoFit,
+    Strategy,
+)
 from compactor.simulation.world import World
 
 STRATEGIES = (
     "ca-alone",
     "ca-optimize-utilization",
     "gke-consolidation-threshold",
+    "gke-class-priorities",
     "estafette",
     "node-compactor",
     "node-compactor+surge",
     "node-compactor+threshold",
 )
 # What GKE offers without node-compactor: the strategies a user can pick by configuration alone.
-NATIVE = ("ca-alone", "ca-optimize-utilization", "gke-consolidation-threshold")
+NATIVE = ("ca-alone", "ca-optimize-utilization", "gke-consolidation-threshold", "gke-class-priorities")
+# Strategies that exist only on some clusters: GKE's class priorities where some pod may use two pools or more.
+CLASS_PRIORITIES = "gke-class-priorities"
 BOOTSTRAP_ROUNDS = 50
 
 Progress = Callable[[str, float], None]
@@ -165,12 +176,20 @@ def run(setup: Setup, *, progress: Progress | None = None, strategies: tuple[str
         if progress is not None and index % 30 == 0:
             progress("warm-up", index / max(1, warmup_steps))
     results = Results(setup, [], [], {}, start_nodes=base.autoscaler.billed_nodes())
-    for name in strategies:
+    for name in applicable(setup, strategies):
         cluster = copy.deepcopy(base)
         cluster.world.recorder = Recorder()
         results.strategies.append(_measure(setup, cluster, name, results, progress))
     results.seconds = time.monotonic() - started
     return results
+
+
+def applicable(setup: Setup, strategies: tuple[str, ...] = STRATEGIES) -> tuple[str, ...]:
+    """The strategies this cluster has: `gke-class-priorities` only where some pod may use two pools or more
+    (elsewhere a class has one rung, and the strategy would be `gke-consolidation-threshold` under another name)."""
+    if CLASS_PRIORITIES in strategies and not migration.user_classes(setup):
+        return tuple(name for name in strategies if name != CLASS_PRIORITIES)
+    return strategies
 
 
 def _strategy(name: str, setup: Setup, cluster: Cluster) -> Strategy:
@@ -184,6 +203,14 @@ def _strategy(name: str, setup: Setup, cluster: Cluster) -> Strategy:
         thresholds = consolidation_thresholds(setup)
         cluster.autoscaler.settings = compute_class(cluster.autoscaler.settings, thresholds, _class_delays(setup))
         return ClusterAutoscalerAlone(name)
+    if name == CLASS_PRIORITIES:
+        # The classes a user writes (`migration.user_classes`), each with the consolidationThreshold
+        # gke-consolidation-threshold gives its pools, priorities and activeMigration.optimizeRulePriority on.
+        thresholds = consolidation_thresholds(setup)
+        settings = compute_class(cluster.autoscaler.settings, thresholds, _class_delays(setup))
+        cluster.autoscaler.settings = dataclasses.replace(settings, classes=migration.user_classes(setup))
+        autoscaler = cluster.autoscaler
+        return ClassPriorities(name, lambda: autoscaler.migration.summary() if autoscaler.migration else {})
     if name == "estafette":
         return Estafette(cluster.world, setup.config, setup.seed)
     if name == "node-compactor":

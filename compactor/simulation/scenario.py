@@ -31,6 +31,7 @@ from compactor.simulation.model import (
     Curve,
     DaemonSetSpec,
     JsonObject,
+    MigrationSettings,
     PoolSpec,
     Setup,
     WorkloadSpec,
@@ -179,6 +180,8 @@ class Workload(_Strict):
     tolerations: list[dict[str, str]] = Field(default_factory=list)
     # spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution of its pods
     preferred_node_affinity: list[PreferredSchedulingTerm] = Field(default_factory=list, alias="preferredNodeAffinity")
+    # More of spec.nodeSelector beside `pool`'s: e.g. cloud.google.com/machine-family, which node auto-creation reads.
+    node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
 
 
 class RolloutStrategy(_Strict):
@@ -252,6 +255,29 @@ class Autoscaler(_Strict):
     # --unremovable-node-recheck-timeout (5 minutes, config/flags/flags.go): how long a node found unremovable
     # is left out of the planner's passes.
     unremovable_recheck_seconds: int = Field(300, alias="unremovableRecheckSeconds", ge=1, le=86400)
+    # The defrag processor's flags, for gke-class-priorities' active migration (`simulation.migration`).
+    active_migration: ActiveMigration = Field(
+        default_factory=lambda: ActiveMigration.model_validate({}), alias="activeMigration"
+    )
+
+
+class ActiveMigration(_Strict):
+    """GKE's defrag flags for gke-class-priorities (`model.MigrationSettings`): GKE sets them and publishes none."""
+
+    candidate_limit: int = Field(10, alias="candidateLimit", ge=1, le=100)
+    scale_up_timeout_seconds: int = Field(600, alias="scaleUpTimeoutSeconds", ge=10, le=86400)
+    scale_down_timeout_seconds: int = Field(300, alias="scaleDownTimeoutSeconds", ge=10, le=86400)
+    max_loops_before_admission: int = Field(5, alias="maxLoopsBeforeAdmission", ge=1, le=1000)
+    backoff_seconds: int = Field(300, alias="backoffSeconds", ge=0, le=86400)
+
+
+class AutoCreation(_Strict):
+    """GKE's node auto-provisioning, as far as the model has it: for a pending pod that selects one of these
+    machine types (node.kubernetes.io/instance-type) or their family (cloud.google.com/machine-family), a pool
+    of that shape, Spot when `spot`."""
+
+    machine_types: list[str] = Field(alias="machineTypes", min_length=1)
+    spot: bool = False
 
 
 class SchedulerSettings(_Strict):
@@ -281,10 +307,14 @@ class ScenarioFile(_Strict):
     autoscaler: Autoscaler = Field(default_factory=lambda: Autoscaler.model_validate({}))
     scheduler: SchedulerSettings = Field(default_factory=lambda: SchedulerSettings.model_validate({}))
     compactor: dict[str, Any] | None = None
+    auto_creation: AutoCreation | None = Field(None, alias="autoCreation")
 
     @model_validator(mode="after")
     def _references(self) -> ScenarioFile:
         problems = []
+        for index, machine in enumerate(self.auto_creation.machine_types if self.auto_creation else ()):
+            if machine not in machines.MACHINES:
+                problems.append(f"autoCreation.machineTypes.{index}: unknown machine type {machine!r}")
         pools = {pool.name for pool in self.pools}
         if len(pools) != len(self.pools):
             problems.append("pools: two pools have the same name")
@@ -385,6 +415,7 @@ def _setup(scenario: ScenarioFile, *, source: str, config: Config | None) -> Set
         )
         for pool in scenario.pools
     )
+    pools += _auto_created(scenario)
     daemonsets = tuple(
         DaemonSetSpec(
             namespace=daemon.namespace,
@@ -486,6 +517,13 @@ def _setup(scenario: ScenarioFile, *, source: str, config: Config | None) -> Set
             expander=settings.expander,
             scan_interval_seconds=settings.scan_interval_seconds,
             unremovable_recheck_seconds=settings.unremovable_recheck_seconds,
+            migration=MigrationSettings(
+                candidate_limit=settings.active_migration.candidate_limit,
+                scale_up_timeout_seconds=settings.active_migration.scale_up_timeout_seconds,
+                scale_down_timeout_seconds=settings.active_migration.scale_down_timeout_seconds,
+                max_loops_before_admission=settings.active_migration.max_loops_before_admission,
+                backoff_seconds=settings.active_migration.backoff_seconds,
+            ),
         ),
         config=config,
         balanced_allocation=scenario.scheduler.balanced_allocation,
@@ -515,6 +553,35 @@ def _node_preferences(terms: list[PreferredSchedulingTerm]) -> JsonObject | None
     return {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred}}
 
 
+# Node auto-provisioning's limits are the cluster's resource limits, not a pool's size: a scenario sets none.
+AUTO_CREATED_MAX_NODES = 1000
+
+
+def _auto_created(scenario: ScenarioFile) -> tuple[PoolSpec, ...]:
+    """The pools node auto-provisioning would create, one a machine type, empty at the start, in the zones of
+    the scenario's pools: `nap-<machine type>` (`-spot` for Spot, tainted as GKE taints Spot pools it creates)."""
+    auto = scenario.auto_creation
+    if auto is None:
+        return ()
+    zones = tuple(dict.fromkeys(zone for pool in scenario.pools for zone in pool.zones))
+    spot_taint = {"key": pricing.SPOT_LABEL, "value": "true", "effect": "NoSchedule"}
+    return tuple(
+        PoolSpec(
+            name=f"nap-{machine}{'-spot' if auto.spot else ''}",
+            machine_type=machine,
+            allocatable={**machines.allocatable(machine), "pods": str(machines.MAX_PODS)},
+            zones=zones,
+            min_nodes=0,
+            max_nodes=AUTO_CREATED_MAX_NODES,
+            initial_nodes=0,
+            labels={pricing.SPOT_LABEL: "true"} if auto.spot else {},
+            taints=(spot_taint,) if auto.spot else (),
+            auto_created=True,
+        )
+        for machine in dict.fromkeys(auto.machine_types)
+    )
+
+
 def _template(item: Workload, labels: dict[str, str], pool_label: str) -> JsonObject:
     affinity = _node_preferences(item.preferred_node_affinity)
     if item.anti_affinity:
@@ -542,7 +609,7 @@ def _template(item: Workload, labels: dict[str, str], pool_label: str) -> JsonOb
         requests=item.requests.as_dict(),
         annotations=item.annotations,
         priority=item.priority,
-        node_selector={pool_label: item.pool} if item.pool else None,
+        node_selector={**item.node_selector, **({pool_label: item.pool} if item.pool else {})} or None,
         tolerations=[dict(t) for t in item.tolerations],
         affinity=affinity,
         volumes=volumes,

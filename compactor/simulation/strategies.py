@@ -96,6 +96,18 @@ class ClusterAutoscalerAlone:
         return []
 
 
+class ClassPriorities(ClusterAutoscalerAlone):
+    """The Cluster Autoscaler with ComputeClass priorities and active migration (`migration`): nothing acts
+    besides it; its summary is what the migration did (`counts`, read at the end)."""
+
+    def __init__(self, name: str, counts: Callable[[], dict[str, int]]) -> None:
+        super().__init__(name)
+        self._counts = counts
+
+    def summary(self) -> dict[str, int]:
+        return self._counts()
+
+
 @dataclass
 class Estafette:
     world: World

@@ -60,7 +60,9 @@ def row(document: dict[str, Any]) -> str:
         f"{bound.get(unit, '-')} ({_percent(compactor['aboveLowerBound'])})",
         f"{compactor['nodeHours']} / {native['nodeHours']}",
         f"{compactor['pendingPodMinutes']} / {native['pendingPodMinutes']}",
-        f"{compactor['pdbViolations']}, {compactor['noPlace']}",
+        f"{compactor['evictions']} / {native['evictions']}",
+        f"{compactor['noPlace']} / {native['noPlace']}",
+        f"{compactor['pdbViolations']}",
     ]
     return "| " + " | ".join(str(cell) for cell in cells) + " |"
 
@@ -70,20 +72,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("scenarios", nargs="*", type=Path)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "savings")
+    parser.add_argument("--print-only", action="store_true", help="print the table from the JSON already in --out")
     args = parser.parse_args(argv)
     scenarios = args.scenarios or sorted(
         path for path in (REPO / "examples" / "scenarios").glob("*.json") if not path.name.startswith("config-")
     )
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        done = list(pool.map(lambda scenario: simulate(scenario, args.out), scenarios))
+    if args.print_only:
+        done = [(args.out / f"{scenario.stem}.json", 0.0) for scenario in scenarios]
+    else:
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            done = list(pool.map(lambda scenario: simulate(scenario, args.out), scenarios))
     print(
         "| scenario | best native (USD a day) | node-compactor | node-compactor+threshold | cost lower bound "
         "(node-compactor above it) | node-hours, node-compactor / best native | pending pod-minutes, "
-        "node-compactor / best native | PDB violations, pods with no place |"
+        "node-compactor / best native | evictions, node-compactor / best native | pods with no place, "
+        "node-compactor / best native | node-compactor's PDB violations |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for path, _ in done:
         print(row(json.loads(path.read_text())))
     seconds = ", ".join(f"{path.stem} {elapsed:.0f} s" for path, elapsed in done)

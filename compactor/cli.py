@@ -103,9 +103,11 @@ def build_parser() -> argparse.ArgumentParser:
             "                               Deployments moved by a rolling restart, not evicted)\n"
             "  node-compactor+threshold     +threshold: node-compactor on gke-consolidation-threshold's cluster,\n"
             "                               configured as docs/compute-class.md says\n"
+            "  node-compactor+priorities    +priorities: node-compactor on gke-class-priorities' cluster, configured\n"
+            "                               the same way; only where gke-class-priorities runs\n"
             "  lower-bound                  no strategy: per pool, the fewest nodes that hold every pod's requests\n"
             "\n"
-            "The first three are native: what GKE does by configuration alone. More: docs/savings.md."
+            "The first four are native: what GKE does by configuration alone. More: docs/savings.md."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

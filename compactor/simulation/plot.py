@@ -33,6 +33,7 @@ COLORS = {
     "node-compactor": "#1f77b4",
     "node-compactor+threshold": "#17becf",
     "node-compactor+surge": "#393b79",
+    "node-compactor+priorities": "#6baed6",
 }
 
 

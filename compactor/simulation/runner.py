@@ -16,7 +16,9 @@ ComputeClass on each pool node-compactor consolidates (`consolidationThreshold`
 at the pool's cpu limit, `consolidationDelayMinutes` at its default), and
 `node-compactor+threshold` node-compactor on such a cluster, configured as
 docs/compute-class.md tells an operator to (`model.coexisting`: the class's threshold
-declared, its cpu limit above it), and
+declared, its cpu limit above it), `node-compactor+priorities` node-compactor
+configured the same way on `gke-class-priorities`' cluster (its classes'
+priorities and active migration as well), and
 `node-compactor+surge` node-compactor with `surgeSingleReplicas` on in every
 enabled pool (single-replica Deployments moved by a rolling restart,
 `rollouts`), beside `node-compactor` with the configuration as given.
@@ -69,11 +71,14 @@ STRATEGIES = (
     "node-compactor",
     "node-compactor+surge",
     "node-compactor+threshold",
+    "node-compactor+priorities",
 )
 # What GKE offers without node-compactor: the strategies a user can pick by configuration alone.
 NATIVE = ("ca-alone", "ca-optimize-utilization", "gke-consolidation-threshold", "gke-class-priorities")
 # Strategies that exist only on some clusters: GKE's class priorities where some pod may use two pools or more.
 CLASS_PRIORITIES = "gke-class-priorities"
+# node-compactor on gke-class-priorities' cluster, configured as beside gke-consolidation-threshold.
+BESIDE_PRIORITIES = "node-compactor+priorities"
 BOOTSTRAP_ROUNDS = 50
 
 Progress = Callable[[str, float], None]
@@ -187,8 +192,8 @@ def run(setup: Setup, *, progress: Progress | None = None, strategies: tuple[str
 def applicable(setup: Setup, strategies: tuple[str, ...] = STRATEGIES) -> tuple[str, ...]:
     """The strategies this cluster has: `gke-class-priorities` only where some pod may use two pools or more
     (elsewhere a class has one rung, and the strategy would be `gke-consolidation-threshold` under another name)."""
-    if CLASS_PRIORITIES in strategies and not migration.user_classes(setup):
-        return tuple(name for name in strategies if name != CLASS_PRIORITIES)
+    if not migration.user_classes(setup):
+        return tuple(name for name in strategies if name not in (CLASS_PRIORITIES, BESIDE_PRIORITIES))
     return strategies
 
 
@@ -203,12 +208,14 @@ def _strategy(name: str, setup: Setup, cluster: Cluster) -> Strategy:
         thresholds = consolidation_thresholds(setup)
         cluster.autoscaler.settings = compute_class(cluster.autoscaler.settings, thresholds, _class_delays(setup))
         return ClusterAutoscalerAlone(name)
-    if name == CLASS_PRIORITIES:
+    if name in (CLASS_PRIORITIES, BESIDE_PRIORITIES):
         # The classes a user writes (`migration.user_classes`), each with the consolidationThreshold
         # gke-consolidation-threshold gives its pools, priorities and activeMigration.optimizeRulePriority on.
         thresholds = consolidation_thresholds(setup)
         settings = compute_class(cluster.autoscaler.settings, thresholds, _class_delays(setup))
         cluster.autoscaler.settings = dataclasses.replace(settings, classes=migration.user_classes(setup))
+        if name == BESIDE_PRIORITIES:
+            return _node_compactor(coexisting(setup.config, thresholds), setup, cluster, name)
         autoscaler = cluster.autoscaler
         return ClassPriorities(name, lambda: autoscaler.migration.summary() if autoscaler.migration else {})
     if name == "estafette":

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from compactor.simulation import migration, runner
+from compactor.simulation import migration, runner, strategies
 from compactor.simulation.model import MigrationSettings
 from tests.simulation.builders import setup_from
 
@@ -159,7 +159,10 @@ def test_pods_that_tolerate_spot_get_the_spot_pool_as_first_rung() -> None:
 def test_the_strategy_is_absent_where_no_pod_may_use_two_pools() -> None:
     pinned = two_pools(deployments=[{**WEB, "pool": DEAR}])
     assert runner.CLASS_PRIORITIES not in runner.applicable(setup_from(pinned))
+    assert runner.BESIDE_PRIORITIES not in runner.applicable(setup_from(pinned))
     assert runner.CLASS_PRIORITIES in runner.applicable(setup_from(two_pools()))
+    assert runner.BESIDE_PRIORITIES in runner.applicable(setup_from(two_pools()))
+    assert runner.BESIDE_PRIORITIES not in runner.NATIVE
     assert runner.CLASS_PRIORITIES in runner.NATIVE
 
 
@@ -322,3 +325,18 @@ def test_a_scenario_sets_the_defrag_flags_gke_publishes_nowhere() -> None:
     settings = setup_from(data).autoscaler.migration
     assert (settings.candidate_limit, settings.backoff_seconds) == (1, 60)
     assert setup_from(two_pools()).autoscaler.migration == MigrationSettings()
+
+
+def test_node_compactor_beside_the_priorities_runs_on_their_cluster_with_its_limit_above_the_threshold() -> None:
+    setup = setup_from(two_pools())
+    cluster = runner.build(setup)
+    strategy = runner._strategy(runner.BESIDE_PRIORITIES, setup, cluster)
+    assert cluster.autoscaler.settings.classes == migration.user_classes(setup)
+    assert cluster.autoscaler.settings.classes, "the classes' priorities and active migration are on"
+    assert isinstance(strategy, strategies.NodeCompactor)
+    thresholds = runner.consolidation_thresholds(setup)
+    for name, threshold in thresholds.items():
+        pool = strategy.config.enabled_pool(name)
+        assert pool is not None and pool.cpu_limit is not None
+        assert pool.compute_class_threshold == threshold
+        assert pool.cpu_limit > threshold

@@ -25,7 +25,10 @@ WIDE_ONLY += ["NO READY POD-S"]
 PRICED_WIDE_ONLY = [*WIDE_ONLY, "NODE-HOURS VS NATIVE", "NODE-HOURS ABOVE BOUND"]
 PRICED_POOLS = [{"name": "default-pool", "machineType": "e2-standard-4", "zones": ["europe-west1-b"], "minNodes": 1}]
 # The builders' scenario has one pool: no gke-class-priorities there (`runner.applicable`).
-ROWS = [*(name for name in runner.STRATEGIES if name != runner.CLASS_PRIORITIES), report.LOWER_BOUND]
+ROWS = [
+    *(name for name in runner.STRATEGIES if name not in (runner.CLASS_PRIORITIES, runner.BESIDE_PRIORITIES)),
+    report.LOWER_BOUND,
+]
 
 
 def simulate(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str, priced: bool = False) -> str:

@@ -394,10 +394,11 @@ class Migration:
             state = view.nodes[name]
             if name in taken or not self._valid(autoscaler, state) or self.backoff.get(name, now) > now:
                 continue
-            if self._blocking(autoscaler, view, state, remaining):
-                continue
+            # The class first: it costs a look-up, where the pods' check reads every pod and its PDBs.
             klass = self.owners.get(state.pool or "")
             if klass is None or not klass.optimize_rule_priority or not klass.rung(state.pool):
+                continue
+            if self._blocking(autoscaler, view, state, remaining):
                 continue
             groups.setdefault(state.pool or "", []).append(name)
         if not groups:

@@ -8,7 +8,8 @@ median of `--repeat` plans, GC off as `plan` runs it:
 
 - `off`: the configuration as it is;
 - `on`: every enabled pool replaces into every other pool (`replacement.enabled`, each pool priced
-  by the built-in table from its nodes' labels);
+  by the built-in table from its nodes' labels), every node carrying an old `replaceable-since` (rule 10's
+  wait over, so busy nodes are candidates and the search proves in this plan);
 - `off, no deletion` and `on, no deletion`: every ordinary fit proof made to fail after running in
   full, so no node can simply be deleted and, with replacement on, the search runs every time: the
   worst case of both.
@@ -54,8 +55,11 @@ def _with_replacement(data: dict[str, Any]) -> dict[str, Any]:
 def child(snapshot_path: str, config_path: str, case: str, repeat: int) -> dict[str, Any]:
     import gc
 
+    import msgspec
+
     from compactor import cli
     from compactor.core import planner
+    from compactor.core.model import REPLACEABLE_SINCE
     from compactor.core.replacement import search
     from compactor.kube import snapshot
     from compactor.settings import config as config_module
@@ -65,6 +69,14 @@ def child(snapshot_path: str, config_path: str, case: str, repeat: int) -> dict[
         data = _with_replacement(data)
     config = config_module.validate(data, source=config_path)
     cluster = snapshot.read_file(snapshot_path)
+    if case.startswith("on"):
+        # Every node as if it had carried `replaceable-since` for rule 10's wait: the search proves what it finds
+        # in this very plan, its worst case (otherwise a first plan only writes the annotations).
+        waited = {REPLACEABLE_SINCE: "2026-11-20T00:00:00Z"}
+        nodes = tuple(
+            msgspec.structs.replace(node, annotations={**node.annotations, **waited}) for node in cluster.nodes
+        )
+        cluster = msgspec.structs.replace(cluster, nodes=nodes)
     now = cli.parse_now("2026-11-21T03:00:00Z")
     if case.endswith("no deletion"):
         original = planner._prove

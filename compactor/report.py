@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from compactor.core.plan import ConsolidationPath, Plan, PoolReport, Preview, Replacement
 from compactor.core.planner import BLOCKER_SUMMARY
+from compactor.core.prices import pricing
 from compactor.core.timing import format_stamp, human, seconds_between
 from compactor.core.wording import percent
 
@@ -53,7 +54,12 @@ class ReplacementModel(_Model):
     step: str  # create, wait, drain, delete, give-up
     placeholder: str
     nodes: list[str]
+    # DESIGN's `target` (a pool, or a machine type GKE creates a pool for), `targetPool` kept for a pool target.
+    target: str
     target_pool: str = Field(serialization_alias="targetPool")
+    new_nodes: int = Field(serialization_alias="newNodes")
+    # The placeholder selects Spot nodes (a Spot stockout fails the replacement instead of buying on-demand).
+    spot: bool
     machine_type: str | None = Field(serialization_alias="machineType")
     zone: str | None
     price_per_hour: float | None = Field(serialization_alias="pricePerHour")
@@ -328,7 +334,10 @@ def _replacement_model(replacement: Replacement | None) -> ReplacementModel | No
         step=replacement.step,
         placeholder=replacement.placeholder,
         nodes=list(replacement.nodes),
+        target=replacement.target_pool,
         target_pool=replacement.target_pool,
+        new_nodes=1,  # one new node a replacement, one placeholder (DESIGN's maxNewNodes is not built yet)
+        spot=pricing.is_spot(dict(replacement.node_selector)),
         machine_type=replacement.machine_type,
         zone=replacement.zone,
         price_per_hour=_money(replacement.price_per_hour),

@@ -87,6 +87,10 @@ def test_a_replacement_asks_for_the_node_waits_drains_onto_it_and_deletes_the_pl
     assert report["replacement"]["step"] == "create"
     assert report["replacement"]["nodes"] == ["b1"]
     assert report["replacement"]["savingsPerHour"] == pytest.approx(0.27)
+    # DESIGN's fields: the target, how many new nodes, whether they are Spot.
+    assert report["replacement"]["target"] == SMALL == report["replacement"]["targetPool"]
+    assert report["replacement"]["newNodes"] == 1
+    assert report["replacement"]["spot"] is False
     (placeholder,) = placeholders(api)
     name = placeholder["metadata"]["name"]
     assert node_annotations(api, "b1")[REPLACED_BY] == name
@@ -104,6 +108,7 @@ def test_a_replacement_asks_for_the_node_waits_drains_onto_it_and_deletes_the_pl
 
     waiting = run_once(api, at=later(60), env=env_with(CONFIG))
     assert waiting.report["replacement"]["step"] == "wait"
+    assert waiting.report["replacement"]["spot"] is False  # read back from the placeholder's nodeSelector
     assert waiting.report["decision"]["action"] == "none"
     assert api.evictions == []
 
@@ -281,3 +286,22 @@ def test_a_misspelt_target_pool_is_one_warning_in_the_run_and_nothing_is_asked_f
     assert "the pools there are big-pool, small-pool" in named[0]
     assert "replacement" not in result.report
     assert placeholders(api) == []
+
+
+def test_a_replacement_onto_spot_says_so_at_every_step(api: FakeApiServer) -> None:
+    # small-pool made a Spot pool: its nodes carry the label, and b1's pods tolerate nothing more (no taint).
+    for name in ("b1", "b2"):
+        annotations = {UNDERUTILIZED_SINCE: MARKED, REPLACEABLE_SINCE: MARKED} if name == "b1" else {}
+        api.add(k8s.node(name, cpu="8", memory="32Gi", pool=BIG, machine_type="n2-standard-8", annotations=annotations))
+        for index in range(4):
+            api.add(k8s.pod(f"web{name[-1]}-{index}", node=name, cpu="1200m", memory="1Gi"))
+    api.add(k8s.node("s1", pool=SMALL, labels={"cloud.google.com/gke-spot": "true"}))
+    api.add(k8s.pod("small-0", node="s1", cpu="2"))
+    first = run_once(api, env=env_with(CONFIG))
+    assert first.report["replacement"]["step"] == "create"
+    assert first.report["replacement"]["spot"] is True
+    (placeholder,) = placeholders(api)
+    assert placeholder["spec"]["nodeSelector"]["cloud.google.com/gke-spot"] == "true"
+    waiting = run_once(api, at=later(60), env=env_with(CONFIG))
+    assert waiting.report["replacement"]["step"] == "wait"
+    assert waiting.report["replacement"]["spot"] is True

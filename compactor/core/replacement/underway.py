@@ -105,6 +105,7 @@ def _step(
     created = parse_stamp(pod.placeholder.created_at) if pod.placeholder.created_at else None
     age = seconds_between(created, now) if created is not None else float(timeout)
     target_pool = dict(pod.node_selector).get(view.config.pool_label, "")
+    selector = tuple(pod.node_selector)  # what the placeholder selects: the report says Spot from it
     started = [name for name in nodes if DRAIN_STARTED_AT in view.nodes[name].node.annotations]
     left = [name for name in nodes if name not in started]
     failed_back = [
@@ -113,7 +114,7 @@ def _step(
 
     def done(step: Literal["delete", "give-up"], reason: str, failed: tuple[str, ...] = ()) -> InFlight:
         return InFlight(
-            Replacement(step, pod.name, nodes, target_pool, reason, failed=failed),
+            Replacement(step, pod.name, nodes, target_pool, reason, failed=failed, node_selector=selector),
             False,
             frozenset(),
             remove,
@@ -147,6 +148,7 @@ def _step(
                 nodes,
                 target_pool,
                 f"waiting for the new node: {pod.name} is {where} (gives up at {human(timeout)})",
+                node_selector=selector,
             ),
             True,
             frozenset(),
@@ -171,6 +173,7 @@ def _step(
             nodes,
             target_pool,
             f"{pod.name} runs on the new node {pod.node_name}; draining {', '.join(left) or 'nothing more'}",
+            node_selector=selector,
         ),
         True,
         frozenset(left),

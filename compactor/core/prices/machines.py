@@ -34,28 +34,25 @@ MACHINES: dict[str, tuple[int, Fraction]] = {
 }
 
 
-def _reserved_cpu_millis(cores: int) -> int:
-    steps = ((1, Fraction(6, 100)), (1, Fraction(1, 100)), (2, Fraction(5, 1000)))
-    left = Fraction(cores)
+def _tiered(amount: Fraction, tiers: tuple[tuple[int, Fraction], ...], beyond: Fraction) -> Fraction:
+    """GKE's reservations: each tier's share of the part of `amount` in that tier, `beyond` of the rest."""
+    left = amount
     reserved = Fraction(0)
-    for size, share in steps:
+    for size, share in tiers:
         part = min(left, Fraction(size))
         reserved += part * share
         left -= part
-    reserved += left * Fraction(25, 10000)
-    return int(reserved * 1000)
+    return reserved + left * beyond
+
+
+def _reserved_cpu_millis(cores: int) -> int:
+    tiers = ((1, Fraction(6, 100)), (1, Fraction(1, 100)), (2, Fraction(5, 1000)))
+    return int(_tiered(Fraction(cores), tiers, Fraction(25, 10000)) * 1000)
 
 
 def _reserved_memory_bytes(memory_gib: Fraction) -> int:
-    steps = ((4, Fraction(25, 100)), (4, Fraction(20, 100)), (8, Fraction(10, 100)), (112, Fraction(6, 100)))
-    left = memory_gib
-    reserved = Fraction(0)
-    for size, share in steps:
-        part = min(left, Fraction(size))
-        reserved += part * share
-        left -= part
-    reserved += left * Fraction(2, 100)
-    return int(reserved * GIB) + 100 * MIB
+    tiers = ((4, Fraction(25, 100)), (4, Fraction(20, 100)), (8, Fraction(10, 100)), (112, Fraction(6, 100)))
+    return int(_tiered(memory_gib, tiers, Fraction(2, 100)) * GIB) + 100 * MIB
 
 
 def allocatable(machine_type: str) -> dict[str, str]:

@@ -24,20 +24,11 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.terraform.test_terraform_module import METRICS
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ROOT_DIR = REPO_ROOT / "terraform"
 MODULE_DIR = ROOT_DIR / "modules" / "node-compactor"
-
-METRICS = (
-    "runs",
-    "drains-started",
-    "drains-completed",
-    "rollbacks",
-    "failed-runs",
-    "nodes-awaiting-removal",
-    "cluster-price-per-hour",
-    "savings-per-hour",
-)
 
 # Resources the copied files read, and the plain values that stand in for them.
 ROOT_STAND_INS = {

@@ -193,6 +193,16 @@ def test_a_target_pool_that_cannot_grow_is_a_warning_and_not_used(
     assert any(warning in text for text in plan.price_warnings)
 
 
+def test_an_empty_target_pool_whose_machine_type_gke_does_not_name_is_a_warning_saying_so() -> None:
+    nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
+    nodes = [node for node in nodes if node.name != "s1"]
+    pods = [pod for pod in pods if pod.node_name != "s1"]
+    plan = plan_for(nodes, pods, config(), autoscaling={SMALL: PoolAutoscaling(enabled=True, max_node_count=5)})
+    assert plan.replacement is None
+    expected = f"target pool {SMALL} has no node in the cluster and GKE's node pool config names no machine type"
+    assert expected in plan.price_warnings
+
+
 def test_a_target_pool_that_is_not_in_the_cluster_is_a_warning() -> None:
     nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
     plan = plan_for(nodes, pods, config(targets=("ghost-pool",)))

@@ -67,9 +67,10 @@ def template(
         return problem
     if members:
         return _from_node(view, table, pool_name, members, zone_hint)
-    autoscaling = known.get(pool_name)
-    if autoscaling is None or autoscaling.machine_type is None:
-        return f"target pool {pool_name} has no node in the cluster and GKE's node pool config was not read"
+    # No node, and no problem: GKE's API was read and names the pool (`target_pool_problem`).
+    autoscaling = known[pool_name]
+    if autoscaling.machine_type is None:
+        return f"target pool {pool_name} has no node in the cluster and GKE's node pool config names no machine type"
     return _from_gke(config.pool_label, table, view, pool_name, autoscaling, zone_hint, daemonset_requests)
 
 

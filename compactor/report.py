@@ -52,11 +52,12 @@ class ReplacementModel(_Model):
     """Node replacement (DESIGN "Node replacement"): the one under way or started by this run."""
 
     step: str  # create, wait, drain, delete, give-up
-    placeholder: str
+    placeholder: str  # the first placeholder (kept from when a replacement had one)
+    placeholders: list[str]  # one per new node
     nodes: list[str]
     # DESIGN's `target` (a pool, or a machine type GKE creates a pool for), `targetPool` kept for a pool target.
     target: str
-    target_pool: str = Field(serialization_alias="targetPool")
+    target_pool: str | None = Field(serialization_alias="targetPool", exclude_if=lambda value: value is None)
     new_nodes: int = Field(serialization_alias="newNodes")
     # The placeholder selects Spot nodes (a Spot stockout fails the replacement instead of buying on-demand).
     spot: bool
@@ -333,10 +334,11 @@ def _replacement_model(replacement: Replacement | None) -> ReplacementModel | No
     return ReplacementModel(
         step=replacement.step,
         placeholder=replacement.placeholder,
+        placeholders=list(replacement.all_placeholders),
         nodes=list(replacement.nodes),
         target=replacement.target_pool,
-        target_pool=replacement.target_pool,
-        new_nodes=1,  # one new node a replacement, one placeholder (DESIGN's maxNewNodes is not built yet)
+        target_pool=None if replacement.machine_type_target else replacement.target_pool,
+        new_nodes=replacement.new_nodes,
         spot=pricing.is_spot(dict(replacement.node_selector)),
         machine_type=replacement.machine_type,
         zone=replacement.zone,

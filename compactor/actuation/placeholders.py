@@ -24,11 +24,13 @@ from typing import Any, Protocol
 
 from compactor.core.model import (
     CREATED_AT,
+    HOSTNAME_LABEL,
     PLACEHOLDER_LABEL,
     PLACEHOLDER_PREFIX,
     PLACEHOLDER_PRIORITY_CLASS,
     REPLACED_BY,
     REPLACEMENT_FAILED_AT,
+    REPLACEMENT_LABEL,
     REPLACES,
 )
 from compactor.core.plan import Replacement
@@ -67,9 +69,12 @@ class Written:
     cleared: list[str] = field(default_factory=list)
 
 
-def manifest(replacement: Replacement, namespace: str, now: datetime) -> dict[str, Any]:
-    """The placeholder pod of a replacement at its create step."""
-    requests = replacement.requests
+def manifest(replacement: Replacement, namespace: str, now: datetime, index: int = 0) -> dict[str, Any]:
+    """The `index`-th placeholder pod of a replacement at its create step: one per new node, all labelled with
+    the replacement's id and repelling one another on kubernetes.io/hostname, so each asks for a node of its own."""
+    names = replacement.all_placeholders
+    asks = replacement.placeholder_requests
+    requests = asks[index] if index < len(asks) else replacement.requests
     resources: dict[str, Any] = {}
     if requests is not None:
         amounts = {"cpu": f"{requests.cpu_millis}m", "memory": str(requests.memory_bytes)}
@@ -78,13 +83,28 @@ def manifest(replacement: Replacement, namespace: str, now: datetime) -> dict[st
         {"key": taint.key, "operator": "Equal", "value": taint.value, "effect": taint.effect}
         for taint in replacement.taints
     ]
+    labels = {PLACEHOLDER_LABEL: "true", "app.kubernetes.io/managed-by": "node-compactor"}
+    affinity: dict[str, Any] = {}
+    if replacement.replacement_id:
+        labels[REPLACEMENT_LABEL] = replacement.replacement_id
+    if len(names) > 1:
+        affinity = {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": {REPLACEMENT_LABEL: replacement.replacement_id}},
+                        "topologyKey": HOSTNAME_LABEL,
+                    }
+                ]
+            }
+        }
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "name": replacement.placeholder,
+            "name": names[index],
             "namespace": namespace,
-            "labels": {PLACEHOLDER_LABEL: "true", "app.kubernetes.io/managed-by": "node-compactor"},
+            "labels": labels,
             "annotations": {
                 REPLACES: ",".join(replacement.nodes),
                 CREATED_AT: format_stamp(now),
@@ -100,6 +120,7 @@ def manifest(replacement: Replacement, namespace: str, now: datetime) -> dict[st
             "enableServiceLinks": False,
             "nodeSelector": dict(replacement.node_selector),
             "tolerations": tolerations,
+            **({"affinity": affinity} if affinity else {}),
             # Pod Security "restricted", which the namespace enforces: nothing but the pause process, unprivileged.
             "securityContext": {
                 "runAsNonRoot": True,
@@ -119,16 +140,20 @@ def manifest(replacement: Replacement, namespace: str, now: datetime) -> dict[st
 
 
 def start(cluster: PlaceholderPort, replacement: Replacement, namespace: str, now: datetime, written: Written) -> None:
-    """Point the replaced nodes at the placeholder, then create it. A node gone or changed since it was read
-    stops the start before the pod exists (the annotations already written are removed by the next run)."""
+    """Point the replaced nodes at the placeholders, then create them, one per new node. A node gone or changed
+    since it was read stops the start before a pod exists (the annotations already written are removed by the
+    next run); a run stopped between two creations leaves a replacement short of a placeholder, which the next
+    run gives up (`core.replacement.underway`)."""
+    names = replacement.all_placeholders
     for name in replacement.nodes:
-        cluster.patch_node(name, {"metadata": {"annotations": {REPLACED_BY: replacement.placeholder}}})
+        cluster.patch_node(name, {"metadata": {"annotations": {REPLACED_BY: ",".join(names)}}})
         written.marked_replaced.append(name)
-    try:
-        cluster.create_pod(namespace, manifest(replacement, namespace, now))
-    except ConflictError:
-        log.info("placeholder %s/%s exists already (a retried create): adopted", namespace, replacement.placeholder)
-    written.created.append(replacement.placeholder)
+    for index, placeholder in enumerate(names):
+        try:
+            cluster.create_pod(namespace, manifest(replacement, namespace, now, index))
+        except ConflictError:
+            log.info("placeholder %s/%s exists already (a retried create): adopted", namespace, placeholder)
+        written.created.append(placeholder)
     _event(cluster, replacement.nodes[0], "NodeCompactorReplacementStarted", replacement.reason, False, now)
 
 
@@ -154,9 +179,9 @@ def clear(cluster: PlaceholderPort, nodes: Iterable[str], written: Written) -> N
 
 
 def finish(cluster: PlaceholderPort, replacement: Replacement, namespace: str, now: datetime, written: Written) -> None:
-    """Delete the placeholder (its work is done, or the replacement is given up); on give-up the nodes not
+    """Delete the placeholders (their work is done, or the replacement is given up); on give-up the nodes not
     drained get `replacement-failed-at` (and are not replaced again for retryBackoffSeconds)."""
-    delete(cluster, namespace, [replacement.placeholder], written)
+    delete(cluster, namespace, replacement.all_placeholders, written)
     failed = set(replacement.failed)
     stamp = format_stamp(now)
     for name in replacement.nodes:

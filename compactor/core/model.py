@@ -61,7 +61,10 @@ TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 PLACEHOLDER_LABEL = "node-compactor.dev/placeholder"  # "true" on a placeholder pod
 REPLACES = "node-compactor.dev/replaces"  # on the placeholder: the replaced nodes, comma-separated
 CREATED_AT = "node-compactor.dev/created-at"  # on the placeholder: when it was created (RFC 3339)
-REPLACED_BY = "node-compactor.dev/replaced-by"  # on a replaced node: its placeholder's name
+# On a replaced node: its replacement's placeholders, comma-separated (one name, as before several, is read alike).
+REPLACED_BY = "node-compactor.dev/replaced-by"
+# On a placeholder: its replacement's id, shared by the placeholders of one replacement (one per new node).
+REPLACEMENT_LABEL = "node-compactor.dev/replacement"
 REPLACEMENT_FAILED_AT = "node-compactor.dev/replacement-failed-at"  # on a node whose replacement failed
 # On a node of a pool with replacement on: since when a run has found a replacement of it that saves enough and
 # has room (DESIGN rule 10); a replacement starts once each of its nodes has carried it neededMarkedTimeSeconds.
@@ -424,3 +427,6 @@ class Snapshot(msgspec.Struct, frozen=True, gc=False):
     # a workload; the fit proof sees a bound one as holding its room until a pod that fits nowhere else
     # preempts it, as kube-scheduler does (`ClusterView.preemptible`).
     placeholders: tuple[Pod, ...] = ()
+    # Whether GKE creates node pools for pending pods (node auto-provisioning, read from GKE's cluster config):
+    # None when not read; replacement's `machineTypes` are used only when True.
+    creates_pools: bool | None = None

@@ -106,13 +106,13 @@ class Replacement:
     `replacement-failed-at`."""
 
     step: ReplacementStep
-    placeholder: str
+    placeholder: str  # the first placeholder (the only one of a replacement by one new node)
     nodes: tuple[str, ...]  # the replaced nodes, in drain order
-    target_pool: str
+    target_pool: str  # a target pool, or the machine type GKE creates a pool for
     reason: str
     machine_type: str | None = None
     zone: str | None = None
-    price_per_hour: float | None = None  # the new node's
+    price_per_hour: float | None = None  # the new nodes' together
     removed_price_per_hour: float | None = None  # the replaced nodes' together
     savings_per_hour: float | None = None
     # For create: what the placeholder asks for, and where (the target pool's label and zone; its taints).
@@ -121,6 +121,21 @@ class Replacement:
     taints: tuple[Taint, ...] = ()
     # For give-up: the nodes that get replacement-failed-at.
     failed: tuple[str, ...] = ()
+    # One placeholder per new node, all labelled with the replacement's id; for create, what each asks for
+    # (the moving pods the proof put on its node).
+    placeholders: tuple[str, ...] = ()
+    replacement_id: str = ""
+    placeholder_requests: tuple[Resources, ...] = ()
+    # The target is a machine type of `machineTypes` (a pool GKE creates), not a target pool.
+    machine_type_target: bool = False
+
+    @property
+    def new_nodes(self) -> int:
+        return max(1, len(self.placeholders))
+
+    @property
+    def all_placeholders(self) -> tuple[str, ...]:
+        return self.placeholders or (self.placeholder,)
 
 
 @dataclass(frozen=True, slots=True)

@@ -243,11 +243,28 @@ def plan(
         else None
     )
     found = search.Search(None, {}, ())
-    searched = explain and replacing.replacement is None and running.decision is None and chosen is None
+    # Rule 8 with prices: a replacement is searched beside the deletion this run would make, and wins only by
+    # saving more per disrupted pod; with `ranking: "disruption"` (or a deletion without a price) only when no
+    # node of any pool can simply be deleted.
+    to_beat = _deletion_saving_per_pod(config, chosen, states, node_costs)
+    searched = (
+        explain
+        and replacing.replacement is None
+        and running.decision is None
+        and (chosen is None or to_beat is not None)
+    )
     if searched:
-        # Rule 10: only when no node of any pool can simply be deleted.
         fit_blocked = [state for state in eligible if blockers[state.name] and _only_the_fit(blockers[state.name])]
-        found = search.choose(view, table, node_costs, fit_blocked + busy, avoided, now)
+        found = search.choose(view, table, node_costs, fit_blocked + busy, avoided, now, to_beat=to_beat)
+        if found.chosen is not None and chosen is not None and chosen.node is not None:
+            blockers[chosen.node].append(
+                Blocker(
+                    "replacement",
+                    f"not drained: replacing {', '.join(found.chosen.nodes)} saves more per disrupted pod "
+                    f"({found.chosen.reason})",
+                )
+            )
+            chosen = None
     in_progress = replacing.replacement
     if in_progress is not None and in_progress.step == "drain":
         in_progress = _judge_replaced(view, in_progress, blockers, chosen)
@@ -345,9 +362,26 @@ def _replaceable_changes(
         if searched and state.name in found.replaceable:
             if not carries:
                 add.append(state.name)
-        elif carries and ((searched and state.name not in found.replaceable) or not _replaces(config, state.pool)):
+        elif carries and (
+            (searched and state.name in found.judged and state.name not in found.replaceable)
+            or not _replaces(config, state.pool)
+        ):
             remove.append(state.name)
     return tuple(add), tuple(remove)
+
+
+def _deletion_saving_per_pod(
+    config: Config, chosen: Decision | None, states: list[NodeState], node_costs: costs.Costs
+) -> float | None:
+    """What the chosen deletion saves per hour per disrupted pod, when the ranking is by savings and its node has a
+    price; else None."""
+    if chosen is None or chosen.node is None or config.ranking != "savings":
+        return None
+    price = node_costs.of(chosen.node)
+    if price is None:
+        return None
+    pods = next((len(state.movable_pods) for state in states if state.name == chosen.node), 0)
+    return ranking.saving_per_pod(price.per_hour, pods)
 
 
 def _only_the_fit(found: list[Blocker]) -> bool:

@@ -15,6 +15,7 @@ source was used and which set ones it passed over. Reading Firestore is the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -63,23 +64,36 @@ MAX_PRICE_PER_HOUR = 10_000.0
 DEFAULT_PLACEHOLDER_NAMESPACE = "node-compactor"
 
 
+# A Compute Engine machine type's name (series-kind-size, as n2-standard-8 or c2d-highcpu-16); whether the price
+# table knows it is the planner's check (a warning), since a price file may add types.
+_MACHINE_TYPE = re.compile(r"[a-z][a-z0-9]*-[a-z0-9]+(-[0-9]+)?")
+
+
 class Replacement(BaseModel):
-    """Node replacement (DESIGN "Node replacement"): drain up to `maxNodes` nodes of the pool once ONE new,
-    cheaper node of a target pool is up, when their pods fit on it and the other nodes."""
+    """Node replacement (DESIGN "Node replacement"): drain up to `maxNodes` nodes of the pool once 1..`maxNewNodes`
+    new, cheaper nodes of one target (a target pool, or a machine type GKE creates a pool for) are up, when their
+    pods fit on them and the other nodes."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     enabled: bool = False
     target_pools: tuple[str, ...] = Field((), alias="targetPools")
+    # Shapes GKE may create a node pool for (node auto-provisioning, or a ComputeClass with nodePoolAutoCreation);
+    # used only where a run reads that the cluster creates pools.
+    machine_types: tuple[str, ...] = Field((), alias="machineTypes")
+    # Whether the machine types' new nodes may be Spot (for the pods that tolerate Spot).
+    spot: bool = False
     # Karpenter's multi-node consolidation replaces up to this many nodes with one.
     max_nodes: int = Field(3, alias="maxNodes", ge=1, le=10)
+    # New nodes one replacement may ask for (one placeholder each).
+    max_new_nodes: int = Field(2, alias="maxNewNodes", ge=1, le=10)
     min_savings_percent: float = Field(20.0, alias="minSavingsPercent", ge=0, lt=100, allow_inf_nan=False)
-    # How long the placeholder may wait for its node (a stockout, a quota, a pool at its maximum).
+    # How long the placeholders may wait for their nodes (a stockout, a quota, a pool at its maximum).
     timeout_seconds: int = Field(900, alias="timeoutSeconds", ge=60, le=24 * 3600)
 
-    @field_validator("target_pools", mode="before")
+    @field_validator("target_pools", "machine_types", mode="before")
     @classmethod
-    def _list_of_pools(cls, value: Any) -> Any:
+    def _list_of_names(cls, value: Any) -> Any:
         # JSON has lists, not tuples; strict mode accepts a tuple only.
         return tuple(value) if isinstance(value, list) else value
 
@@ -93,10 +107,21 @@ class Replacement(BaseModel):
             raise ValueError(f"target pool(s) named more than once: {', '.join(repeated)}")
         return value
 
+    @field_validator("machine_types")
+    @classmethod
+    def _known_shapes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        repeated = sorted({name for name in value if value.count(name) > 1})
+        if repeated:
+            raise ValueError(f"machine type(s) named more than once: {', '.join(repeated)}")
+        for name in value:
+            if not _MACHINE_TYPE.fullmatch(name):
+                raise ValueError(f"machine type {name!r} is not a Compute Engine machine type name (as e2-standard-4)")
+        return value
+
     @model_validator(mode="after")
     def _targets_when_enabled(self) -> Replacement:
-        if self.enabled and not self.target_pools:
-            raise ValueError("targetPools must name at least one pool when replacement is enabled")
+        if self.enabled and not self.target_pools and not self.machine_types:
+            raise ValueError("targetPools or machineTypes must name at least one target when replacement is enabled")
         return self
 
 

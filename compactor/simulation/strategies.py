@@ -255,7 +255,8 @@ class NodeCompactor:
         if outcome.restarted:
             self.counts["rollingRestarts"] = self.counts.get("rollingRestarts", 0) + len(outcome.restarted)
         written = outcome.replacement
-        self._count("placeholdersCreated", bool(written.created))
+        self._count("replacementsStarted", bool(written.created))
+        self._add("placeholdersCreated", len(written.created))
         self._count("placeholdersDeleted", bool(written.deleted))
         self._count("replacementsGivenUp", plan.replacement is not None and plan.replacement.step == "give-up")
         self._add("nodesMarkedReplaced", len(written.marked_replaced))

@@ -262,9 +262,10 @@ def test_preemption_avoids_a_node_where_a_victim_would_break_its_budget() -> Non
 # -- a whole replacement through node-compactor -------------------------------------------------------------
 
 
-def replaceable() -> dict[str, Any]:
+def replaceable(max_new_nodes: int = 1) -> dict[str, Any]:
     """Two n2-standard-8 nodes hold 4 x 1.2 cpu each (61%): neither takes all of the other's pods, so no node
-    can simply go; one e2-standard-4 (61% cheaper) and the other big node take one big node's pods."""
+    can simply go; one e2-standard-4 (61% cheaper) and the other big node take one big node's pods. With
+    `max_new_nodes` 2, the other big node, busy by then, is replaced by two more."""
     data = two_pools(big_nodes=2, hours=2)
     data["daemonSets"] = [{"name": "agent", "requests": {"cpu": "100m", "memory": "200Mi"}}]
     data["deployments"] = [
@@ -283,7 +284,12 @@ def replaceable() -> dict[str, Any]:
         "minNodes": 0,
     }
     data["compactor"] = {
-        "nodePools": {BIG: {**settings, "replacement": {"enabled": True, "targetPools": [SMALL]}}},
+        "nodePools": {
+            BIG: {
+                **settings,
+                "replacement": {"enabled": True, "targetPools": [SMALL], "maxNewNodes": max_new_nodes},
+            }
+        },
     }
     return data
 
@@ -320,6 +326,24 @@ def test_a_replacement_cycle_ends_with_the_replaced_node_drained_and_removed() -
     assert not strategy.failures
     annotations = [node["metadata"].get("annotations") or {} for node in world_.nodes.values()]
     assert not any("node-compactor.dev/replaced-by" in found for found in annotations)
+
+
+def test_a_busy_node_is_replaced_by_two_new_nodes_each_asked_for_by_its_own_placeholder() -> None:
+    cluster, strategy = run_node_compactor(replaceable(max_new_nodes=2), minutes=60)
+    world_ = cluster.world
+    started = [event for event in world_.events if event[2] == "NodeCompactorReplacementStarted"]
+    assert len(started) == 2
+    assert "-> one e2-standard-4" in started[0][3]
+    assert "-> 2 e2-standard-4" in started[1][3]  # the second big node, 92% busy by then
+    summary = strategy.summary()
+    assert summary["replacementsStarted"] == 2 and summary["placeholdersCreated"] == 3
+    assert summary["drainsCompleted"] == 2
+    assert pools_of(cluster) == {SMALL: 3}
+    assert not world_.pending()
+    assert not any(world_.is_placeholder(key) for key in world_.pods), "every placeholder is gone"
+    recorder = world_.recorder
+    assert recorder.pdb_violations == {} and recorder.no_place == {}
+    assert not strategy.failures
 
 
 # -- the shipped scenarios -------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ import msgspec
 from compactor.core import fit, proof, ranking
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.model import (
+    HOSTNAME_LABEL,
     PLACEHOLDER_PREFIX,
     REPLACEABLE_SINCE,
     REPLACEMENT_FAILED_AT,
@@ -37,9 +38,18 @@ from compactor.core.model import (
 )
 from compactor.core.plan import Replacement
 from compactor.core.prices import costs, pricing
-from compactor.core.replacement.templates import TEMPLATE_NAME, Template, template, total_requests
+from compactor.core.replacement.templates import (
+    INSTANCE_TYPE_LABEL,
+    MACHINE_FAMILY_LABEL,
+    TEMPLATE_NAME,
+    Template,
+    machine_template,
+    template,
+    total_requests,
+)
 from compactor.core.timing import human, parse_stamp, seconds_between
 from compactor.settings.config import Config, PoolConfig
+from compactor.settings.config import Replacement as ReplacementSettings
 
 # Candidates per pool the search combines (cheapest first by rule 8), and the proofs one run may make:
 # sets of up to 3 of 6 candidates are 41, each against every target pool; most fail the price or
@@ -65,10 +75,17 @@ class Search:
     judged: frozenset[str] = frozenset()
 
 
-def placeholder_name(nodes: Iterable[str], target_pool: str) -> str:
-    """`node-compactor-placeholder-<hash>`: the same nodes and pool give the same name (a retried create is a 409)."""
-    digest = hashlib.sha256(("\n".join(sorted(nodes)) + "\n" + target_pool).encode()).hexdigest()
-    return PLACEHOLDER_PREFIX + digest[:10]
+def placeholder_name(nodes: Iterable[str], target: str, index: int = 0) -> str:
+    """`node-compactor-placeholder-<hash>` (`-<n>` for the n-th new node from the second on): the same nodes and
+    target give the same names (a retried create is a 409), and a replacement by one new node keeps the name a
+    single placeholder always had."""
+    digest = replacement_id(nodes, target)
+    return PLACEHOLDER_PREFIX + digest + (f"-{index + 1}" if index else "")
+
+
+def replacement_id(nodes: Iterable[str], target: str) -> str:
+    """The id every placeholder of one replacement carries in its `node-compactor.dev/replacement` label."""
+    return hashlib.sha256(("\n".join(sorted(nodes)) + "\n" + target).encode()).hexdigest()[:10]
 
 
 def backing_off(state: NodeState, pool: PoolConfig, now: datetime) -> str | None:
@@ -88,6 +105,23 @@ def backing_off(state: NodeState, pool: PoolConfig, now: datetime) -> str | None
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Option:
+    """A set of candidates, a target and how many of its new nodes: what it saves, per disrupted pod first."""
+
+    per_pod: float  # minus the saving per hour per disrupted pod: the sort key
+    rank: tuple[object, ...]
+    group: list[NodeState]
+    made: Template
+    count: int
+    removed: float
+    saving: float
+
+    @property
+    def shape(self) -> str:
+        return f"{self.count} new node(s) of {_target_words(self.made)}"
+
+
 def choose(
     view: ClusterView,
     table: pricing.PriceTable,
@@ -95,14 +129,17 @@ def choose(
     fit_blocked: Sequence[NodeState],
     avoided: frozenset[str],
     now: datetime,
+    *,
+    to_beat: float | None = None,
 ) -> Search:
-    """Rule 10: the best replacement among the candidates whose pods did not fit (`fit_blocked`, each
-    passing rule 4 but for the fit), by saving per disrupted pod, then rule 8's order; None when no set
-    saves enough or fits."""
+    """Rule 10: the best replacement among the candidates (`fit_blocked`, each passing rule 4 but for the fit,
+    busy or not marked ones of pools with replacement on among them), by saving per disrupted pod, then rule 8's
+    order; None when no set saves enough or fits. `to_beat`: the saving per hour per disrupted pod of the
+    deletion this run would make otherwise (rule 8 with prices: a replacement must save more per pod)."""
     config = view.config
     notes: dict[str, str] = {}
     warnings: list[str] = []
-    options: list[tuple[float, tuple[object, ...], list[NodeState], Template, float, float]] = []
+    options: list[_Option] = []
     by_pool: dict[str, list[NodeState]] = {}
     for state in fit_blocked:
         pool = config.enabled_pool(state.pool)
@@ -116,7 +153,8 @@ def choose(
             notes[state.name] = f"not replaced: {node_costs.unknown.get(state.pool, 'its price is not known')}"
             continue
         by_pool.setdefault(state.pool, []).append(state)
-    templates: dict[tuple[str, str | None], Template | str] = {}
+    templates: dict[tuple[str, str, str | None], Template | str] = {}
+    free = _free_room(view)
     for pool_name, members in sorted(by_pool.items()):
         pool = config.enabled_pool(pool_name)
         assert pool is not None and pool.replacement is not None
@@ -130,91 +168,224 @@ def choose(
             )
         room = view.schedulable_in_pool[pool_name] - pool.min_nodes
         for state in ranked:
-            notes.setdefault(state.name, "not replaced: no target pool's new node saves enough and takes its pods")
+            notes.setdefault(state.name, "not replaced: no target's new nodes save enough and take its pods")
+        wanted = _targets(view, settings, warnings)
         for size in range(1, min(settings.max_nodes, len(ranked), max(room, 0)) + 1):
             for combination in itertools.combinations(ranked, size):
                 group = list(combination)
                 zone = group[0].node.zone
                 removed = node_costs.total(state.name for state in group) or 0.0
-                for target_pool in settings.target_pools:
-                    key = (target_pool, zone)
-                    made = templates.get(key)
+                need = total_requests(pod.requests for state in group for pod in state.movable_pods)
+                pods = sum(len(state.movable_pods) for state in group)
+                rank = tuple(ranking.disruption_cost(state) for state in group)
+                for target, spot in wanted:
+                    made = _template(view, table, templates, group, target, spot, zone, warnings)
                     if made is None:
-                        daemons = total_requests(
-                            pod.requests for state in group for pod in state.pods if pod.stays_on_node
+                        continue
+                    first = _fewest_new_nodes(need, free, group, made)
+                    if first > settings.max_new_nodes:
+                        _note_one(
+                            notes,
+                            group,
+                            f"not replaced by {_target_words(made)}: its pods need {first} new nodes of it, more "
+                            f"than maxNewNodes ({settings.max_new_nodes})",
                         )
-                        made = templates[key] = template(view, table, target_pool, zone, daemons)
-                        if isinstance(made, str) and made not in warnings:
-                            warnings.append(made)
-                        unknown = _growth_unknown(view, target_pool)
-                        if unknown and not isinstance(made, str) and unknown not in warnings:
-                            warnings.append(unknown)
-                    if isinstance(made, str):
                         continue
-                    saving = removed - made.price.per_hour
-                    if removed <= 0 or saving < removed * settings.min_savings_percent / 100:
-                        _note_price(notes, group, made, removed, saving, settings.min_savings_percent)
-                        continue
-                    pods = sum(len(state.movable_pods) for state in group)
-                    rank = tuple(ranking.disruption_cost(state) for state in group)
-                    options.append((-saving / max(pods, 1), rank, group, made, removed, saving))
-    options.sort(key=lambda option: (option[0], option[1]))
+                    for count in range(first, settings.max_new_nodes + 1):
+                        saving = removed - count * made.price.per_hour
+                        if removed <= 0 or saving < removed * settings.min_savings_percent / 100:
+                            if count == first:
+                                _note_price(notes, group, made, count, removed, saving, settings.min_savings_percent)
+                            break
+                        per_pod = -ranking.saving_per_pod(saving, pods)
+                        options.append(_Option(per_pod, rank, group, made, count, removed, saving))
+    options.sort(key=lambda option: (option.per_pod, option.rank, option.count))
     # Rule 10's wait: a set is proven only once each of its nodes has carried `replaceable-since` for the
     # pool's neededMarkedTimeSeconds; the annotation goes on every node some option saves enough for and
     # has room for, waited or not.
     replaceable: set[str] = set()
     ready = []
     for option in options:
-        group, made = option[2], option[3]
-        if not _room_enough(view, group, made):
-            _note_all(
-                notes,
-                group,
-                f"not replaced by a node of {made.pool}: the pods need more room than the other "
-                "nodes and the new node have free",
-            )
-            continue
-        replaceable.update(state.name for state in group)
-        waiting = [why for state in group if (why := _still_waiting(state, config, now)) is not None]
+        replaceable.update(state.name for state in option.group)
+        waiting = [why for state in option.group if (why := _still_waiting(state, config, now)) is not None]
         if waiting:
-            _note_all(notes, group, f"not replaced by a node of {made.pool} yet: {'; '.join(waiting)}")
+            _note_all(notes, option.group, f"not replaced by {option.shape} yet: {'; '.join(waiting)}")
             continue
         ready.append(option)
     judged = frozenset(state.name for state in fit_blocked)
     proofs = 0
-    # One view with the new node per template (a target pool's template differs by zone).
-    views: dict[tuple[str, str | None], tuple[ClusterView, list[NodeState]]] = {}
-    for _, _, group, made, removed, saving in ready:
+    # One view with the new nodes per template and count (a target pool's template differs by zone).
+    views: dict[tuple[str, bool, str | None, int], tuple[ClusterView, list[NodeState]]] = {}
+    for option in ready:
+        group, made = option.group, option.made
+        if to_beat is not None and -option.per_pod <= to_beat:
+            # Rule 8 with prices: the deletion saves as much per disrupted pod or more (ties go to it).
+            _note_all(
+                notes,
+                group,
+                f"not replaced by {option.shape}: saves {-option.per_pod:.4f}/h a disrupted pod, and this run's "
+                f"deletion saves {to_beat:.4f}/h a pod",
+            )
+            continue
         if proofs >= MAX_PROOFS:
             # The run's budget of proofs is spent: the sets left are the less saving ones, and say so.
-            _note_all(notes, group, f"not tried by a node of {made.pool}: this run's {MAX_PROOFS} proofs were spent")
+            _note_all(notes, group, f"not tried by {option.shape}: this run's {MAX_PROOFS} proofs were spent")
             continue
-        grown = views.get((made.pool, made.zone))
+        key = (made.pool, made.auto_created, made.zone, option.count)
+        grown = views.get(key)
         if grown is None:
-            grown = views[(made.pool, made.zone)] = _with_template(view, made)
+            grown = views[key] = _with_templates(view, made, option.count)
         bigger, targets = grown
         names = {state.name for state in group}
         moving = [pod for state in group for pod in state.movable_pods]
-        # The new node comes with the placeholder on it: the pods go where they fit first, and only a pod
-        # that fits nowhere else preempts it (kube-scheduler's order; `fit.Simulation._preempt`).
-        bigger.preemptible[TEMPLATE_NAME] = _placeholder_requests(moving, made)
-        bigger.start_heaps.clear()  # the new node's load changed: the shared starting order is stale
+        others = [target for target in targets if target.name not in names]
         proofs += 1
-        proven = proof.prove(
-            bigger,
-            bigger.nodes[group[0].name],
-            [target for target in targets if target.name not in names],
-            avoided,
-            moving=moving,
-        )
+        proven = _prove(bigger, group, others, avoided, moving, made, option.count)
         if isinstance(proven, str):
-            _note_all(notes, group, f"not replaced by a node of {made.pool}: {proven}")
+            _note_all(notes, group, f"not replaced by {option.shape}: {proven}")
             continue
-        chosen = _replacement(config.pool_label, group, made, removed, saving, moving, node_costs.currency)
+        chosen = _replacement(config.pool_label, option, moving, proven, node_costs.currency)
         for state in group:
             notes[state.name] = f"replaced: {chosen.reason}"
         return Search(chosen, notes, tuple(warnings), frozenset(replaceable), judged)
     return Search(None, notes, tuple(warnings), frozenset(replaceable), judged)
+
+
+def _targets(view: ClusterView, settings: ReplacementSettings, warnings: list[str]) -> list[tuple[str, bool | None]]:
+    """The targets to try: each target pool (None: as the pool is), then each machine type GKE may create a pool
+    for, on-demand and, with `spot`, Spot too; `machineTypes` only where the cluster creates pools."""
+    found: list[tuple[str, bool | None]] = [(pool, None) for pool in settings.target_pools]
+    if not settings.machine_types:
+        return found
+    if view.snapshot.creates_pools is not True:
+        why = (
+            "GKE's cluster config was not read (run with --gke or COMPACTOR_CLUSTER)"
+            if view.snapshot.creates_pools is None
+            else "the cluster does not create node pools (node auto-provisioning is off)"
+        )
+        warning = f"replacement.machineTypes ({', '.join(settings.machine_types)}) not used: {why}"
+        if warning not in warnings:
+            warnings.append(warning)
+        return found
+    for machine_type in settings.machine_types:
+        found.append((machine_type, False))
+        if settings.spot:
+            found.append((machine_type, True))
+    return found
+
+
+def _template(
+    view: ClusterView,
+    table: pricing.PriceTable,
+    templates: dict[tuple[str, str, str | None], Template | str],
+    group: list[NodeState],
+    target: str,
+    spot: bool | None,
+    zone: str | None,
+    warnings: list[str],
+) -> Template | None:
+    """The target's new node in `zone` (made once a run), or None with the reason in `warnings`."""
+    key = (target, "pool" if spot is None else "spot" if spot else "on-demand", zone)
+    made = templates.get(key)
+    if made is None:
+        daemons = total_requests(pod.requests for state in group for pod in state.pods if pod.stays_on_node)
+        if spot is None:
+            made = template(view, table, target, zone, daemons)
+            unknown = _growth_unknown(view, target)
+            if unknown and not isinstance(made, str) and unknown not in warnings:
+                warnings.append(unknown)
+        else:
+            made = machine_template(view, table, target, spot, zone, daemons)
+        templates[key] = made
+        if isinstance(made, str) and made not in warnings:
+            warnings.append(made)
+    return None if isinstance(made, str) else made
+
+
+def _fewest_new_nodes(need: Resources, free: Resources, group: list[NodeState], made: Template) -> int:
+    """The fewest new nodes whose room, with the free room of the other schedulable nodes, holds the pods'
+    requests (cpu and memory summed): a lower bound the proof then checks; at least one."""
+    own = total_requests(
+        Resources(
+            max(0, state.node.allocatable.cpu_millis - state.requested.cpu_millis),
+            max(0, state.node.allocatable.memory_bytes - state.requested.memory_bytes),
+        )
+        for state in group
+        if state.schedulable
+    )
+    cpu_short = need.cpu_millis - (free.cpu_millis - own.cpu_millis)
+    memory_short = need.memory_bytes - (free.memory_bytes - own.memory_bytes)
+    room = made.node.allocatable
+    count = 1
+    if cpu_short > 0:
+        count = max(count, -(-cpu_short // max(1, room.cpu_millis)))
+    if memory_short > 0:
+        count = max(count, -(-memory_short // max(1, room.memory_bytes)))
+    return count
+
+
+def _free_room(view: ClusterView) -> Resources:
+    """The free cpu and memory of every schedulable node together."""
+    return total_requests(
+        Resources(
+            max(0, state.node.allocatable.cpu_millis - state.requested.cpu_millis),
+            max(0, state.node.allocatable.memory_bytes - state.requested.memory_bytes),
+        )
+        for state in view.nodes.values()
+        if state.schedulable
+    )
+
+
+def _prove(
+    bigger: ClusterView,
+    group: list[NodeState],
+    others: list[NodeState],
+    avoided: frozenset[str],
+    moving: list[Pod],
+    made: Template,
+    count: int,
+) -> tuple[Resources, ...] | str:
+    """The fit proof with the new nodes, each holding its placeholder until a pod that fits nowhere else preempts
+    it (kube-scheduler's order; `fit.Simulation._preempt`): what each placeholder asks for, or why the pods do
+    not fit. One new node's placeholder asks for all the moving pods; with several, each asks for the pods a
+    first proof with the new nodes empty put on it (a new node that took none is not asked for)."""
+    names = _template_names(count)
+    if count == 1:
+        asks: tuple[Resources, ...] = (_placeholder_requests(moving, made),)
+    else:
+        for name in names:
+            bigger.preemptible.pop(name, None)
+        bigger.start_heaps.clear()
+        first = proof.prove(bigger, bigger.nodes[group[0].name], others, avoided, moving=moving)
+        if isinstance(first, str):
+            return first
+        by_node: dict[str, list[Pod]] = {name: [] for name in names}
+        keys = {pod.key: pod for pod in moving}
+        for key, node in first.placements.items():
+            if node in by_node and key in keys:
+                by_node[node].append(keys[key])
+        asks = tuple(_placeholder_requests(by_node[name], made) for name in names)
+        if any(ask.cpu_millis == 0 and ask.memory_bytes == 0 for ask in asks):
+            return f"the pods need fewer than {count} new nodes"
+    for name, ask in zip(names, asks, strict=True):
+        bigger.preemptible[name] = ask
+    bigger.start_heaps.clear()  # the new nodes' load changed: the shared starting order is stale
+    proven = proof.prove(bigger, bigger.nodes[group[0].name], others, avoided, moving=moving)
+    if isinstance(proven, str):
+        return proven
+    return asks
+
+
+def _template_names(count: int) -> list[str]:
+    """The new nodes' names in a proof: one keeps the template's name, several are numbered."""
+    return [TEMPLATE_NAME] if count == 1 else [f"{TEMPLATE_NAME}-{index + 1}" for index in range(count)]
+
+
+def _target_words(made: Template) -> str:
+    if made.auto_created:
+        spot = " Spot" if pricing.is_spot(made.node.labels) else ""
+        return f"a{spot} {made.pool} of a pool GKE creates"
+    return f"a node of {made.pool}"
 
 
 def _savings_order(state: NodeState, node_costs: costs.Costs) -> tuple[float, ranking.DisruptionCost]:
@@ -236,17 +407,16 @@ def _still_waiting(state: NodeState, config: Config, now: datetime) -> str | Non
 
 
 def _replacement(
-    pool_label: str,
-    group: list[NodeState],
-    made: Template,
-    removed: float,
-    saving: float,
-    moving: list[Pod],
-    currency: str,
+    pool_label: str, option: _Option, moving: list[Pod], asks: tuple[Resources, ...], currency: str
 ) -> Replacement:
+    group, made, count = option.group, option.made, option.count
     names = tuple(state.name for state in group)
-    requests = _placeholder_requests(moving, made)
-    selector = [(pool_label, made.pool)]
+    target = made.pool
+    selector: list[tuple[str, str]] = []
+    if made.auto_created:
+        selector += [(MACHINE_FAMILY_LABEL, made.node.labels[MACHINE_FAMILY_LABEL]), (INSTANCE_TYPE_LABEL, target)]
+    else:
+        selector.append((pool_label, target))
     if made.zone is not None:
         selector.append((ZONE_LABELS[0], made.zone))
     for key, value in _SPOT_LABELS.items():
@@ -254,31 +424,41 @@ def _replacement(
             selector.append((key, value))
             break
     shape = made.machine_type or "its machine type"
+    where = "of a pool GKE creates" if made.auto_created else f"in pool {target}"
+    spot = " Spot" if pricing.is_spot(made.node.labels) else ""
+    new = f"one{spot} {shape}" if count == 1 else f"{count}{spot} {shape}"
+    price = count * made.price.per_hour
     reason = (
-        f"{', '.join(names)} ({currency} {removed:.4f}/h together) -> one {shape} in pool {made.pool}"
-        f"{' (' + made.zone + ')' if made.zone else ''} ({currency} {made.price.per_hour:.4f}/h): saves "
-        f"{currency} {saving:.4f}/h ({saving / removed:.0%}); their {len(moving)} pod(s) fit on the other nodes "
-        f"and the new one (shape from {made.source}; price from {made.price.source})"
+        f"{', '.join(names)} ({currency} {option.removed:.4f}/h together) -> {new} {where}"
+        f"{' (' + made.zone + ')' if made.zone else ''} ({currency} {price:.4f}/h): saves "
+        f"{currency} {option.saving:.4f}/h ({option.saving / option.removed:.0%}); their {len(moving)} pod(s) fit on "
+        f"the other nodes and the new one{'s' if count > 1 else ''} (shape from {made.source}; price from "
+        f"{made.price.source})"
     )
+    placeholders = tuple(placeholder_name(names, target, index) for index in range(count))
     return Replacement(
         "create",
-        placeholder_name(names, made.pool),
+        placeholders[0],
         names,
-        made.pool,
+        target,
         reason,
         machine_type=made.machine_type,
         zone=made.zone,
-        price_per_hour=made.price.per_hour,
-        removed_price_per_hour=removed,
-        savings_per_hour=saving,
-        requests=requests,
+        price_per_hour=price,
+        removed_price_per_hour=option.removed,
+        savings_per_hour=option.saving,
+        requests=asks[0],
         node_selector=tuple(selector),
         taints=made.node.taints,
+        placeholders=placeholders,
+        replacement_id=replacement_id(names, target),
+        placeholder_requests=asks,
+        machine_type_target=made.auto_created,
     )
 
 
 def _placeholder_requests(moving: Sequence[Pod], made: Template) -> Resources:
-    """What the placeholder asks for: the moving pods' requests, capped at the new node's allocatable."""
+    """What a placeholder asks for: the pods' requests, capped at the new node's allocatable."""
     need = total_requests(pod.requests for pod in moving)
     allocatable = made.node.allocatable
     return Resources(min(need.cpu_millis, allocatable.cpu_millis), min(need.memory_bytes, allocatable.memory_bytes))
@@ -296,34 +476,37 @@ def _growth_unknown(view: ClusterView, pool: str) -> str:
     )
 
 
-def _with_template(view: ClusterView, made: Template) -> tuple[ClusterView, list[NodeState]]:
-    snapshot = msgspec.structs.replace(view.snapshot, nodes=(*view.snapshot.nodes, made.node))
+def _with_templates(view: ClusterView, made: Template, count: int) -> tuple[ClusterView, list[NodeState]]:
+    new_nodes = tuple(
+        msgspec.structs.replace(made.node, name=name, labels={**made.node.labels, HOSTNAME_LABEL: name})
+        for name in _template_names(count)
+    )
+    snapshot = msgspec.structs.replace(view.snapshot, nodes=(*view.snapshot.nodes, *new_nodes))
     bigger = ClusterView(snapshot, view.config, view.pdbs, earlier=view)
     return bigger, fit.targets_for(bigger)
 
 
-def _room_enough(view: ClusterView, group: list[NodeState], made: Template) -> bool:
-    """The pods' summed requests against the free room of the other schedulable nodes and the new one."""
-    names = {state.name for state in group}
-    need = total_requests(pod.requests for state in group for pod in state.movable_pods)
-    cpu = made.node.allocatable.cpu_millis
-    memory = made.node.allocatable.memory_bytes
-    for state in view.nodes.values():
-        if state.schedulable and state.name not in names:
-            cpu += max(0, state.node.allocatable.cpu_millis - state.requested.cpu_millis)
-            memory += max(0, state.node.allocatable.memory_bytes - state.requested.memory_bytes)
-    return need.cpu_millis <= cpu and need.memory_bytes <= memory
-
-
 def _note_price(
-    notes: dict[str, str], group: list[NodeState], made: Template, removed: float, saving: float, percent: float
+    notes: dict[str, str],
+    group: list[NodeState],
+    made: Template,
+    count: int,
+    removed: float,
+    saving: float,
+    percent: float,
 ) -> None:
-    if len(group) != 1:
-        return  # a set is noted only when proven; one node's note says what its own price allows
-    notes[group[0].name] = (
-        f"not replaced by a {made.machine_type or 'node'} of {made.pool}: it costs {made.price.per_hour:.4f}/h "
-        f"against {removed:.4f}/h, a saving of {saving:.4f}/h, below minSavingsPercent ({percent:g}%)"
+    _note_one(
+        notes,
+        group,
+        f"not replaced by {count} new node(s) of {_target_words(made)}: {made.price.per_hour:.4f}/h each against "
+        f"{removed:.4f}/h, a saving of {saving:.4f}/h, below minSavingsPercent ({percent:g}%)",
     )
+
+
+def _note_one(notes: dict[str, str], group: list[NodeState], text: str) -> None:
+    """A set is noted only when proven; one node's note says what its own replacement allows."""
+    if len(group) == 1:
+        notes[group[0].name] = text
 
 
 def _note_all(notes: dict[str, str], group: list[NodeState], text: str) -> None:

@@ -24,6 +24,7 @@ from compactor.core.model import (
     Node,
     PoolAutoscaling,
     Resources,
+    Taint,
 )
 from compactor.core.prices import costs, machines, pricing
 from compactor.errors import BadInputError
@@ -47,6 +48,8 @@ class Template:
     zone: str | None
     price: costs.Price
     source: str  # where its shape came from
+    # A machine type of `machineTypes`: GKE creates the pool, and the placeholder selects the shape, not a pool.
+    auto_created: bool = False
 
 
 def template(
@@ -148,6 +151,56 @@ def _from_gke(
         taints=autoscaling.taints,
     )
     return Template(pool_name, new, machine_type, zone, price, "GKE's node pool config (the pool has no node yet)")
+
+
+# The labels GKE puts on a node of a machine type, which a pod selects to make GKE create a pool of it
+# (cloud.google.com/kubernetes-engine/docs/concepts/node-auto-provisioning, "workload separation").
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+MACHINE_FAMILY_LABEL = "cloud.google.com/machine-family"
+
+
+def machine_template(
+    view: ClusterView,
+    table: pricing.PriceTable,
+    machine_type: str,
+    spot: bool,
+    zone: str | None,
+    daemonset_requests: Resources,
+) -> Template | str:
+    """The new node of a pool GKE would create for `machine_type` in `zone` (Spot or not), or why there is none.
+
+    GKE labels it with its machine type and family and, for Spot, `cloud.google.com/gke-spot: "true"` with the
+    taint `cloud.google.com/gke-spot=true:NoSchedule` on the pool it creates for Spot pods (GKE's "Spot VMs"
+    page, "node auto-provisioning"): only pods that tolerate Spot go there, as rule 6 checks."""
+    try:
+        cpu, memory = machines.allocatable_amounts(machine_type)
+    except BadInputError:
+        return f"machine type {machine_type} has no known allocatable (not a predefined type the price table prices)"
+    if zone is None:
+        return f"machine type {machine_type}: the replaced nodes name no zone to create it in"
+    region = zone.rsplit("-", 1)[0]
+    labels = {
+        HOSTNAME_LABEL: TEMPLATE_NAME,
+        INSTANCE_TYPE_LABEL: machine_type,
+        MACHINE_FAMILY_LABEL: machine_type.split("-", 1)[0],
+        ZONE_LABELS[0]: zone,
+        "topology.kubernetes.io/region": region,
+    }
+    taints: tuple[Taint, ...] = ()
+    if spot:
+        labels[pricing.SPOT_LABEL] = "true"
+        taints = (Taint(pricing.SPOT_LABEL, "true", "NoSchedule"),)
+    price = costs.machine_price(view.config, table, "", machine_type, region, spot)
+    if isinstance(price, str):
+        return f"machine type {machine_type}: {price}"
+    new = Node(
+        TEMPLATE_NAME,
+        Resources(max(0, cpu - daemonset_requests.cpu_millis), max(0, memory - daemonset_requests.memory_bytes)),
+        machines.MAX_PODS,
+        labels,
+        taints=taints,
+    )
+    return Template(machine_type, new, machine_type, zone, price, "a pool GKE creates for the machine type", True)
 
 
 def total_requests(requests: Iterable[Resources]) -> Resources:

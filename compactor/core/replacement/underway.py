@@ -24,7 +24,8 @@ from compactor.core.model import (
     REPLACED_BY,
     Pod,
 )
-from compactor.core.plan import Replacement
+from compactor.core.plan import Replacement, ReplacementStep
+from compactor.core.replacement.templates import INSTANCE_TYPE_LABEL
 from compactor.core.timing import human, parse_stamp, seconds_between
 
 
@@ -47,9 +48,10 @@ NOTHING = InFlight(None, False, frozenset(), (), ())
 def in_flight(view: ClusterView, placeholders: Sequence[Pod], now: datetime, running: inflight.InFlight) -> InFlight:
     """The replacement under way and its step (`running`: the drains under way, rule 0).
 
-    A placeholder no existing node points to (`replaced-by`) is removed, and so is a `replaced-by` that
-    names no placeholder (a run that stopped between the two writes). Of several placeholders with
-    nodes (never made by one node-compactor), the oldest goes on and the others are removed."""
+    A replacement is the placeholders its nodes' `replaced-by` names (one per new node; one name, as before
+    several, reads alike). A placeholder no existing node points to is removed, and so is a `replaced-by`
+    that names no placeholder at all (a run that stopped between the writes). Of several replacements with
+    nodes (never made by one node-compactor), the oldest goes on and the others' placeholders are removed."""
     config = view.config
     namespace = config.placeholder_namespace
     # Only what node-compactor could have made: its namespace, its label and annotation, its name prefix.
@@ -61,28 +63,31 @@ def in_flight(view: ClusterView, placeholders: Sequence[Pod], now: datetime, run
         ),
         key=_age_order,
     )
-    pointing: dict[str, list[str]] = {}
+    existing = {pod.name: pod for pod in ours}
+    pointing: dict[tuple[str, ...], list[str]] = {}
     for state in view.nodes.values():
         by = state.node.annotations.get(REPLACED_BY)
         if by:
-            pointing.setdefault(by, []).append(state.name)
-    names = {pod.name for pod in ours}
-    replaced_by_remove = tuple(sorted(node for by, nodes in pointing.items() if by not in names for node in nodes))
-    remove: list[str] = []
-    active: tuple[Pod, list[str]] | None = None
-    for pod in ours:
-        nodes = pointing.get(pod.name)
-        if not nodes or active is not None:
-            remove.append(pod.name)
-        else:
-            active = (pod, nodes)
+            names = tuple(name for name in (part.strip() for part in by.split(",")) if name)
+            pointing.setdefault(names, []).append(state.name)
+    replaced_by_remove = tuple(
+        sorted(node for names, nodes in pointing.items() if not any(n in existing for n in names) for node in nodes)
+    )
+    groups = [(names, nodes) for names, nodes in pointing.items() if any(name in existing for name in names)]
+    # The oldest replacement (by its oldest placeholder) goes on.
+    groups.sort(key=lambda group: min(_age_order(existing[name]) for name in group[0] if name in existing))
+    active = groups[0] if groups else None
+    kept = set(active[0]) if active is not None else set()
+    remove = tuple(pod.name for pod in ours if pod.name not in kept)
     if active is None:
-        return InFlight(None, False, frozenset(), tuple(remove), replaced_by_remove)
-    pod, pointed = active
-    assert pod.placeholder is not None
-    order = [name for name in pod.placeholder.replaces if name in pointed]
+        return InFlight(None, False, frozenset(), remove, replaced_by_remove)
+    names, pointed = active
+    pods = [existing[name] for name in names if name in existing]
+    first = pods[0]
+    assert first.placeholder is not None
+    order = [name for name in first.placeholder.replaces if name in pointed]
     order += sorted(name for name in pointed if name not in order)
-    return _step(view, pod, tuple(order), now, running, tuple(remove), replaced_by_remove)
+    return _step(view, names, pods, tuple(order), now, running, remove, replaced_by_remove)
 
 
 def _age_order(pod: Pod) -> tuple[str, str]:
@@ -91,95 +96,118 @@ def _age_order(pod: Pod) -> tuple[str, str]:
 
 def _step(
     view: ClusterView,
-    pod: Pod,
+    names: tuple[str, ...],
+    pods: list[Pod],
     nodes: tuple[str, ...],
     now: datetime,
     running: inflight.InFlight,
     remove: tuple[str, ...],
     replaced_by_remove: tuple[str, ...],
 ) -> InFlight:
-    assert pod.placeholder is not None
+    first_pod = pods[0]
+    assert first_pod.placeholder is not None
     first = view.nodes.get(nodes[0]) if nodes else None
     pool = view.config.pool(first.pool) if first is not None else None
     timeout = pool.replacement.timeout_seconds if pool is not None and pool.replacement is not None else 900
-    created = parse_stamp(pod.placeholder.created_at) if pod.placeholder.created_at else None
+    created_at = min((pod.placeholder.created_at or "" for pod in pods if pod.placeholder is not None), default="")
+    created = parse_stamp(created_at) if created_at else None
     age = seconds_between(created, now) if created is not None else float(timeout)
-    target_pool = dict(pod.node_selector).get(view.config.pool_label, "")
-    selector = tuple(pod.node_selector)  # what the placeholder selects: the report says Spot from it
+    selector = tuple(first_pod.node_selector)  # what the placeholders select: the report says Spot from it
+    pool_target = dict(selector).get(view.config.pool_label)
+    target = pool_target or dict(selector).get(INSTANCE_TYPE_LABEL, "")
     started = [name for name in nodes if DRAIN_STARTED_AT in view.nodes[name].node.annotations]
     left = [name for name in nodes if name not in started]
-    failed_back = [
-        name for name in left if _failed_since(view.nodes[name].node.annotations, pod.placeholder.created_at)
-    ]
+    failed_back = [name for name in left if _failed_since(view.nodes[name].node.annotations, created_at or None)]
+    present = tuple(pod.name for pod in pods)
+    missing = [name for name in names if name not in present]
 
-    def done(step: Literal["delete", "give-up"], reason: str, failed: tuple[str, ...] = ()) -> InFlight:
-        return InFlight(
-            Replacement(step, pod.name, nodes, target_pool, reason, failed=failed, node_selector=selector),
-            False,
-            frozenset(),
-            remove,
-            replaced_by_remove,
+    def replacement(step: ReplacementStep, reason: str, failed: tuple[str, ...] = ()) -> Replacement:
+        return Replacement(
+            step,
+            names[0],
+            nodes,
+            target,
+            reason,
+            failed=failed,
+            node_selector=selector,
+            placeholders=names,
+            machine_type_target=pool_target is None and bool(target),
         )
 
+    def done(step: Literal["delete", "give-up"], reason: str, failed: tuple[str, ...] = ()) -> InFlight:
+        return InFlight(replacement(step, reason, failed), False, frozenset(), remove, replaced_by_remove)
+
     if not left and running.draining not in started:
-        return done("delete", f"every node {pod.name} replaces is drained ({', '.join(nodes)})")
+        return done("delete", f"every node {_words(names)} replace(s) is drained ({', '.join(nodes)})")
     if failed_back:
         return done(
             "give-up",
             f"the drain of {', '.join(failed_back)} was given back; the replacement stops there",
             tuple(left),
         )
-    bound = pod.node_name is not None and pod.phase == "Running"
-    host = view.nodes.get(pod.node_name or "")
-    ready = bound and host is not None and host.node.ready
-    if not ready:
-        if age >= timeout and not started:
+    if missing and not started:
+        # Deleted by a person, preempted before its node was used, or never created by a run that stopped
+        # between two creations: the replacement cannot count on its new nodes, and is never made again as is.
+        return done(
+            "give-up",
+            f"{', '.join(missing)} is gone before any replaced node was drained (deleted, preempted, or never "
+            "created): the replacement needs every one of its new nodes",
+            tuple(left),
+        )
+    waiting = [pod for pod in pods if not _runs_on_ready(view, pod)]
+    if waiting and not started:
+        if age >= timeout:
             return done(
                 "give-up",
-                f"{pod.name} did not run on a Ready node within {human(timeout)} (timeoutSeconds): the Cluster "
-                "Autoscaler could not add the node (a stockout, a quota, or the pool at its maximum)",
+                f"{_words(tuple(pod.name for pod in waiting))} did not run on a Ready node within {human(timeout)} "
+                "(timeoutSeconds): the Cluster Autoscaler could not add the node(s) (a stockout, a quota, or the "
+                "pool at its maximum)",
                 tuple(left),
             )
-        where = f"pending for {human(age)}" if not bound else f"on {pod.node_name}, which is not Ready"
+        wheres = "; ".join(
+            f"{pod.name} is "
+            + (f"pending for {human(age)}" if pod.node_name is None else f"on {pod.node_name}, which is not Ready")
+            for pod in waiting
+        )
         return InFlight(
-            Replacement(
-                "wait",
-                pod.name,
-                nodes,
-                target_pool,
-                f"waiting for the new node: {pod.name} is {where} (gives up at {human(timeout)})",
-                node_selector=selector,
-            ),
+            replacement("wait", f"waiting for the new node(s): {wheres} (gives up at {human(timeout)})"),
             True,
             frozenset(),
             remove,
             replaced_by_remove,
         )
-    # The new node is up, but a replaced node that cannot be drained must not hold every other drain for
-    # good: once the placeholder has waited its timeout and a drain's, with no replaced node draining, the
-    # rest is given up (the new node goes back to the autoscaler with the placeholder).
+    # The new nodes are up, but a replaced node that cannot be drained must not hold every other drain for
+    # good: once the placeholders have waited their timeout and a drain's, with no replaced node draining, the
+    # rest is given up (the new nodes go back to the autoscaler with the placeholders).
     patience = timeout + (pool.drain_timeout_seconds if pool is not None else 900)
     if left and age >= patience and running.draining not in nodes:
         return done(
             "give-up",
-            f"{', '.join(left)} could not be drained within {human(patience)} of asking for the new node "
+            f"{', '.join(left)} could not be drained within {human(patience)} of asking for the new node(s) "
             "(timeoutSeconds and drainTimeoutSeconds)",
             tuple(left),
         )
+    hosts = ", ".join(sorted({pod.node_name for pod in pods if pod.node_name}))
     return InFlight(
-        Replacement(
+        replacement(
             "drain",
-            pod.name,
-            nodes,
-            target_pool,
-            f"{pod.name} runs on the new node {pod.node_name}; draining {', '.join(left) or 'nothing more'}",
-            node_selector=selector,
+            f"{_words(present)} run(s) on the new node(s) {hosts or '(preempted: their room is in use)'}; "
+            f"draining {', '.join(left) or 'nothing more'}",
         ),
         True,
         frozenset(left),
         remove,
         replaced_by_remove,
     )
+
+
+def _runs_on_ready(view: ClusterView, pod: Pod) -> bool:
+    host = view.nodes.get(pod.node_name or "")
+    return pod.node_name is not None and pod.phase == "Running" and host is not None and host.node.ready
+
+
+def _words(names: tuple[str, ...]) -> str:
+    return ", ".join(names)
 
 
 def _failed_since(annotations: Mapping[str, str], created_at: str | None) -> bool:

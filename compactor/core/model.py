@@ -381,6 +381,9 @@ class PoolAutoscaling(msgspec.Struct, frozen=True, gc=False):
     # The cluster's default ComputeClass is on (ClusterAutoscaling.defaultComputeClassConfig.enabled): a pool
     # whose nodes carry no cloud.google.com/compute-class label follows the ComputeClass named "default".
     default_compute_class: bool = False
+    # The cluster creates node pools for pending pods (ClusterAutoscaling.enableNodeAutoprovisioning): a cluster
+    # fact each pool carries, as the one above; replacement's `machineTypes` need it (`Snapshot.creates_pools`).
+    creates_pools: bool = False
 
     def can_grow(self, nodes: int) -> bool:
         """Whether the autoscaler may add a node to a pool of `nodes` nodes (enabled and below its maximum)."""

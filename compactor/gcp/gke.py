@@ -302,6 +302,9 @@ def _pool_autoscaling(cluster: Any) -> Mapping[str, PoolAutoscaling]:
     # `NodeGroupCrd` and `GetDefaultCrd`; pkg/cloudprovider/gke/gkeclient/autoscaling_gke_client_v1beta1.go
     # reads it from the cluster's autoscaling.defaultComputeClassConfig.enabled).
     default_class = bool(getattr(default_config, "enabled", False))
+    # Node auto-provisioning: GKE creates pools of the machine type a pending pod selects (replacement's
+    # `machineTypes`; cloud.google.com/kubernetes-engine/docs/concepts/node-auto-provisioning).
+    creates_pools = bool(getattr(cluster_autoscaling, "enable_node_autoprovisioning", False))
     cluster_max_pods = int(getattr(getattr(cluster, "default_max_pods_constraint", None), "max_pods_per_node", 0) or 0)
     pools = {}
     for pool in cluster.node_pools:
@@ -326,6 +329,7 @@ def _pool_autoscaling(cluster: Any) -> Mapping[str, PoolAutoscaling]:
                 getattr(getattr(pool, "max_pods_constraint", None), "max_pods_per_node", 0) or cluster_max_pods
             ),
             default_compute_class=default_class,
+            creates_pools=creates_pools,
         )
     return MappingProxyType(pools)
 

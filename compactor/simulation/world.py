@@ -89,7 +89,9 @@ class World:
     def __init__(self, *, start: datetime, pool_label: str, pools: Sequence[PoolSpec]) -> None:
         self.now = start
         self.pool_label = pool_label
-        self.pool_autoscaling = {pool.name: _autoscaling(pool, pool_label) for pool in pools}
+        # A scenario with `autoCreation` is a cluster where GKE creates pools (node auto-provisioning).
+        creates = any(pool.auto_created for pool in pools)
+        self.pool_autoscaling = {pool.name: _autoscaling(pool, pool_label, creates) for pool in pools}
         self.recorder = Recorder()
         self._resource_version = 0
         self.nodes: dict[str, JsonObject] = {}
@@ -548,7 +550,7 @@ def admitted(pod: JsonObject) -> JsonObject:
     return pod
 
 
-def _autoscaling(pool: PoolSpec, pool_label: str) -> PoolAutoscaling:
+def _autoscaling(pool: PoolSpec, pool_label: str, creates_pools: bool) -> PoolAutoscaling:
     """What GKE's node pool API says of a modelled pool: autoscaled between its min and max, in its zones,
     with its machine type, labels, taints and Spot (what a replacement into a pool with no node reads)."""
     node = objects.template_node(pool, pool_label)
@@ -563,6 +565,7 @@ def _autoscaling(pool: PoolSpec, pool_label: str) -> PoolAutoscaling:
         labels=dict(pool.labels),
         taints=node.taints,
         locations=tuple(pool.zones),
+        creates_pools=creates_pools,
     )
 
 

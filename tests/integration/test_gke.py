@@ -653,6 +653,20 @@ def test_the_default_compute_class_is_off_unless_the_cluster_turns_it_on(
 
     assert not pools["default-pool"].default_compute_class
     assert pools["default-pool"].max_pods_per_node == 0, "not known"
+    assert not pools["default-pool"].creates_pools
+
+
+def test_reads_whether_the_cluster_creates_node_pools(
+    gke_api: GkeApi, cluster_manager: container_v1.ClusterManagerClient
+) -> None:
+    # Replacement's machineTypes are used only where node auto-provisioning is on.
+    body = cluster_json(dns_endpoint=ENABLED_DNS_ENDPOINT)
+    body["autoscaling"] = {"enableNodeAutoprovisioning": True}
+    gke_api.clusters[CLUSTER] = body
+
+    pools = gke.connect(CLUSTER, credentials=CountingCredentials(), cluster_manager=cluster_manager).pool_autoscaling
+
+    assert pools["default-pool"].creates_pools
 
 
 # --- cache -----------------------------------------------------------------------------------------------------------

@@ -215,7 +215,7 @@ def choose(
     judged = frozenset(state.name for state in fit_blocked)
     proofs = 0
     # One view with the new nodes per template and count (a target pool's template differs by zone).
-    views: dict[tuple[str, bool, str | None, int], tuple[ClusterView, list[NodeState]]] = {}
+    views: dict[tuple[str, bool, bool, str | None, int], tuple[ClusterView, list[NodeState]]] = {}
     for option in ready:
         group, made = option.group, option.made
         if to_beat is not None and -option.per_pod <= to_beat:
@@ -231,7 +231,7 @@ def choose(
             # The run's budget of proofs is spent: the sets left are the less saving ones, and say so.
             _note_all(notes, group, f"not tried by {option.shape}: this run's {MAX_PROOFS} proofs were spent")
             continue
-        key = (made.pool, made.auto_created, made.zone, option.count)
+        key = (made.pool, made.auto_created, pricing.is_spot(made.node.labels), made.zone, option.count)
         grown = views.get(key)
         if grown is None:
             grown = views[key] = _with_templates(view, made, option.count)
@@ -257,11 +257,12 @@ def _targets(view: ClusterView, settings: ReplacementSettings, warnings: list[st
     found: list[tuple[str, bool | None]] = [(pool, None) for pool in settings.target_pools]
     if not settings.machine_types:
         return found
-    if view.snapshot.creates_pools is not True:
+    creates = creates_pools(view)
+    if creates is not True:
         why = (
             "GKE's cluster config was not read (run with --gke or COMPACTOR_CLUSTER)"
-            if view.snapshot.creates_pools is None
-            else "the cluster does not create node pools (node auto-provisioning is off)"
+            if creates is None
+            else "the cluster does not create node pools (node auto-provisioning is off in GKE's cluster config)"
         )
         warning = f"replacement.machineTypes ({', '.join(settings.machine_types)}) not used: {why}"
         if warning not in warnings:
@@ -272,6 +273,17 @@ def _targets(view: ClusterView, settings: ReplacementSettings, warnings: list[st
         if settings.spot:
             found.append((machine_type, True))
     return found
+
+
+def creates_pools(view: ClusterView) -> bool | None:
+    """Whether GKE creates node pools in this cluster: the snapshot's word (a simulated cluster), else what GKE's
+    cluster config says through every pool it read; None when GKE's API was not read."""
+    if view.snapshot.creates_pools is not None:
+        return view.snapshot.creates_pools
+    known = view.snapshot.pool_autoscaling
+    if not known:
+        return None
+    return any(pool.creates_pools for pool in known.values())
 
 
 def _template(

@@ -1,0 +1,347 @@
+"""Consolidation by price (DESIGN "Node replacement", rule 10 and rule 8 with prices): several new nodes, machine
+types GKE creates pools for, Spot, and a replacement ranked against the run's deletion by saving per pod."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from typing import Any
+
+import msgspec
+import pytest
+
+from compactor.actuation import placeholders
+from compactor.core import planner
+from compactor.core.model import (
+    DRAIN_STARTED_AT,
+    PLACEHOLDER_LABEL,
+    REPLACED_BY,
+    REPLACEMENT_LABEL,
+    Node,
+    Placeholder,
+    Pod,
+    Snapshot,
+)
+from compactor.core.plan import Plan
+from compactor.core.replacement import search
+from compactor.errors import ConfigError
+from compactor.settings.config import Config, parse
+from tests.builders import LONG_AGO, NOW, ago, make_config, make_node, make_pod, node_report, stamp, toleration
+
+BIG = "big-pool"
+SMALL = "small-pool"
+NAMESPACE = "node-compactor"
+ZONE = "europe-west1-b"
+SPOT_TOLERATION = toleration("cloud.google.com/gke-spot", "true", "NoSchedule")
+
+
+def config(*, targets: tuple[str, ...] = (SMALL,), **replace_settings: Any) -> Config:
+    """big-pool (0.40/h a node) replaces into small-pool (0.13/h a node)."""
+    settings: dict[str, Any] = {"enabled": True, "targetPools": list(targets), **replace_settings}
+    return make_config(
+        pools={
+            BIG: {"pricePerHour": 0.40, "minNodes": 0, "replacement": settings},
+            SMALL: {"enabled": False, "pricePerHour": 0.13},
+        }
+    )
+
+
+def big(name: str, *, marked_since: datetime | None = None, **fields: Any) -> Node:
+    """A node of big-pool (not marked unless told: busy) that has carried `replaceable-since` long enough."""
+    annotations = {"node-compactor.dev/replaceable-since": stamp(LONG_AGO), **(fields.pop("annotations", None) or {})}
+    return make_node(
+        name, cpu="8", memory="32Gi", pool=BIG, zone=ZONE, marked_since=marked_since, annotations=annotations, **fields
+    )
+
+
+def small(name: str = "s1") -> Node:
+    return make_node(name, cpu="4", memory="16Gi", pool=SMALL, zone=ZONE, marked_since=None)
+
+
+def pods_of(node: str, *cpus: str, memory: str = "1Gi", **fields: Any) -> list[Pod]:
+    return [make_pod(f"{node}-p{index}", node=node, cpu=cpu, memory=memory, **fields) for index, cpu in enumerate(cpus)]
+
+
+def plan_for(
+    nodes: list[Node],
+    pods: list[Pod],
+    settings: Config,
+    *,
+    creates_pools: bool | None = None,
+    held: tuple[Pod, ...] = (),
+    now_offset: float = 0,
+) -> Plan:
+    snapshot = Snapshot(tuple(nodes), tuple(pods), placeholders=held, creates_pools=creates_pools)
+    return planner.plan(snapshot, settings, now=NOW + timedelta(seconds=now_offset))
+
+
+def a_busy_big_node_whose_pods_need_two_small_ones() -> tuple[list[Node], list[Pod]]:
+    """b1 holds four 1.8-cpu pods (90% busy, 0.40/h); s1 is full. One small node (4 cpu) takes two of them:
+    two small nodes (0.26/h) take all four and save 35%."""
+    nodes = [big("b1"), small()]
+    pods = pods_of("b1", "1800m", "1800m", "1800m", "1800m") + pods_of("s1", "4")
+    return nodes, pods
+
+
+# -- several new nodes ----------------------------------------------------------------------------------------
+
+
+def test_a_busy_node_is_replaced_by_two_new_nodes_when_one_cannot_hold_its_pods() -> None:
+    nodes, pods = a_busy_big_node_whose_pods_need_two_small_ones()
+    plan = plan_for(nodes, pods, config())
+    chosen = plan.replacement
+    assert chosen is not None and chosen.step == "create"
+    assert chosen.nodes == ("b1",) and chosen.new_nodes == 2
+    assert chosen.price_per_hour == pytest.approx(0.26) and chosen.savings_per_hour == pytest.approx(0.14)
+    assert chosen.placeholders == (
+        search.placeholder_name(["b1"], SMALL),
+        search.placeholder_name(["b1"], SMALL, 1),
+    )
+    assert chosen.placeholders[0] != chosen.placeholders[1]
+    # Each placeholder asks for the two pods the proof put on its node, not for all four.
+    assert [ask.cpu_millis for ask in chosen.placeholder_requests] == [3600, 3600]
+    assert "-> 2 " in chosen.reason
+
+
+def test_max_new_nodes_1_keeps_the_replacement_to_one_new_node_and_says_why_none_is_made() -> None:
+    nodes, pods = a_busy_big_node_whose_pods_need_two_small_ones()
+    plan = plan_for(nodes, pods, config(maxNewNodes=1))
+    assert plan.replacement is None
+    assert "need 2 new nodes of it, more than maxNewNodes (1)" in (node_report(plan, "b1").replacement or "")
+
+
+def test_the_second_new_node_is_not_asked_for_when_its_price_takes_the_saving_below_min_savings_percent() -> None:
+    nodes, pods = a_busy_big_node_whose_pods_need_two_small_ones()
+    plan = plan_for(nodes, pods, config(minSavingsPercent=40))  # two small nodes save 35%
+    assert plan.replacement is None
+    assert "below minSavingsPercent (40%)" in (node_report(plan, "b1").replacement or "")
+
+
+def test_each_placeholder_repels_its_siblings_and_carries_the_replacement_id() -> None:
+    nodes, pods = a_busy_big_node_whose_pods_need_two_small_ones()
+    chosen = plan_for(nodes, pods, config()).replacement
+    assert chosen is not None
+    bodies = [placeholders.manifest(chosen, NAMESPACE, NOW, index) for index in range(chosen.new_nodes)]
+    assert [body["metadata"]["name"] for body in bodies] == list(chosen.placeholders)
+    for body in bodies:
+        assert body["metadata"]["labels"][REPLACEMENT_LABEL] == chosen.replacement_id
+        term = body["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+        assert term == {
+            "labelSelector": {"matchLabels": {REPLACEMENT_LABEL: chosen.replacement_id}},
+            "topologyKey": "kubernetes.io/hostname",
+        }
+        assert body["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "3600m"
+
+
+def test_one_new_node_keeps_the_single_placeholder_form() -> None:
+    nodes = [big("b1"), small()]
+    pods = pods_of("b1", "1800m", "1800m") + pods_of("s1", "4")
+    chosen = plan_for(nodes, pods, config()).replacement
+    assert chosen is not None and chosen.new_nodes == 1
+    assert chosen.placeholders == (search.placeholder_name(["b1"], SMALL),)
+    body = placeholders.manifest(chosen, NAMESPACE, NOW)
+    assert "affinity" not in body["spec"]
+
+
+# -- rule 8 with prices: one ranking for deletions and replacements ---------------------------------------------
+
+
+def a_deletion_beside(crowd: int) -> tuple[list[Node], list[Pod]]:
+    """b1 as above, its pods memory-heavy (6 GiB each); b9 can simply be deleted: `crowd` pods holding 28 GiB
+    move to n9 (1 cpu, 32 GiB), and b9 itself keeps too little memory free for b1's pods."""
+    nodes = [big("b1"), small(), big("b9", marked_since=LONG_AGO)]
+    nodes.append(make_node("n9", cpu="1", memory="32Gi", pool=SMALL, zone=ZONE, marked_since=None))
+    pods = pods_of("b1", "1800m", "1800m", "1800m", "1800m", memory="6Gi") + pods_of("s1", "4")
+    pods += pods_of("b9", *["10m"] * crowd, memory=f"{28 * 1024 // crowd}Mi")
+    return nodes, pods
+
+
+def test_a_deletion_that_saves_more_per_disrupted_pod_wins_over_a_replacement() -> None:
+    # Deleting b9 saves 0.40/h for its 8 pods (0.05/h a pod); replacing b1 (4 pods) by two small nodes saves
+    # 0.14/h (0.035/h a pod).
+    plan = plan_for(*a_deletion_beside(8), config())
+    assert plan.decision.action == "drain" and plan.decision.node == "b9"
+    assert plan.replacement is None
+    note = node_report(plan, "b1").replacement or ""
+    assert "saves 0.0350/h a disrupted pod, and this run's deletion saves 0.0500/h a pod" in note
+
+
+def test_a_deletion_that_saves_less_per_pod_gives_way_to_the_replacement() -> None:
+    # b9 carries 40 pods: its deletion saves 0.01/h a pod.
+    plan = plan_for(*a_deletion_beside(40), config())
+    assert plan.decision.action == "none"
+    assert plan.replacement is not None and plan.replacement.nodes == ("b1",) and plan.replacement.new_nodes == 2
+    assert any("saves more per disrupted pod" in text for text in node_report(plan, "b9").blockers)
+
+
+def test_with_ranking_disruption_a_deletion_always_comes_first() -> None:
+    settings = config().model_copy(update={"ranking": "disruption"})
+    plan = plan_for(*a_deletion_beside(40), settings)
+    assert plan.decision.action == "drain" and plan.decision.node == "b9"
+    assert plan.replacement is None
+
+
+# -- machine types GKE creates pools for, and Spot ----------------------------------------------------------
+
+
+def machine_config(*, spot: bool = False, **more: Any) -> Config:
+    return config(targets=(), machineTypes=["e2-standard-4", "e2-standard-8"], spot=spot, **more)
+
+
+def test_machine_types_are_not_used_where_the_cluster_does_not_create_pools() -> None:
+    nodes, pods = a_busy_big_node_whose_pods_need_two_small_ones()
+    for creates, why in ((None, "GKE's cluster config was not read"), (False, "node auto-provisioning is off")):
+        plan = plan_for(nodes, pods, machine_config(), creates_pools=creates)
+        assert plan.replacement is None
+        unused = "machineTypes (e2-standard-4, e2-standard-8) not used"
+        assert any(unused in text and why in text for text in plan.price_warnings)
+
+
+def test_the_cheapest_machine_type_that_fits_wins_and_the_placeholders_select_it() -> None:
+    nodes, pods = a_busy_big_node_whose_pods_need_two_small_ones()
+    plan = plan_for(nodes, pods, machine_config(), creates_pools=True)
+    chosen = plan.replacement
+    assert chosen is not None
+    # One e2-standard-8 (7.91 cpu allocatable) holds the four 1.8-cpu pods; two e2-standard-4 cost the same
+    # and disrupt as many pods: the ranking's tie goes to fewer new nodes.
+    assert (chosen.target_pool, chosen.new_nodes) == ("e2-standard-8", 1)
+    assert chosen.machine_type_target
+    assert dict(chosen.node_selector) == {
+        "cloud.google.com/machine-family": "e2",
+        "node.kubernetes.io/instance-type": "e2-standard-8",
+        "topology.kubernetes.io/zone": ZONE,
+    }
+    assert "of a pool GKE creates" in chosen.reason
+
+
+def test_spot_takes_only_the_pods_that_tolerate_spot() -> None:
+    nodes = [big("b1"), small()]
+    tolerant = pods_of("b1", "1800m", "1800m", tolerations=(SPOT_TOLERATION,))
+    pods = tolerant + pods_of("s1", "4")
+    plan = plan_for(nodes, pods, machine_config(spot=True), creates_pools=True)
+    chosen = plan.replacement
+    assert chosen is not None and ("cloud.google.com/gke-spot", "true") in chosen.node_selector
+    assert [(taint.key, taint.effect) for taint in chosen.taints] == [("cloud.google.com/gke-spot", "NoSchedule")]
+    # The same pods without the toleration go to on-demand capacity only.
+    intolerant = pods_of("b1", "1800m", "1800m") + pods_of("s1", "4")
+    chosen = plan_for(nodes, intolerant, machine_config(spot=True), creates_pools=True).replacement
+    assert chosen is not None and ("cloud.google.com/gke-spot", "true") not in chosen.node_selector
+
+
+# -- a replacement by several new nodes under way ----------------------------------------------------------
+
+
+def held(
+    name: str, replaces: tuple[str, ...], *, node: str | None = None, created: float = 60, replacement: str = "r1"
+) -> Pod:
+    return make_pod(
+        name,
+        node=node,
+        namespace=NAMESPACE,
+        owner=None,
+        cpu="3",
+        memory="4Gi",
+        labels={PLACEHOLDER_LABEL: "true", REPLACEMENT_LABEL: replacement},
+        phase="Running" if node else "Pending",
+        node_selector=(("cloud.google.com/gke-nodepool", SMALL),),
+        placeholder=Placeholder(replaces, stamp(ago(created))),
+    )
+
+
+def two_placeholders(**first: Any) -> tuple[list[Node], list[Pod], tuple[str, str]]:
+    nodes, pods = a_busy_big_node_whose_pods_need_two_small_ones()
+    names = (search.placeholder_name(["b1"], SMALL), search.placeholder_name(["b1"], SMALL, 1))
+    nodes[0] = big("b1", annotations={REPLACED_BY: ",".join(names)})
+    return nodes, pods, names
+
+
+def test_the_drain_waits_until_every_placeholder_runs_on_a_ready_node() -> None:
+    nodes, pods, names = two_placeholders()
+    nodes += [small("s2"), small("s3")]
+    one_up = (held(names[0], ("b1",), node="s2"), held(names[1], ("b1",)))
+    plan = plan_for(nodes, pods, config(), held=one_up)
+    assert plan.replacement is not None and plan.replacement.step == "wait"
+    assert names[1] in plan.replacement.reason and plan.decision.action == "none"
+    both_up = (held(names[0], ("b1",), node="s2"), held(names[1], ("b1",), node="s3"))
+    plan = plan_for(nodes, pods, config(), held=both_up)
+    assert plan.replacement is not None and plan.replacement.step == "drain"
+    assert plan.replacement.placeholders == names
+
+
+def test_a_partial_arrival_at_the_timeout_gives_the_whole_replacement_up() -> None:
+    nodes, pods, names = two_placeholders()
+    nodes.append(small("s2"))
+    late = (held(names[0], ("b1",), node="s2", created=901), held(names[1], ("b1",), created=901))
+    plan = plan_for(nodes, pods, config(), held=late)
+    chosen = plan.replacement
+    assert chosen is not None and chosen.step == "give-up" and chosen.failed == ("b1",)
+    assert chosen.placeholders == names  # both go
+    assert names[1] in chosen.reason and "timeoutSeconds" in chosen.reason
+
+
+def test_a_placeholder_gone_before_the_drain_gives_the_replacement_up() -> None:
+    # A person deleted it, or a run stopped between the two creations.
+    nodes, pods, names = two_placeholders()
+    plan = plan_for(nodes, pods, config(), held=(held(names[0], ("b1",)),))
+    chosen = plan.replacement
+    assert chosen is not None and chosen.step == "give-up" and chosen.failed == ("b1",)
+    assert f"{names[1]} is gone before any replaced node was drained" in chosen.reason
+
+
+def test_a_placeholder_preempted_once_the_drain_started_does_not_stop_it() -> None:
+    nodes, pods, names = two_placeholders()
+    nodes[0] = big("b1", annotations={REPLACED_BY: ",".join(names), DRAIN_STARTED_AT: stamp(ago(30))})
+    nodes[0] = msgspec.structs.replace(nodes[0], unschedulable=True)
+    nodes.append(small("s2"))
+    plan = plan_for(nodes, pods, config(), held=(held(names[0], ("b1",), node="s2"),))
+    assert plan.replacement is None or plan.replacement.step != "give-up"
+
+
+def test_a_replaced_by_with_one_name_as_before_is_read_and_adopted() -> None:
+    nodes, pods = a_busy_big_node_whose_pods_need_two_small_ones()
+    name = search.placeholder_name(["b1"], SMALL)
+    nodes[0] = big("b1", annotations={REPLACED_BY: name})
+    nodes.append(small("s2"))
+    old = make_pod(
+        name,
+        node="s2",
+        namespace=NAMESPACE,
+        owner=None,
+        cpu="3",
+        labels={PLACEHOLDER_LABEL: "true"},  # no replacement id: made before several new nodes
+        node_selector=(("cloud.google.com/gke-nodepool", SMALL),),
+        placeholder=Placeholder(("b1",), stamp(ago(60))),
+    )
+    plan = plan_for(nodes, pods, config(), held=(old,))
+    assert plan.replacement is not None and plan.replacement.step == "drain"
+    assert plan.replacement.placeholders == (name,) and plan.placeholders_remove == ()
+
+
+# -- hostile configuration ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("replacement", "problem"),
+    [
+        pytest.param({"maxNewNodes": 0}, "maxNewNodes", id="max-new-nodes-0"),
+        pytest.param({"maxNewNodes": 11}, "maxNewNodes", id="max-new-nodes-11"),
+        pytest.param({"machineTypes": ["E2 standard 4"]}, "not a Compute Engine machine type name", id="bad-name"),
+        pytest.param({"machineTypes": ["e2-standard-4", "e2-standard-4"]}, "named more than once", id="twice"),
+        pytest.param({"targetPools": []}, "targetPools or machineTypes", id="no-target"),
+        pytest.param({"spot": "yes"}, "spot", id="spot-not-bool"),
+    ],
+)
+def test_a_bad_replacement_setting_is_an_error_naming_it(replacement: dict[str, Any], problem: str) -> None:
+    settings = {"enabled": True, "targetPools": [SMALL], **replacement}
+    pool = {"enabled": True, "scaleDownCPURequestRatioLimit": 0.5, "replacement": settings}
+    with pytest.raises(ConfigError) as raised:
+        parse(json.dumps({"nodePools": {BIG: pool}}), source="test")
+    assert any(problem in text for text in raised.value.problems), raised.value.problems
+
+
+def test_an_unknown_machine_type_is_a_warning_and_not_used() -> None:
+    nodes, pods = a_busy_big_node_whose_pods_need_two_small_ones()
+    settings = config(targets=(), machineTypes=["zz9-standard-4"])
+    plan = plan_for(nodes, pods, settings, creates_pools=True)
+    assert plan.replacement is None
+    assert any("machine type zz9-standard-4 has no known allocatable" in text for text in plan.price_warnings)

@@ -330,7 +330,7 @@ class Executor:
             elif underway.step in ("delete", "give-up"):
                 placeholders.finish(port, underway, namespace, self.clock(), written)
         except ClusterAccessError as error:
-            # What was written stays readable: the next run removes a pointer that names no placeholder.
+            # What was written stays readable: the next run deletes a placeholder no node points to.
             self._error(f"node replacement ({underway.step} {underway.placeholder}): {error}")
 
     def _step(self, what: str, step: Callable[[], None]) -> None:

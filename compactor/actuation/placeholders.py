@@ -7,10 +7,11 @@ scales up for it, kube-scheduler lets any other pod preempt it, and it never pre
 requests what the moving pods request, capped at the new node's allocatable, selecting the target
 pool (and the zone of the first replaced node) and tolerating the pool's taints.
 
-Order of the writes, so that a run stopped at any point leaves state the next one reads: the nodes get
-`replaced-by` first, then the placeholder is created (a `replaced-by` naming no placeholder is
-removed by the next run, a placeholder no node points to is deleted). When it is over, the
-placeholder is deleted first, then the annotations change. Must never: delete a pod that is not a
+Order of the writes, so that a run stopped at any point leaves state the next one reads: the placeholders
+are created first, one per new node, then the nodes get `replaced-by` naming them all (a placeholder no node
+points to is deleted by the next run; a placeholder a node names that is missing before the drain has
+disappeared, and gives the replacement up). When it is over, the placeholders are deleted first, then the
+annotations change. Must never: delete a pod that is not a
 placeholder in `placeholderNamespace`, or write anything in a dry run (the executor does not call it).
 """
 
@@ -140,20 +141,20 @@ def manifest(replacement: Replacement, namespace: str, now: datetime, index: int
 
 
 def start(cluster: PlaceholderPort, replacement: Replacement, namespace: str, now: datetime, written: Written) -> None:
-    """Point the replaced nodes at the placeholders, then create them, one per new node. A node gone or changed
-    since it was read stops the start before a pod exists (the annotations already written are removed by the
-    next run); a run stopped between two creations leaves a replacement short of a placeholder, which the next
-    run gives up (`core.replacement.underway`)."""
+    """Create the placeholders, one per new node, then point the replaced nodes at them. A run stopped before the
+    pointers leaves placeholders no node points to, which the next run deletes; once a node points at them, a
+    placeholder missing before the drain started has disappeared, and the replacement is given up
+    (`core.replacement.underway`)."""
     names = replacement.all_placeholders
-    for name in replacement.nodes:
-        cluster.patch_node(name, {"metadata": {"annotations": {REPLACED_BY: ",".join(names)}}})
-        written.marked_replaced.append(name)
     for index, placeholder in enumerate(names):
         try:
             cluster.create_pod(namespace, manifest(replacement, namespace, now, index))
         except ConflictError:
             log.info("placeholder %s/%s exists already (a retried create): adopted", namespace, placeholder)
         written.created.append(placeholder)
+    for name in replacement.nodes:
+        cluster.patch_node(name, {"metadata": {"annotations": {REPLACED_BY: ",".join(names)}}})
+        written.marked_replaced.append(name)
     _event(cluster, replacement.nodes[0], "NodeCompactorReplacementStarted", replacement.reason, False, now)
 
 

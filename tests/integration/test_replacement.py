@@ -154,7 +154,7 @@ def test_a_placeholder_that_never_runs_is_deleted_at_its_timeout_and_nothing_is_
     )
 
 
-def test_a_run_that_fails_before_the_placeholder_exists_leaves_a_pointer_the_next_run_removes(
+def test_a_run_that_fails_creating_the_placeholder_leaves_no_pointer_and_the_next_run_asks_again(
     api: FakeApiServer,
 ) -> None:
     cluster(api)
@@ -162,11 +162,8 @@ def test_a_run_that_fails_before_the_placeholder_exists_leaves_a_pointer_the_nex
     with pytest.raises(RunFailedError):
         run_once(api, env=env_with(CONFIG))
     assert placeholders(api) == []
-    assert REPLACED_BY in node_annotations(api, "b1")
-    result = run_once(api, at=later(60), env=env_with(CONFIG))
-    outcome = result.report["outcome"]
-    assert outcome["replacedByRemoved"] == ["b1"]
-    # The same run asks again: the pointer is written anew and the placeholder made.
+    assert REPLACED_BY not in node_annotations(api, "b1"), "the nodes point only at placeholders that exist"
+    run_once(api, at=later(60), env=env_with(CONFIG))
     assert len(placeholders(api)) == 1
     assert node_annotations(api, "b1")[REPLACED_BY] == placeholders(api)[0]["metadata"]["name"]
 
@@ -181,17 +178,18 @@ def test_a_create_whose_answer_was_lost_is_adopted(api: FakeApiServer) -> None:
     assert result.report["outcome"]["placeholdersCreated"] == [placeholders(api)[0]["metadata"]["name"]]
 
 
-def test_a_placeholder_preempted_before_the_drain_leaves_the_new_node_to_a_plain_drain(api: FakeApiServer) -> None:
+def test_a_placeholder_deleted_before_the_drain_gives_the_replacement_up(api: FakeApiServer) -> None:
     cluster(api)
     run_once(api, env=env_with(CONFIG))
     the_autoscaler_adds_a_node_and_the_placeholder_runs_there(api)
     (placeholder,) = placeholders(api)
-    api.delete("Pod", placeholder["metadata"]["name"], NAMESPACE)  # someone else's pod preempted it
+    api.delete("Pod", placeholder["metadata"]["name"], NAMESPACE)  # a person deleted it, or a pod preempted it
     result = run_once(api, at=later(120), env=env_with(CONFIG))
-    assert result.report["outcome"]["replacedByRemoved"] == ["b1"]
-    # The new node's room is there without a placeholder: b1 is drained as any node whose pods fit.
-    assert result.report["decision"]["action"] == "drain"
-    assert result.report["decision"]["node"] == "b1"
+    assert result.report["replacement"]["step"] == "give-up"
+    assert "is gone before any replaced node was drained" in result.report["replacement"]["reason"]
+    annotations = node_annotations(api, "b1")
+    assert REPLACED_BY not in annotations and REPLACEMENT_FAILED_AT in annotations
+    assert "NodeCompactorReplacementFailed" in event_reasons(api, "b1")
 
 
 def test_an_orphan_placeholder_is_deleted(api: FakeApiServer) -> None:
@@ -305,3 +303,98 @@ def test_a_replacement_onto_spot_says_so_at_every_step(api: FakeApiServer) -> No
     waiting = run_once(api, at=later(60), env=env_with(CONFIG))
     assert waiting.report["replacement"]["step"] == "wait"
     assert waiting.report["replacement"]["spot"] is True
+
+
+# -- several new nodes ---------------------------------------------------------------------------------------
+
+
+# b1 may go although it is big-pool's only node: its replacement's nodes are in small-pool.
+BUSY_CONFIG: dict[str, Any] = {
+    "nodePools": {BIG: {**CONFIG["nodePools"][BIG], "minNodes": 0}, SMALL: CONFIG["nodePools"][SMALL]}
+}
+
+
+def busy_cluster(api: FakeApiServer) -> None:
+    """b1 (8 cpu) holds four 1.8-cpu pods, 90% busy; s1 (4 cpu) is full. Two new small nodes take b1's pods."""
+    annotations = {REPLACEABLE_SINCE: MARKED}
+    api.add(k8s.node("b1", cpu="8", memory="32Gi", pool=BIG, machine_type="n2-standard-8", annotations=annotations))
+    for index in range(4):
+        api.add(k8s.pod(f"web-{index}", node="b1", cpu="1800m", memory="1Gi"))
+    api.add(k8s.node("s1", pool=SMALL))
+    api.add(k8s.pod("small-0", node="s1", cpu="4"))
+
+
+def runs_on(api: FakeApiServer, placeholder: dict[str, Any], node: str) -> None:
+    """The test plays the Cluster Autoscaler (a node for the placeholder) and kube-scheduler (binding it)."""
+    api.add(k8s.node(node, pool=SMALL, created="2026-11-21T11:59:00Z"))
+    placeholder["spec"]["nodeName"] = node
+    placeholder["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    api.add(placeholder)
+
+
+def test_a_busy_node_asks_for_two_new_nodes_with_two_placeholders_and_drains_once_both_run(
+    api: FakeApiServer,
+) -> None:
+    busy_cluster(api)
+    first = run_once(api, env=env_with(BUSY_CONFIG))
+    assert first.report["replacement"]["newNodes"] == 2
+    made = placeholders(api)
+    names = sorted(pod["metadata"]["name"] for pod in made)
+    assert len(names) == 2 and sorted(first.report["replacement"]["placeholders"]) == names
+    assert sorted(node_annotations(api, "b1")[REPLACED_BY].split(",")) == names
+    ids = {pod["metadata"]["labels"]["node-compactor.dev/replacement"] for pod in made}
+    assert len(ids) == 1, "one replacement id on both"
+    runs_on(api, made[0], "s2")
+    waiting = run_once(api, at=later(60), env=env_with(BUSY_CONFIG))
+    assert waiting.report["replacement"]["step"] == "wait" and api.evictions == []
+    (pending,) = [pod for pod in placeholders(api) if not pod["spec"].get("nodeName")]
+    runs_on(api, pending, "s3")
+    draining = run_once(api, at=later(120), env=env_with(BUSY_CONFIG))
+    assert draining.report["decision"]["action"] == "drain" and draining.report["decision"]["node"] == "b1"
+
+
+def test_one_of_two_placeholders_never_scheduled_gives_both_up_at_the_timeout(api: FakeApiServer) -> None:
+    busy_cluster(api)
+    run_once(api, env=env_with(BUSY_CONFIG))
+    runs_on(api, placeholders(api)[0], "s2")
+    result = run_once(api, at=later(601), env=env_with(BUSY_CONFIG))
+    assert result.report["replacement"]["step"] == "give-up"
+    assert placeholders(api) == [] and api.evictions == []
+    assert REPLACEMENT_FAILED_AT in node_annotations(api, "b1")
+
+
+def test_a_crash_between_the_two_creations_leaves_an_orphan_the_next_run_deletes(api: FakeApiServer) -> None:
+    busy_cluster(api)
+    # The second create fails: the run stops before any node points at the first placeholder.
+    post = f"/namespaces/{NAMESPACE}/pods$"
+    api.on_request("POST", post, lambda: api.add_fault(Fault(method="POST", path_regex=post, status=403, times=-1)))
+    with pytest.raises(RunFailedError):
+        run_once(api, env=env_with(BUSY_CONFIG))
+    api.clear_faults()
+    (orphan,) = [pod["metadata"]["name"] for pod in placeholders(api)]
+    assert REPLACED_BY not in node_annotations(api, "b1")
+    result = run_once(api, at=later(60), env=env_with(BUSY_CONFIG))
+    assert result.report["outcome"]["placeholdersDeleted"] == [orphan]
+    # The same run asks anew: the same names (a retried create is a 409, adopted), both there, both pointed at.
+    assert sorted(pod["metadata"]["name"] for pod in placeholders(api)) == sorted(
+        result.report["replacement"]["placeholders"]
+    )
+    assert len(node_annotations(api, "b1")[REPLACED_BY].split(",")) == 2
+
+
+def test_machine_types_without_gke_are_a_warning_and_not_used(api: FakeApiServer) -> None:
+    busy_cluster(api)
+    config = {
+        "nodePools": {
+            BIG: {
+                **POOL_CONFIG,
+                "minNodes": 0,
+                "pricePerHour": 0.40,
+                "replacement": {"enabled": True, "machineTypes": ["e2-standard-4"]},
+            }
+        }
+    }
+    result = run_once(api, env=env_with(config))
+    assert "replacement" not in result.report
+    assert any("machineTypes (e2-standard-4) not used" in text for text in result.report["warnings"])
+    assert placeholders(api) == []

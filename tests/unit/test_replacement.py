@@ -420,14 +420,27 @@ def test_a_replaced_node_a_person_opted_out_gives_the_replacement_up() -> None:
     assert plan.decision.action == "none"
 
 
-def test_leftovers_of_a_stopped_run_are_cleared() -> None:
+def test_an_orphan_placeholder_of_a_stopped_run_is_deleted() -> None:
     nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
-    # b1 points at a placeholder that was never created; an orphan placeholder points at nothing.
-    nodes = [big("b1", annotations={REPLACED_BY: "node-compactor-placeholder-gone"}), *nodes[1:]]
+    # A run stopped between creating the placeholder and pointing the nodes at it.
     orphan = placeholder("node-compactor-placeholder-orphan", ("b7",))
     plan = plan_for(nodes, pods, config(), placeholders=(orphan,))
-    assert plan.replaced_by_remove == ("b1",)
     assert plan.placeholders_remove == ("node-compactor-placeholder-orphan",)
+
+
+def test_a_placeholder_gone_before_its_drain_gives_the_replacement_up_and_after_it_only_the_pointer_goes() -> None:
+    nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
+    # Placeholders are created before the pointers: one the pointer names and that is missing disappeared.
+    nodes = [big("b1", annotations={REPLACED_BY: "node-compactor-placeholder-gone"}), *nodes[1:]]
+    plan = plan_for(nodes, pods, config())
+    assert plan.replacement is not None and plan.replacement.step == "give-up"
+    assert plan.replacement.failed == ("b1",) and plan.replaced_by_remove == ()
+    assert "node-compactor-placeholder-gone is gone before any replaced node was drained" in plan.replacement.reason
+    # Preempted by the pods of a drain under way: the pointer goes, the drain goes on.
+    nodes[0] = big("b1", annotations={REPLACED_BY: "node-compactor-placeholder-gone", DRAIN_STARTED_AT: stamp(ago(60))})
+    plan = plan_for(nodes, pods, config())
+    assert plan.replaced_by_remove == ("b1",)
+    assert plan.replacement is None or plan.replacement.step != "give-up"
 
 
 def test_a_placeholder_in_another_namespace_is_not_node_compactor_s() -> None:

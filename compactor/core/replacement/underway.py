@@ -49,9 +49,9 @@ def in_flight(view: ClusterView, placeholders: Sequence[Pod], now: datetime, run
     """The replacement under way and its step (`running`: the drains under way, rule 0).
 
     A replacement is the placeholders its nodes' `replaced-by` names (one per new node; one name, as before
-    several, reads alike). A placeholder no existing node points to is removed, and so is a `replaced-by`
-    that names no placeholder at all (a run that stopped between the writes). Of several replacements with
-    nodes (never made by one node-compactor), the oldest goes on and the others' placeholders are removed."""
+    several, reads alike). A placeholder no existing node points to is removed (a run that stopped between the
+    writes). Of several replacements with nodes (never made by one node-compactor), the oldest goes on and the
+    others' placeholders are removed."""
     config = view.config
     namespace = config.placeholder_namespace
     # Only what node-compactor could have made: its namespace, its label and annotation, its name prefix.
@@ -70,15 +70,28 @@ def in_flight(view: ClusterView, placeholders: Sequence[Pod], now: datetime, run
         if by:
             names = tuple(name for name in (part.strip() for part in by.split(",")) if name)
             pointing.setdefault(names, []).append(state.name)
-    replaced_by_remove = tuple(
-        sorted(node for names, nodes in pointing.items() if not any(n in existing for n in names) for node in nodes)
-    )
+    # Placeholders are created before any node points at them: a `replaced-by` none of whose placeholders exists
+    # names placeholders that disappeared. Once a drain of theirs started, that is preemption by the pods moved
+    # there, and the pointer just goes; before, the replacement is given up (DESIGN: never made again as is).
+    vanished = [(names, nodes) for names, nodes in pointing.items() if not any(n in existing for n in names)]
+    started = [(names, nodes) for names, nodes in vanished if _any_started(view, nodes)]
+    gone = sorted((names, sorted(nodes)) for names, nodes in vanished if not _any_started(view, nodes))
+    replaced_by_remove = tuple(sorted(node for _, nodes in started for node in nodes))
     groups = [(names, nodes) for names, nodes in pointing.items() if any(name in existing for name in names)]
     # The oldest replacement (by its oldest placeholder) goes on.
     groups.sort(key=lambda group: min(_age_order(existing[name]) for name in group[0] if name in existing))
     active = groups[0] if groups else None
     kept = set(active[0]) if active is not None else set()
     remove = tuple(pod.name for pod in ours if pod.name not in kept)
+    if active is None and gone:
+        names, nodes = gone[0]
+        reason = (
+            f"{', '.join(names)} is gone before any replaced node was drained (deleted or preempted): the "
+            "replacement needs every one of its new nodes"
+        )
+        failed = tuple(nodes)
+        given_up = Replacement("give-up", names[0], failed, "", reason, failed=failed, placeholders=names)
+        return InFlight(given_up, False, frozenset(), remove, replaced_by_remove)
     if active is None:
         return InFlight(None, False, frozenset(), remove, replaced_by_remove)
     names, pointed = active
@@ -146,12 +159,12 @@ def _step(
             tuple(left),
         )
     if missing and not started:
-        # Deleted by a person, preempted before its node was used, or never created by a run that stopped
-        # between two creations: the replacement cannot count on its new nodes, and is never made again as is.
+        # Deleted by a person or preempted before its node was used (placeholders are all created before a
+        # node points at them): the replacement cannot count on its new nodes, and is never made again as is.
         return done(
             "give-up",
-            f"{', '.join(missing)} is gone before any replaced node was drained (deleted, preempted, or never "
-            "created): the replacement needs every one of its new nodes",
+            f"{', '.join(missing)} is gone before any replaced node was drained (deleted or preempted): the "
+            "replacement needs every one of its new nodes",
             tuple(left),
         )
     waiting = [pod for pod in pods if not _runs_on_ready(view, pod)]
@@ -199,6 +212,10 @@ def _step(
         remove,
         replaced_by_remove,
     )
+
+
+def _any_started(view: ClusterView, nodes: list[str]) -> bool:
+    return any(DRAIN_STARTED_AT in view.nodes[name].node.annotations for name in nodes if name in view.nodes)
 
 
 def _runs_on_ready(view: ClusterView, pod: Pod) -> bool:

@@ -62,8 +62,13 @@ output "build_service_account_email" {
 }
 
 output "custom_role_ids" {
-  description = "The shared custom IAM roles by what they allow (cluster, surge, firestore, hpa_floor, prometheus); null where no cluster needs one."
+  description = "The shared custom IAM roles of project_id by what they allow (cluster, surge, firestore, hpa_floor, prometheus); null where no cluster needs one."
   value       = local.custom_roles
+}
+
+output "custom_role_ids_by_project" {
+  description = "Per project that holds a cluster, the custom IAM roles its clusters' accounts are granted, by what they allow: that project's own (the same role IDs), and the Firestore role of project_id; null where none of its clusters needs one."
+  value       = local.custom_roles_by_project
 }
 
 output "rbac_manifests" {

@@ -1,5 +1,8 @@
 locals {
-  cluster_id = "projects/${var.project_id}/locations/${var.cluster.location}/clusters/${var.cluster.name}"
+  # The cluster may live in another project than the function: its project is
+  # where the functions' accounts are granted what they do to the cluster.
+  cluster_project = coalesce(var.cluster.project, var.project_id)
+  cluster_id      = "projects/${local.cluster_project}/locations/${var.cluster.location}/clusters/${var.cluster.name}"
 
   # The function rejects unknown keys and null values alike, so attributes a
   # tfvars file sets to null are dropped rather than rendered as null.

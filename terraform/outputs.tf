@@ -8,6 +8,7 @@ locals {
       scheduler_job                   = deployment.scheduler_job
       dry_run_command                 = deployment.dry_run_command
       dashboard_id                    = deployment.dashboard_id
+      dashboard_url                   = deployment.dashboard_url
       hpa_floor_function_url          = deployment.hpa_floor_function_url
       hpa_floor_service_account_email = deployment.hpa_floor_service_account_email
       hpa_floor_dry_run_command       = deployment.hpa_floor_dry_run_command
@@ -39,6 +40,11 @@ locals {
 output "deployments" {
   description = "Per cluster key: function URL and name, service accounts, scheduler job, the manual dry-run command, dashboard, and the same for the HPA floor job (null when it is off)."
   value       = local.deployments
+}
+
+output "dashboard_urls" {
+  description = "Per cluster key, where to open its dashboard in the Cloud console (null when its dashboard_enabled is false)."
+  value       = { for key, deployment in local.deployments : key => deployment.dashboard_url }
 }
 
 output "dry_run_command" {

@@ -1139,6 +1139,9 @@ def test_outputs_name_each_clusters_url_and_accounts() -> None:
     deployments = ROOT.local("deployments")
     assert "for key, deployment in module.cluster" in expression(deployments)
     assert expression(ROOT.outputs()["deployments"]["value"]) == "local.deployments"
+    assert expression(declared["dashboard_url"]["value"]) == "local.dashboard_url"
+    assert "dashboard_url = deployment.dashboard_url" in expression(deployments)
+    assert "deployment.dashboard_url" in expression(ROOT.outputs()["dashboard_urls"]["value"])
 
 
 @pytest.mark.parametrize("directory", [pytest.param(ROOT_DIR, id="root"), pytest.param(MODULE_DIR, id="module")])

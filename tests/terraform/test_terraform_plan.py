@@ -54,6 +54,8 @@ ROOT_STAND_INS = {
 MODULE_STAND_INS = {
     "google_cloudfunctions2_function.compactor.service_config[0].uri": '"https://compactor.example"',
     "google_cloudfunctions2_function.hpa_floor[0].service_config[0].uri": '"https://hpa-floor.example"',
+    # The provider's id of a dashboard: projects/PROJECT_NUMBER/dashboards/DASHBOARD_ID.
+    "google_monitoring_dashboard.cluster[0].id": '"projects/123456789012/dashboards/4815162342108000000"',
 }
 PROVIDER_BLOCK = """provider "google" {
   project        = var.project_id
@@ -64,6 +66,7 @@ PROVIDER_BLOCK = """provider "google" {
 
 MODULE_OUTPUTS = """
 output "cluster_id" { value = local.cluster_id }
+output "dashboard_url" { value = local.dashboard_url }
 output "grants" {
   value = {
     function  = { for key, role in local.function_roles : key => { project = local.role_projects[key], role = role } }
@@ -354,6 +357,18 @@ def test_the_replacement_manifest_is_filled_in_with_each_clusters_account_and_pl
     assert documents["PriorityClass"]["metadata"]["name"] == "node-compactor-placeholder"
     assert documents["Role"]["metadata"]["name"] == "node-compactor-placeholders"
     assert documents["Namespace"]["metadata"]["labels"]["app.kubernetes.io/name"] == "node-compactor"
+
+
+def test_the_dashboard_url_opens_each_clusters_dashboard_in_the_console(scratch: Path) -> None:
+    clusters = apply(
+        scratch,
+        with_project(f"{{ main = {{ {ONE_CLUSTER} }}, quiet = {{ {ONE_CLUSTER}, dashboard_enabled = false }} }}"),
+    )
+
+    assert clusters["main"]["dashboard_url"] == (
+        "https://console.cloud.google.com/monitoring/dashboards/custom/4815162342108000000?project=my-project"
+    )
+    assert clusters["quiet"]["dashboard_url"] is None
 
 
 # --- clusters in other projects ------------------------------------------------------------

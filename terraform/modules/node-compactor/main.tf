@@ -79,6 +79,12 @@ locals {
   function_url           = google_cloudfunctions2_function.compactor.service_config[0].uri
   hpa_floor_function_url = var.hpa_floor_enabled ? google_cloudfunctions2_function.hpa_floor[0].service_config[0].uri : null
 
+  # The dashboard in the Cloud console: its ID is the last part of the
+  # resource's id (projects/NUMBER/dashboards/ID), and the console opens it at
+  # /monitoring/dashboards/custom/ID (the form GoogleCloudPlatform/
+  # monitoring-dashboard-samples documents).
+  dashboard_url = var.dashboard_enabled ? "https://console.cloud.google.com/monitoring/dashboards/custom/${regex("[^/]+$", google_monitoring_dashboard.cluster[0].id)}?project=${var.project_id}" : null
+
   # Manual calls take the query string as their only parameter.
   dry_run_command           = "curl -H \"Authorization: Bearer $(gcloud auth print-identity-token)\" \"${local.function_url}?dryRun=true\""
   hpa_floor_dry_run_command = var.hpa_floor_enabled ? "curl -H \"Authorization: Bearer $(gcloud auth print-identity-token)\" \"${local.hpa_floor_function_url}?dryRun=true\"" : null

@@ -379,7 +379,7 @@ variable "ingress_settings" {
 # --- monitoring --------------------------------------------------------------
 
 variable "dashboard_enabled" {
-  description = "Create a Cloud Monitoring dashboard for this cluster: runs, drains started and completed, rollbacks, failed runs, nodes awaiting removal, the cluster's price per hour and the savings per hour of each action."
+  description = "Create a Cloud Monitoring dashboard for this cluster (output dashboard_url): runs, drains started and completed, rollbacks, failed runs, nodes awaiting removal, the cluster's price per hour and the savings per hour of each action."
   type        = bool
   default     = true
   nullable    = false

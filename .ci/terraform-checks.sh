@@ -39,10 +39,25 @@ rm -f "${pip_log}"
 
 # --skip-download: use the checks shipped in the package, fetch nothing.
 # Skips are written inline in the HCL (#checkov:skip=ID:reason), never here.
+# A file checkov cannot parse is left out of the scan, and checkov still exits
+# 0 ("Parsing errors: 1" in its summary): that fails the check here.
 for directory in terraform terraform/modules/node-compactor; do
     echo "-- checkov ${directory}"
+    checkov_log="$(mktemp)"
+    checkov_status=0
     "${checkov_venv}/bin/checkov" --directory "${directory}" --framework terraform \
-        --skip-download --compact --quiet
+        --skip-download --compact --quiet >"${checkov_log}" 2>&1 || checkov_status=$?
+    cat "${checkov_log}"
+    if grep -q "Parsing errors" "${checkov_log}"; then
+        rm -f "${checkov_log}"
+        echo "terraform-checks: checkov could not parse a file of ${directory}, so it was not scanned" \
+            "(checkov --directory ${directory} --framework terraform without --quiet names it)" >&2
+        exit 1
+    fi
+    rm -f "${checkov_log}"
+    if [[ "${checkov_status}" -ne 0 ]]; then
+        exit "${checkov_status}"
+    fi
 done
 
 # validate needs the providers. A machine that cannot reach the Terraform

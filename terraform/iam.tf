@@ -108,47 +108,49 @@ locals {
     "monitoring.timeSeries.list",
   ]
 
-  # Each role exists only while some cluster needs it; the module grants to
-  # each cluster's accounts the ones its settings call for.
+  # Each role exists only while some cluster needs it (local.custom_roles_needed,
+  # in main.tf); the module grants to each cluster's accounts the ones its
+  # settings call for.
   custom_role_definitions = {
     cluster = {
-      needed      = local.any_iam_access
       title       = "node-compactor"
       description = "Exactly what the node-compactor function does: read nodes, pods and PDBs, cordon, evict, annotate pods for scale-down steering, write events and its lease."
       permissions = local.iam_permissions
     }
     surge = {
-      needed      = local.any_surge_on_iam
       title       = "node-compactor rolling restarts"
       description = "What node-compactor adds for pools with surgeSingleReplicas: list Deployments, ReplicaSets and PVCs, restart a Deployment (patch its pod template's restartedAt)."
       permissions = local.surge_iam_permissions
     }
     firestore = {
-      needed      = local.any_firestore
       title       = "node-compactor configuration reader"
       description = "Read the node-compactor configuration document in Firestore."
       permissions = local.firestore_iam_permissions
     }
     hpa_floor = {
-      needed      = local.any_hpa_floor_on_iam
       title       = "node-compactor HPA floor"
       description = "Exactly what the node-compactor HPA floor job does: list and patch HPAs, list ReplicaSets, write events and its lease."
       permissions = local.hpa_floor_iam_permissions
     }
     prometheus = {
-      needed      = local.any_managed_prometheus
       title       = "node-compactor Prometheus reader"
       description = "Query Google Cloud Managed Service for Prometheus (instant queries of the HPA floor job)."
       permissions = local.prometheus_iam_permissions
     }
   }
+  custom_role_id = {
+    for key in keys(local.custom_role_definitions) : key => key == "cluster" ? replace(var.name, "-", "_") : "${replace(var.name, "-", "_")}_${key}"
+  }
 }
 
+# The roles in project_id, for its clusters (and Firestore's for every cluster).
 resource "google_project_iam_custom_role" "shared" {
-  for_each = { for key, role in local.custom_role_definitions : key => role if role.needed }
+  for_each = {
+    for key, role in local.custom_role_definitions : key => role if contains(keys(local.custom_roles_needed), "${var.project_id}/${key}")
+  }
 
   project     = var.project_id
-  role_id     = each.key == "cluster" ? replace(var.name, "-", "_") : "${replace(var.name, "-", "_")}_${each.key}"
+  role_id     = local.custom_role_id[each.key]
   title       = each.value.title
   description = each.value.description
   permissions = each.value.permissions
@@ -156,8 +158,33 @@ resource "google_project_iam_custom_role" "shared" {
   depends_on = [google_project_service.apis]
 }
 
+# The same roles, with the same IDs, in each other project that holds a
+# cluster, for its clusters alone. node-compactor enables no API there: a
+# project with GKE clusters has what they need.
+resource "google_project_iam_custom_role" "cluster_project" {
+  for_each = {
+    for id, grant in local.custom_roles_needed : id => grant if grant.project != var.project_id
+  }
+
+  project     = each.value.project
+  role_id     = local.custom_role_id[each.value.role]
+  title       = local.custom_role_definitions[each.value.role].title
+  description = local.custom_role_definitions[each.value.role].description
+  permissions = local.custom_role_definitions[each.value.role].permissions
+}
+
 locals {
+  # The roles of project_id, by what they allow; null where none is needed.
   custom_roles = {
     for key in keys(local.custom_role_definitions) : key => try(google_project_iam_custom_role.shared[key].name, null)
+  }
+  # What each project's clusters are granted: the roles of that project,
+  # and Firestore's of project_id.
+  custom_roles_by_project = {
+    for project in local.cluster_projects : project => {
+      for key in keys(local.custom_role_definitions) : key => (
+        key == "firestore" || project == var.project_id ? local.custom_roles[key] : try(google_project_iam_custom_role.cluster_project["${project}/${key}"].name, null)
+      )
+    }
   }
 }

@@ -8,6 +8,7 @@ locals {
       scheduler_job                   = deployment.scheduler_job
       dry_run_command                 = deployment.dry_run_command
       dashboard_id                    = deployment.dashboard_id
+      dashboard_url                   = deployment.dashboard_url
       hpa_floor_function_url          = deployment.hpa_floor_function_url
       hpa_floor_service_account_email = deployment.hpa_floor_service_account_email
       hpa_floor_dry_run_command       = deployment.hpa_floor_dry_run_command
@@ -41,6 +42,11 @@ output "deployments" {
   value       = local.deployments
 }
 
+output "dashboard_urls" {
+  description = "Per cluster key, where to open its dashboard in the Cloud console (null when its dashboard_enabled is false)."
+  value       = { for key, deployment in local.deployments : key => deployment.dashboard_url }
+}
+
 output "dry_run_command" {
   description = "With a single cluster, the command that calls its function once in dry-run mode as yourself (you need the invoker role: see invoker_members); with several, null (see dry_run_commands)."
   value       = length(local.deployments) == 1 ? one(values(local.deployments)).dry_run_command : null
@@ -62,8 +68,13 @@ output "build_service_account_email" {
 }
 
 output "custom_role_ids" {
-  description = "The shared custom IAM roles by what they allow (cluster, surge, firestore, hpa_floor, prometheus); null where no cluster needs one."
+  description = "The shared custom IAM roles of project_id by what they allow (cluster, surge, firestore, hpa_floor, prometheus); null where no cluster needs one."
   value       = local.custom_roles
+}
+
+output "custom_role_ids_by_project" {
+  description = "Per project that holds a cluster, the custom IAM roles its clusters' accounts are granted, by what they allow: that project's own (the same role IDs), and the Firestore role of project_id; null where none of its clusters needs one."
+  value       = local.custom_roles_by_project
 }
 
 output "rbac_manifests" {

@@ -1,5 +1,5 @@
 variable "project_id" {
-  description = "Project that holds the GKE clusters; node-compactor is deployed into it too."
+  description = "Project node-compactor is deployed into (functions, scheduler jobs, accounts, custom roles, metrics, dashboards), and of every cluster that does not name another."
   type        = string
 
   validation {
@@ -21,8 +21,12 @@ variable "region" {
 variable "clusters" {
   description = <<-EOT
     The GKE clusters to compact, by a short key of your choice. Each value
-    takes `cluster` ({name, location}) and `config` (node-compactor's
-    configuration, camelCase keys), and optionally any input of
+    takes `cluster` and `config` (node-compactor's configuration, camelCase
+    keys). `cluster` is {name, location} in project_id, {name, location,
+    project} in any project, or the path
+    "projects/PROJECT/locations/LOCATION/clusters/NAME"; in a project other
+    than project_id, the functions' accounts are granted their roles in that
+    project. Each value also takes, optionally, any input of
     modules/node-compactor for that cluster alone: `dry_run`, `schedule`,
     `time_zone`, `scheduler_paused`, `name` (default "nc-KEY"),
     `config_source`, `firestore_document`, `run_budget_seconds`,
@@ -58,9 +62,29 @@ variable "clusters" {
 
   validation {
     condition = alltrue([
-      for settings in try(values(var.clusters), []) : can(settings.cluster.name) && can(settings.cluster.location) && can(keys(settings.config.nodePools))
+      for settings in try(values(var.clusters), []) : (can(tostring(settings.cluster)) || (can(settings.cluster.name) && can(settings.cluster.location))) && can(keys(settings.config.nodePools))
     ])
-    error_message = "Each cluster needs cluster = { name, location } and config = { nodePools = { ... } }."
+    error_message = "Each cluster needs cluster = { name, location } (or \"projects/P/locations/L/clusters/C\") and config = { nodePools = { ... } }."
+  }
+
+  validation {
+    # A cluster given by its path; main.tf reads the same pattern
+    # (local.cluster_path_pattern) to split it. The message repeats the check
+    # to name each entry it refuses (a validation cannot read a local).
+    condition = alltrue([
+      for settings in try(values(var.clusters), []) : !can(tostring(settings.cluster)) || can(regex(
+        "^projects/(?P<project>[a-z][a-z0-9-]{4,28}[a-z0-9])/locations/(?P<location>[a-z]+-[a-z]+[0-9]+(?:-[a-z])?)/clusters/(?P<name>[a-z](?:[a-z0-9-]*[a-z0-9])?)$",
+        settings.cluster,
+      ))
+    ])
+    error_message = "A cluster given as a path must be projects/PROJECT_ID/locations/LOCATION/clusters/NAME, with a project ID (6-30 lowercase letters, digits or hyphens), a region or zone and a GKE cluster name; not: ${join(", ", [for key in try(keys(var.clusters), []) : format("%s = %q", key, try(tostring(var.clusters[key].cluster), "")) if !can(regex("^projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/locations/[a-z]+-[a-z]+[0-9]+(?:-[a-z])?/clusters/[a-z](?:[a-z0-9-]*[a-z0-9])?$", try(tostring(var.clusters[key].cluster), "projects/a12345/locations/a-a1/clusters/a")))])}."
+  }
+
+  validation {
+    condition = alltrue([
+      for settings in try(values(var.clusters), []) : try(settings.cluster.project, null) == null || can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", settings.cluster.project))
+    ])
+    error_message = "cluster.project must be a project ID (6-30 lowercase letters, digits or hyphens), not a project number or name; not: ${join(", ", [for key in try(keys(var.clusters), []) : format("%s = %q", key, try(tostring(var.clusters[key].cluster.project), "")) if !can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", try(var.clusters[key].cluster.project == null ? "a12345" : tostring(var.clusters[key].cluster.project), "a12345")))])}."
   }
 
   validation {

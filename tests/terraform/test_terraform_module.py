@@ -193,12 +193,13 @@ def test_the_root_passes_every_module_input_and_no_other() -> None:
 
 
 def test_shared_inputs_come_from_resources_the_root_creates_once() -> None:
-    for name in SHARED_INPUTS:
+    for name in SHARED_INPUTS - {"custom_roles"}:
         assert "each." not in str(CALL[name]), name
     assert expression(CALL["source_archive"]) == "local.source_archive"
     assert expression(ROOT.local("source_archive")["object"]) == "google_storage_bucket_object.source.name"
     assert expression(CALL["docker_repository"]) == "google_artifact_registry_repository.images.id"
-    assert expression(CALL["custom_roles"]) == "local.custom_roles"
+    # Shared by the clusters of one project: a custom role is granted only in its own project.
+    assert expression(CALL["custom_roles"]) == "local.custom_roles_by_project[each.value.cluster.project]"
 
 
 def _cluster_settings() -> set[str]:
@@ -391,24 +392,31 @@ def test_the_custom_roles_list_exactly_the_permissions_the_code_declares() -> No
 
 def test_the_custom_roles_are_created_once_per_project_in_the_root_not_per_cluster() -> None:
     assert MODULE.resources("google_project_iam_custom_role") == {}
-    role = ROOT.resource("google_project_iam_custom_role", "shared")
-    assert "local.custom_role_definitions" in expression(role["for_each"])
-    assert "if role.needed" in expression(role["for_each"])
-    assert expression(role["permissions"]) == "each.value.permissions"
+    home = ROOT.resource("google_project_iam_custom_role", "shared")
+    assert "local.custom_role_definitions" in expression(home["for_each"])
+    assert 'contains(keys(local.custom_roles_needed), "${var.project_id}/${key}")' in expression(home["for_each"])
+    assert expression(home["project"]) == "var.project_id"
+    assert expression(home["permissions"]) == "each.value.permissions"
+    assert expression(home["role_id"]) == "local.custom_role_id[each.key]"
+    elsewhere = ROOT.resource("google_project_iam_custom_role", "cluster_project")
+    assert "grant.project != var.project_id" in expression(elsewhere["for_each"])
+    assert expression(elsewhere["project"]) == "each.value.project"
+    assert expression(elsewhere["permissions"]) == "local.custom_role_definitions[each.value.role].permissions"
+    assert expression(elsewhere["role_id"]) == "local.custom_role_id[each.value.role]"
 
 
-@pytest.mark.parametrize(
-    ("role", "needed_when"),
-    [
-        pytest.param("cluster", "any_iam_access", id="cluster"),
-        pytest.param("surge", "any_surge_on_iam", id="surge"),
-        pytest.param("firestore", "any_firestore", id="firestore"),
-        pytest.param("hpa_floor", "any_hpa_floor_on_iam", id="hpa-floor"),
-        pytest.param("prometheus", "any_managed_prometheus", id="prometheus"),
-    ],
-)
-def test_each_shared_role_exists_while_some_cluster_needs_it(role: str, needed_when: str) -> None:
-    assert expression(ROOT.local("custom_role_definitions")[role]["needed"]) == f"local.{needed_when}"
+def test_every_shared_role_is_weighed_for_each_project_and_each_cluster() -> None:
+    """Which roles each project gets is evaluated by Terraform in test_terraform_plan.py; here, that the
+    lists of roles agree."""
+    definitions = set(ROOT.local("custom_role_definitions"))
+    weighed = expression(ROOT.local("custom_roles_needed"))
+    assert set(re.findall(r'"([a-z_]+)"', weighed.split("setunion")[0])) == definitions
+    needed = expression(ROOT.local("roles_needed"))
+    assert set(re.findall(r"\b(cluster|surge|firestore|hpa_floor|prometheus) = ", needed)) == definitions
+    by_project = expression(ROOT.local("custom_roles_by_project"))
+    assert "for project in local.cluster_projects" in by_project
+    assert 'key == "firestore" || project == var.project_id ? local.custom_roles[key]' in by_project
+    assert 'google_project_iam_custom_role.cluster_project["${project}/${key}"].name' in by_project
 
 
 def test_the_compactor_account_gets_cluster_permissions_in_iam_mode_and_firestore_ones_with_firestore() -> None:
@@ -428,7 +436,7 @@ def test_the_surge_permissions_are_granted_only_where_a_pool_opts_in_or_the_clus
     assert surges.startswith("var.surge_single_replicas != null ? var.surge_single_replicas : anytrue(")
     assert "try(settings.enabled, false) == true && try(settings.surgeSingleReplicas, false) == true" in surges
     assert MODULE.variable_default("surge_single_replicas") is None
-    shared = expression(ROOT.local("any_surge_on_iam"))
+    shared = expression(ROOT.local("roles_needed"))
     assert 'try(settings.access_mode, null) != "rbac"' in shared
     assert "try(pool.enabled, false) == true && try(pool.surgeSingleReplicas, false) == true" in shared
     assert "try(settings.surge_single_replicas, null)" in shared
@@ -484,6 +492,45 @@ def test_rbac_mode_gives_the_functions_only_cluster_viewer_in_iam() -> None:
         if not str(body["role"]).startswith("${")
     }
     assert predefined_roles == {"roles/container.clusterViewer"}
+
+
+def test_what_concerns_the_cluster_is_granted_in_the_clusters_project_and_firestore_in_the_functions() -> None:
+    assert MODULE.local("role_projects") == {
+        "cluster": "${local.cluster_project}",
+        "surge": "${local.cluster_project}",
+        "hpa_floor": "${local.cluster_project}",
+        "prometheus": "${local.cluster_project}",
+        "firestore": "${var.project_id}",
+    }
+    for name in ("function", "hpa_floor"):
+        grant = MODULE.resource("google_project_iam_member", name)
+        assert expression(grant["project"]) == "local.role_projects[each.key]", name
+        conditions = [expression(check["condition"]) for check in nested(grant, "lifecycle")["precondition"]]
+        assert any('"projects/${local.role_projects[each.key]}/roles/"' in condition for condition in conditions), name
+    for name in ("function_cluster_viewer", "hpa_floor_cluster_viewer"):
+        grant = MODULE.resource("google_project_iam_member", name)
+        assert expression(grant["project"]) == "local.cluster_project", name
+    # Everything else the module creates lives in the function's project.
+    for resource_type, name, body in MODULE.all_resources():
+        if "project" in body and resource_type != "google_project_iam_member":
+            assert expression(body["project"]) == "var.project_id", f"{resource_type}.{name}"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "projects/shop-prod/locations/europe-west1/clusters/main",
+        "projects/shop-prod/locations/europe-west1-b/clusters/main-2",
+        "projects/a12345/locations/us-central1/clusters/c",
+    ],
+)
+def test_a_cluster_path_terraform_accepts_is_one_the_function_reads_the_same_way(path: str) -> None:
+    pattern = expression(ROOT.local("cluster_path_pattern"))
+    validations = ROOT.variables()["clusters"]["validation"]
+    assert sum(pattern in str(validation["condition"]) for validation in validations) == 1
+    match = re.fullmatch(pattern.strip("^$"), path)
+    assert match is not None
+    assert gke.parse_cluster_name(path) == gke.ClusterName(match["project"], match["location"], match["name"])
 
 
 def _rbac_documents(manifest: Path = RBAC_MANIFEST) -> dict[str, dict[str, Any]]:
@@ -942,8 +989,9 @@ def test_the_function_environment_carries_the_names_the_python_code_reads() -> N
         "COMPACTOR_FIRESTORE_DATABASE": "${var.firestore_database}",
     }
     assert MODULE.local("cluster_id") == (
-        "projects/${var.project_id}/locations/${var.cluster.location}/clusters/${var.cluster.name}"
+        "projects/${local.cluster_project}/locations/${var.cluster.location}/clusters/${var.cluster.name}"
     )
+    assert expression(MODULE.local("cluster_project")) == "coalesce(var.cluster.project, var.project_id)"
     assert MODULE.variable_default("lease_namespace") == "kube-system"
     service = nested(compactor_function(), "service_config")
     assert expression(service["environment_variables"]) == "local.function_environment"
@@ -1091,6 +1139,9 @@ def test_outputs_name_each_clusters_url_and_accounts() -> None:
     deployments = ROOT.local("deployments")
     assert "for key, deployment in module.cluster" in expression(deployments)
     assert expression(ROOT.outputs()["deployments"]["value"]) == "local.deployments"
+    assert expression(declared["dashboard_url"]["value"]) == "local.dashboard_url"
+    assert "dashboard_url = deployment.dashboard_url" in expression(deployments)
+    assert "deployment.dashboard_url" in expression(ROOT.outputs()["dashboard_urls"]["value"])
 
 
 @pytest.mark.parametrize("directory", [pytest.param(ROOT_DIR, id="root"), pytest.param(MODULE_DIR, id="module")])

@@ -36,9 +36,14 @@ ROOT_STAND_INS = {
     "google_storage_bucket_object.source.name": '"object"',
     "google_artifact_registry_repository.images.id": '"repository"',
     'time_sleep.build_iam.triggers["service_account"]': '"build"',
-    "local.custom_roles": (
-        '{ cluster = "cluster-role", surge = "surge-role", firestore = "firestore-role", hpa_floor = "hpa-role", '
-        'prometheus = "prom-role" }'
+    # As iam.tf names them: each project's own roles, and Firestore's of project_id.
+    "local.custom_roles_by_project": (
+        "{ for project in local.cluster_projects : project => {"
+        ' cluster = "projects/${project}/roles/node_compactor",'
+        ' surge = "projects/${project}/roles/node_compactor_surge",'
+        ' firestore = "projects/${var.project_id}/roles/node_compactor_firestore",'
+        ' hpa_floor = "projects/${project}/roles/node_compactor_hpa_floor",'
+        ' prometheus = "projects/${project}/roles/node_compactor_prometheus" } }'
     ),
     "local.log_metric_types_for_clusters": (
         "{ for metric in " + json.dumps(list(METRICS)) + ' : metric => "logging.googleapis.com/user/${metric}" }'
@@ -49,6 +54,8 @@ ROOT_STAND_INS = {
 MODULE_STAND_INS = {
     "google_cloudfunctions2_function.compactor.service_config[0].uri": '"https://compactor.example"',
     "google_cloudfunctions2_function.hpa_floor[0].service_config[0].uri": '"https://hpa-floor.example"',
+    # The provider's id of a dashboard: projects/PROJECT_NUMBER/dashboards/DASHBOARD_ID.
+    "google_monitoring_dashboard.cluster[0].id": '"projects/123456789012/dashboards/4815162342108000000"',
 }
 PROVIDER_BLOCK = """provider "google" {
   project        = var.project_id
@@ -58,6 +65,14 @@ PROVIDER_BLOCK = """provider "google" {
 """
 
 MODULE_OUTPUTS = """
+output "cluster_id" { value = local.cluster_id }
+output "dashboard_url" { value = local.dashboard_url }
+output "grants" {
+  value = {
+    function  = { for key, role in local.function_roles : key => { project = local.role_projects[key], role = role } }
+    hpa_floor = { for key, role in local.hpa_floor_roles : key => { project = local.role_projects[key], role = role } }
+  }
+}
 output "function_environment" { value = local.function_environment }
 output "hpa_floor_environment" { value = var.hpa_floor_enabled ? local.hpa_floor_environment : null }
 output "config" { value = jsondecode(local.config_json) }
@@ -67,7 +82,7 @@ output "replaces" { value = local.replaces }
 """
 ROOT_OUTPUTS = """
 output "clusters" { value = module.cluster }
-output "any_surge_on_iam" { value = local.any_surge_on_iam }
+output "custom_roles_needed" { value = keys(local.custom_roles_needed) }
 """
 
 ONE_CLUSTER = (
@@ -97,9 +112,19 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     (directory / "main.tf").write_text(root_main + ROOT_OUTPUTS)
     module_main = _replaced((MODULE_DIR / "main.tf").read_text(), MODULE_STAND_INS, "modules/node-compactor/main.tf")
-    (module / "main.tf").write_text(module_main + MODULE_OUTPUTS)
+    (module / "main.tf").write_text(module_main + _grant_locals() + MODULE_OUTPUTS)
     _terraform(directory, "init", "-input=false", "-backend=false")
     return directory
+
+
+def _grant_locals() -> str:
+    """The module's iam.tf locals that say which role each account gets and in which project (the first
+    locals block: it reads only variables and other locals)."""
+    iam = (MODULE_DIR / "iam.tf").read_text()
+    start = iam.index("\nlocals {\n")
+    block = iam[start : iam.index("\n}\n", start) + 3]
+    assert "role_projects" in block, "modules/node-compactor/iam.tf's first locals block no longer holds role_projects"
+    return block
 
 
 def _terraform(directory: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
@@ -124,6 +149,11 @@ def apply(scratch: Path, tfvars: str) -> dict[str, Any]:
     output = _terraform(scratch, "output", "-json", "clusters")
     clusters: dict[str, Any] = json.loads(output.stdout)
     return clusters
+
+
+def roles_created(scratch: Path) -> set[str]:
+    """The custom roles the last apply needs, as PROJECT/ROLE."""
+    return set(json.loads(_terraform(scratch, "output", "-json", "custom_roles_needed").stdout))
 
 
 def refused(scratch: Path, tfvars: str) -> str:
@@ -157,7 +187,7 @@ def test_the_single_cluster_example_renders_a_dry_run_configuration_for_one_func
 def test_the_fleet_example_gives_each_cluster_its_own_settings(scratch: Path) -> None:
     clusters = apply(scratch, (ROOT_DIR / "fleet.tfvars.example").read_text())
 
-    assert set(clusters) == {"shop-eu", "batch", "payments"}
+    assert set(clusters) == {"shop-eu", "batch", "payments", "analytics"}
     assert clusters["shop-eu"]["config"]["dryRun"] is False
     assert clusters["batch"]["config"]["dryRun"] is True
     assert clusters["batch"]["config"]["skipNodesWithLocalStorage"] is False
@@ -170,6 +200,17 @@ def test_the_fleet_example_gives_each_cluster_its_own_settings(scratch: Path) ->
     assert hpa_floor["COMPACTOR_RUN_BUDGET_SECONDS"] == "40"
     assert hpa_floor["COMPACTOR_CLUSTER"] == clusters["shop-eu"]["function_environment"]["COMPACTOR_CLUSTER"]
     assert "PROMETHEUS_SERVER_URL" not in hpa_floor
+    analytics = clusters["analytics"]
+    assert analytics["function_environment"]["COMPACTOR_CLUSTER"] == (
+        "projects/my-data-project/locations/europe-west1/clusters/analytics"
+    )
+    assert analytics["grants"]["function"]["cluster"]["project"] == "my-data-project"
+    assert roles_created(scratch) == {
+        "my-project/cluster",
+        "my-project/hpa_floor",
+        "my-project/prometheus",
+        "my-data-project/cluster",
+    }
 
 
 # --- what a cluster entry turns into ----------------------------------------------------
@@ -231,10 +272,10 @@ def test_the_surge_permissions_follow_the_pools_that_opt_in_unless_the_cluster_s
         "said": True,
         "refused": False,
     }
-    assert json.loads(_terraform(scratch, "output", "-json", "any_surge_on_iam").stdout) is True
+    assert "my-project/surge" in roles_created(scratch)
     only_rbac = f'{{ opted = {{ {location}, {opted_in}, access_mode = "rbac" }}, plain = {{ {ONE_CLUSTER} }} }}'
     apply(scratch, with_project(only_rbac))
-    assert json.loads(_terraform(scratch, "output", "-json", "any_surge_on_iam").stdout) is False
+    assert "my-project/surge" not in roles_created(scratch)
 
 
 def test_node_replacement_follows_the_pools_that_enable_it_and_its_namespace_reaches_the_configuration(
@@ -318,6 +359,100 @@ def test_the_replacement_manifest_is_filled_in_with_each_clusters_account_and_pl
     assert documents["Namespace"]["metadata"]["labels"]["app.kubernetes.io/name"] == "node-compactor"
 
 
+def test_the_dashboard_url_opens_each_clusters_dashboard_in_the_console(scratch: Path) -> None:
+    clusters = apply(
+        scratch,
+        with_project(f"{{ main = {{ {ONE_CLUSTER} }}, quiet = {{ {ONE_CLUSTER}, dashboard_enabled = false }} }}"),
+    )
+
+    assert clusters["main"]["dashboard_url"] == (
+        "https://console.cloud.google.com/monitoring/dashboards/custom/4815162342108000000?project=my-project"
+    )
+    assert clusters["quiet"]["dashboard_url"] is None
+
+
+# --- clusters in other projects ------------------------------------------------------------
+
+CONFIG = "config = { nodePools = { a = { enabled = true } } }"
+
+
+def test_a_cluster_is_named_by_its_path_or_by_name_location_and_project_in_any_project(scratch: Path) -> None:
+    clusters = apply(
+        scratch,
+        with_project(
+            f"{{ home = {{ {ONE_CLUSTER} }}, "
+            f'shop = {{ cluster = "projects/shop-prod/locations/europe-west1-b/clusters/shop", {CONFIG} }}, '
+            f'data = {{ cluster = {{ name = "lake", location = "us-central1", project = "data-prod" }}, {CONFIG} }}, '
+            f'same = {{ cluster = "projects/my-project/locations/europe-west1/clusters/other", {CONFIG} }} }}'
+        ),
+    )
+
+    paths = {key: cluster["function_environment"]["COMPACTOR_CLUSTER"] for key, cluster in clusters.items()}
+    assert paths == {
+        "home": "projects/my-project/locations/europe-west1/clusters/main",
+        "shop": "projects/shop-prod/locations/europe-west1-b/clusters/shop",
+        "data": "projects/data-prod/locations/us-central1/clusters/lake",
+        "same": "projects/my-project/locations/europe-west1/clusters/other",
+    }
+    assert {key: cluster["cluster_id"] for key, cluster in clusters.items()} == paths
+
+
+def test_each_account_is_granted_in_its_clusters_project_the_roles_of_that_project(scratch: Path) -> None:
+    clusters = apply(
+        scratch,
+        with_project(
+            f"{{ home = {{ {ONE_CLUSTER} }}, "
+            f'shop = {{ cluster = "projects/shop-prod/locations/europe-west1/clusters/shop", {CONFIG}, '
+            'config_source = "firestore", hpa_floor_enabled = true } }'
+        ),
+    )
+
+    assert clusters["home"]["grants"]["function"] == {
+        "cluster": {"project": "my-project", "role": "projects/my-project/roles/node_compactor"},
+    }
+    shop = clusters["shop"]["grants"]
+    assert shop["function"] == {
+        "cluster": {"project": "shop-prod", "role": "projects/shop-prod/roles/node_compactor"},
+        # The configuration document stays in the function's project, with its database.
+        "firestore": {"project": "my-project", "role": "projects/my-project/roles/node_compactor_firestore"},
+    }
+    assert shop["hpa_floor"] == {
+        "hpa_floor": {"project": "shop-prod", "role": "projects/shop-prod/roles/node_compactor_hpa_floor"},
+        "firestore": {"project": "my-project", "role": "projects/my-project/roles/node_compactor_firestore"},
+        # Managed Prometheus is queried in the cluster's project (compactor/hpa/service.py).
+        "prometheus": {"project": "shop-prod", "role": "projects/shop-prod/roles/node_compactor_prometheus"},
+    }
+
+
+def test_each_project_gets_only_the_custom_roles_its_own_clusters_need(scratch: Path) -> None:
+    shop = 'cluster = "projects/shop-prod/locations/europe-west1/clusters/shop"'
+    data = 'cluster = "projects/data-prod/locations/europe-west1/clusters/lake"'
+    apply(
+        scratch,
+        with_project(
+            f'{{ home = {{ {ONE_CLUSTER}, access_mode = "rbac" }}, '
+            f'shop = {{ {shop}, {CONFIG}, surge_single_replicas = true, config_source = "firestore" }}, '
+            f'shop2 = {{ {shop}, {CONFIG}, name = "nc-shop-two", hpa_floor_enabled = true }}, '
+            f'data = {{ {data}, {CONFIG}, access_mode = "rbac", hpa_floor_enabled = true, '
+            'hpa_floor_prometheus_server_url = "http://prometheus.monitoring:9090" } }'
+        ),
+    )
+
+    assert roles_created(scratch) == {
+        # home and data use RBAC and no Managed Prometheus: no role in their projects but Firestore's.
+        "my-project/firestore",
+        "shop-prod/cluster",
+        "shop-prod/surge",
+        "shop-prod/hpa_floor",
+        "shop-prod/prometheus",
+    }
+
+
+def test_a_single_cluster_in_the_functions_project_needs_one_custom_role_there(scratch: Path) -> None:
+    apply(scratch, (ROOT_DIR / "terraform.tfvars.example").read_text())
+    assert roles_created(scratch) == {"my-project/cluster"}
+
+
 def test_the_hpa_floor_passes_its_prometheus_settings_under_estafettes_names(scratch: Path) -> None:
     clusters = apply(
         scratch,
@@ -348,7 +483,7 @@ def test_the_hpa_floor_passes_its_prometheus_settings_under_estafettes_names(scr
         ),
         pytest.param(
             '{ main = { cluster = { name = "main", location = "europe-west1" } } }',
-            "Each cluster needs cluster = { name, location } and config",
+            'Each cluster needs cluster = { name, location } (or "projects/P/locations/L/clusters/C") and config',
             id="no-config",
         ),
         pytest.param(
@@ -388,6 +523,29 @@ def test_the_hpa_floor_passes_its_prometheus_settings_under_estafettes_names(scr
             f'{{ main = {{ {ONE_CLUSTER}, name = "a-name-far-too-long-for-accounts" }} }}',
             "name must be 6-20 lowercase letters",
             id="name-too-long-for-a-service-account",
+        ),
+        pytest.param(
+            f'{{ main = {{ cluster = "projects/123456/locations/europe-west1/clusters/main", {CONFIG} }} }}',
+            'not: main = "projects/123456/locations/europe-west1/clusters/main"',
+            id="cluster-path-with-a-project-number",
+        ),
+        pytest.param(
+            f'{{ main = {{ cluster = "shop-prod/europe-west1/main", {CONFIG} }} }}',
+            "must be projects/PROJECT_ID/locations/LOCATION/clusters/NAME, with a project ID (6-30 lowercase letters, "
+            'digits or hyphens), a region or zone and a GKE cluster name; not: main = "shop-prod/europe-west1/main"',
+            id="cluster-path-of-another-form",
+        ),
+        pytest.param(
+            f'{{ main = {{ cluster = "projects/shop-prod/zones/europe-west1-b/clusters/main", {CONFIG} }} }}',
+            'not: main = "projects/shop-prod/zones/europe-west1-b/clusters/main"',
+            id="cluster-path-with-zones",
+        ),
+        pytest.param(
+            f'{{ main = {{ cluster = {{ name = "main", location = "europe-west1", project = "Shop Prod" }}, '
+            f"{CONFIG} }} }}",
+            "cluster.project must be a project ID (6-30 lowercase letters, digits or hyphens), not a project number or "
+            'name; not: main = "Shop Prod"',
+            id="cluster-project-not-an-id",
         ),
         pytest.param(
             f'{{ main = {{ {ONE_CLUSTER}, placeholder_namespace = "kube-system" }} }}',

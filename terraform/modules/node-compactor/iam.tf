@@ -39,12 +39,24 @@ locals {
     # A Prometheus of your own needs no Google permission.
     var.hpa_floor_prometheus_server_url == null ? { prometheus = var.custom_roles.prometheus } : {},
   ) : {}
+
+  # Where each role is granted: what the functions do to the cluster, and the
+  # Managed Prometheus they query (the cluster's project's), in the cluster's
+  # project; the Firestore document in project_id, where its database is. A
+  # project custom role can only be granted in the project that defines it.
+  role_projects = {
+    cluster    = local.cluster_project
+    surge      = local.cluster_project
+    hpa_floor  = local.cluster_project
+    prometheus = local.cluster_project
+    firestore  = var.project_id
+  }
 }
 
 resource "google_project_iam_member" "function" {
   for_each = local.function_roles
 
-  project = var.project_id
+  project = local.role_projects[each.key]
   role    = each.value
   member  = google_service_account.function.member
 
@@ -53,13 +65,17 @@ resource "google_project_iam_member" "function" {
       condition     = each.value != null
       error_message = "custom_roles.${each.key} is null, but this cluster needs that role (access_mode ${var.access_mode}, config_source ${var.config_source})."
     }
+    precondition {
+      condition     = each.value == null || startswith(coalesce(each.value, "-"), "projects/${local.role_projects[each.key]}/roles/")
+      error_message = "custom_roles.${each.key} must be a custom role of project ${local.role_projects[each.key]}, where it is granted (a project's custom role cannot be granted in another project)."
+    }
   }
 }
 
 resource "google_project_iam_member" "hpa_floor" {
   for_each = local.hpa_floor_roles
 
-  project = var.project_id
+  project = local.role_projects[each.key]
   role    = each.value
   member  = google_service_account.hpa_floor[0].member
 
@@ -68,16 +84,20 @@ resource "google_project_iam_member" "hpa_floor" {
       condition     = each.value != null
       error_message = "custom_roles.${each.key} is null, but this cluster's HPA floor job needs that role."
     }
+    precondition {
+      condition     = each.value == null || startswith(coalesce(each.value, "-"), "projects/${local.role_projects[each.key]}/roles/")
+      error_message = "custom_roles.${each.key} must be a custom role of project ${local.role_projects[each.key]}, where it is granted (a project's custom role cannot be granted in another project)."
+    }
   }
 }
 
-# Enough to fetch the cluster's endpoint and connect; what the functions may
-# do inside the cluster comes from deploy/rbac.yaml (and
-# deploy/rbac-hpa-floor.yaml).
+# Enough to fetch the cluster's endpoint and connect, in the cluster's
+# project; what the functions may do inside the cluster comes from
+# deploy/rbac.yaml (and deploy/rbac-hpa-floor.yaml).
 resource "google_project_iam_member" "function_cluster_viewer" {
   count = var.access_mode == "rbac" ? 1 : 0
 
-  project = var.project_id
+  project = local.cluster_project
   role    = "roles/container.clusterViewer"
   member  = google_service_account.function.member
 }
@@ -85,7 +105,7 @@ resource "google_project_iam_member" "function_cluster_viewer" {
 resource "google_project_iam_member" "hpa_floor_cluster_viewer" {
   count = var.access_mode == "rbac" && var.hpa_floor_enabled ? 1 : 0
 
-  project = var.project_id
+  project = local.cluster_project
   role    = "roles/container.clusterViewer"
   member  = google_service_account.hpa_floor[0].member
 }

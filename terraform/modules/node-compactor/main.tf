@@ -1,5 +1,8 @@
 locals {
-  cluster_id = "projects/${var.project_id}/locations/${var.cluster.location}/clusters/${var.cluster.name}"
+  # The cluster may live in another project than the function: its project is
+  # where the functions' accounts are granted what they do to the cluster.
+  cluster_project = coalesce(var.cluster.project, var.project_id)
+  cluster_id      = "projects/${local.cluster_project}/locations/${var.cluster.location}/clusters/${var.cluster.name}"
 
   # The function rejects unknown keys and null values alike, so attributes a
   # tfvars file sets to null are dropped rather than rendered as null.
@@ -75,6 +78,12 @@ locals {
 
   function_url           = google_cloudfunctions2_function.compactor.service_config[0].uri
   hpa_floor_function_url = var.hpa_floor_enabled ? google_cloudfunctions2_function.hpa_floor[0].service_config[0].uri : null
+
+  # The dashboard in the Cloud console: its ID is the last part of the
+  # resource's id (projects/NUMBER/dashboards/ID), and the console opens it at
+  # /monitoring/dashboards/custom/ID (the form GoogleCloudPlatform/
+  # monitoring-dashboard-samples documents).
+  dashboard_url = var.dashboard_enabled ? "https://console.cloud.google.com/monitoring/dashboards/custom/${regex("[^/]+$", google_monitoring_dashboard.cluster[0].id)}?project=${var.project_id}" : null
 
   # Manual calls take the query string as their only parameter.
   dry_run_command           = "curl -H \"Authorization: Bearer $(gcloud auth print-identity-token)\" \"${local.function_url}?dryRun=true\""

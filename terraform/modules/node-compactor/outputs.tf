@@ -38,6 +38,11 @@ output "dashboard_id" {
   value       = one(google_monitoring_dashboard.cluster[*].id)
 }
 
+output "dashboard_url" {
+  description = "Where to open the cluster's dashboard in the Cloud console, or null when dashboard_enabled is false."
+  value       = local.dashboard_url
+}
+
 output "hpa_floor_function_url" {
   description = "URL of the HPA floor function, or null when hpa_floor_enabled is false."
   value       = local.hpa_floor_function_url

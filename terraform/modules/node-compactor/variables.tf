@@ -2,7 +2,7 @@
 # The root module in terraform/ creates these once per project; see README.md.
 
 variable "project_id" {
-  description = "Project that holds the GKE cluster; the function is deployed into it too."
+  description = "Project the function, its scheduler job, service accounts, dashboard and alert are deployed into; also the cluster's project unless cluster.project names another."
   type        = string
 
   validation {
@@ -40,7 +40,7 @@ variable "build_service_account" {
 }
 
 variable "custom_roles" {
-  description = "Project custom roles shared by every cluster, by what they allow (null where no cluster needs one): cluster (IAM_PERMISSIONS), surge (SURGE_IAM_PERMISSIONS), firestore (FIRESTORE_IAM_PERMISSIONS), hpa_floor (HPA_FLOOR_IAM_PERMISSIONS), prometheus (PROMETHEUS_IAM_PERMISSIONS), each from compactor/permissions.py."
+  description = "Project custom roles shared by the clusters, by what they allow (null where no cluster needs one); cluster, surge, hpa_floor and prometheus must be roles of the cluster's project (they are granted there), firestore one of project_id: cluster (IAM_PERMISSIONS), surge (SURGE_IAM_PERMISSIONS), firestore (FIRESTORE_IAM_PERMISSIONS), hpa_floor (HPA_FLOOR_IAM_PERMISSIONS), prometheus (PROMETHEUS_IAM_PERMISSIONS), each from compactor/permissions.py."
   type = object({
     cluster    = optional(string)
     surge      = optional(string)
@@ -75,15 +75,21 @@ variable "firestore_database" {
 # --- this cluster ------------------------------------------------------------
 
 variable "cluster" {
-  description = "The GKE cluster to compact, in project_id: its name and location (the region of a regional cluster, the zone of a zonal one)."
+  description = "The GKE cluster to compact: its name, its location (the region of a regional cluster, the zone of a zonal one) and its project (null means project_id). In another project, the functions' accounts are granted there, and custom_roles must be roles of that project."
   type = object({
     name     = string
     location = string
+    project  = optional(string)
   })
 
   validation {
     condition     = can(regex("^[a-z]([a-z0-9-]*[a-z0-9])?$", var.cluster.name)) && can(regex("^[a-z]+-[a-z]+[0-9]+(-[a-z])?$", var.cluster.location))
     error_message = "cluster.name must be a GKE cluster name and cluster.location a region (europe-west1) or zone (europe-west1-b)."
+  }
+
+  validation {
+    condition     = var.cluster.project == null || can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", var.cluster.project))
+    error_message = "cluster.project must be a project ID (6-30 lowercase letters, digits or hyphens), not a project number or name; null means project_id."
   }
 }
 
@@ -373,7 +379,7 @@ variable "ingress_settings" {
 # --- monitoring --------------------------------------------------------------
 
 variable "dashboard_enabled" {
-  description = "Create a Cloud Monitoring dashboard for this cluster: runs, drains started and completed, rollbacks, failed runs, nodes awaiting removal, the cluster's price per hour and the savings per hour of each action."
+  description = "Create a Cloud Monitoring dashboard for this cluster (output dashboard_url): runs, drains started and completed, rollbacks, failed runs, nodes awaiting removal, the cluster's price per hour and the savings per hour of each action."
   type        = bool
   default     = true
   nullable    = false

@@ -88,8 +88,22 @@ def manifest(replacement: Replacement, namespace: str, now: datetime, index: int
     affinity: dict[str, Any] = {}
     if replacement.replacement_id:
         labels[REPLACEMENT_LABEL] = replacement.replacement_id
+    if replacement.avoid_nodes:
+        # Each placeholder asks for a node of its own: not one that exists now, whose free room the proof
+        # already counted (a placeholder that landed there would take it twice).
+        affinity["nodeAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": HOSTNAME_LABEL, "operator": "NotIn", "values": list(replacement.avoid_nodes)}
+                        ]
+                    }
+                ]
+            }
+        }
     if len(names) > 1:
-        affinity = {
+        affinity |= {
             "podAntiAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": [
                     {

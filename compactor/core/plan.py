@@ -128,6 +128,10 @@ class Replacement:
     placeholder_requests: tuple[Resources, ...] = ()
     # The target is a machine type of `machineTypes` (a pool GKE creates), not a target pool.
     machine_type_target: bool = False
+    # For create: the nodes the placeholders' selector matches already; they are kept off them (required node
+    # affinity, kubernetes.io/hostname NotIn), so each runs on a new node and no room the proof counted as free
+    # is taken twice.
+    avoid_nodes: tuple[str, ...] = ()
 
     @property
     def new_nodes(self) -> int:

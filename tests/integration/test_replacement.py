@@ -308,12 +308,6 @@ def test_a_replacement_onto_spot_says_so_at_every_step(api: FakeApiServer) -> No
 # -- several new nodes ---------------------------------------------------------------------------------------
 
 
-# b1 may go although it is big-pool's only node: its replacement's nodes are in small-pool.
-BUSY_CONFIG: dict[str, Any] = {
-    "nodePools": {BIG: {**CONFIG["nodePools"][BIG], "minNodes": 0}, SMALL: CONFIG["nodePools"][SMALL]}
-}
-
-
 def busy_cluster(api: FakeApiServer) -> None:
     """b1 (8 cpu) holds four 1.8-cpu pods, 90% busy; s1 (4 cpu) is full. Two new small nodes take b1's pods."""
     annotations = {REPLACEABLE_SINCE: MARKED}

@@ -140,7 +140,21 @@ def test_one_new_node_keeps_the_single_placeholder_form() -> None:
     assert chosen is not None and chosen.new_nodes == 1
     assert chosen.placeholders == (search.placeholder_name(["b1"], SMALL),)
     body = placeholders.manifest(chosen, NAMESPACE, NOW)
-    assert "affinity" not in body["spec"]
+    assert "podAntiAffinity" not in body["spec"]["affinity"]
+
+
+def test_a_placeholder_is_kept_off_the_nodes_its_selector_matches_now() -> None:
+    # s1's free room is in the proof already: a placeholder that landed there would take it twice.
+    nodes, pods = a_busy_big_node_whose_pods_need_two_small_ones()
+    chosen = plan_for(nodes, pods, config()).replacement
+    assert chosen is not None and chosen.avoid_nodes == ("s1",)
+    body = placeholders.manifest(chosen, NAMESPACE, NOW, 1)
+    terms = body["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms == {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["s1"]}]}
+        ]
+    }
 
 
 # -- rule 8 with prices: one ranking for deletions and replacements ---------------------------------------------
@@ -163,7 +177,9 @@ def test_a_deletion_that_saves_more_per_disrupted_pod_wins_over_a_replacement() 
     assert plan.decision.action == "drain" and plan.decision.node == "b9"
     assert plan.replacement is None
     note = node_report(plan, "b1").replacement or ""
-    assert "saves 0.0350/h a disrupted pod, and this run's deletion saves 0.0500/h a pod" in note
+    # One new node would save 0.0675/h a pod, but b1's pods do not fit with it; two save less than the deletion.
+    assert "fits on no other node" in note
+    assert "with 2 new nodes it saves 0.0350/h a disrupted pod, and this run's deletion saves 0.0500/h a pod" in note
 
 
 def test_a_deletion_that_saves_less_per_pod_gives_way_to_the_replacement() -> None:

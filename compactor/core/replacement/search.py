@@ -17,6 +17,7 @@ Pure: never reads a clock; the caller passes `now`.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
@@ -116,6 +117,8 @@ class _Option:
     count: int
     removed: float
     saving: float
+    # One more new node saves enough too: tried when the pods do not fit on `count`.
+    spare: bool = False
 
     @property
     def shape(self) -> str:
@@ -191,14 +194,16 @@ def choose(
                             f"than maxNewNodes ({settings.max_new_nodes})",
                         )
                         continue
-                    for count in range(first, settings.max_new_nodes + 1):
-                        saving = removed - count * made.price.per_hour
-                        if removed <= 0 or saving < removed * settings.min_savings_percent / 100:
-                            if count == first:
-                                _note_price(notes, group, made, count, removed, saving, settings.min_savings_percent)
-                            break
-                        per_pod = -ranking.saving_per_pod(saving, pods)
-                        options.append(_Option(per_pod, rank, group, made, count, removed, saving))
+                    saving = removed - first * made.price.per_hour
+                    if removed <= 0 or saving < removed * settings.min_savings_percent / 100:
+                        _note_price(notes, group, made, first, removed, saving, settings.min_savings_percent)
+                        continue
+                    # One node more is tried only when the pods do not fit on the fewest (`_proven`).
+                    spare = first < settings.max_new_nodes and (
+                        removed - (first + 1) * made.price.per_hour >= removed * settings.min_savings_percent / 100
+                    )
+                    per_pod = -ranking.saving_per_pod(saving, pods)
+                    options.append(_Option(per_pod, rank, group, made, first, removed, saving, spare))
     options.sort(key=lambda option: (option.per_pod, option.rank, option.count))
     # Rule 10's wait: a set is proven only once each of its nodes has carried `replaceable-since` for the
     # pool's neededMarkedTimeSeconds; the annotation goes on every node some option saves enough for and
@@ -231,20 +236,35 @@ def choose(
             # The run's budget of proofs is spent: the sets left are the less saving ones, and say so.
             _note_all(notes, group, f"not tried by {option.shape}: this run's {MAX_PROOFS} proofs were spent")
             continue
-        key = (made.pool, made.auto_created, pricing.is_spot(made.node.labels), made.zone, option.count)
-        grown = views.get(key)
-        if grown is None:
-            grown = views[key] = _with_templates(view, made, option.count)
-        bigger, targets = grown
         names = {state.name for state in group}
         moving = [pod for state in group for pod in state.movable_pods]
-        others = [target for target in targets if target.name not in names]
-        proofs += 1
-        proven = _prove(bigger, group, others, avoided, moving, made, option.count)
+        proven: tuple[Resources, ...] | str = ""
+        pods = len(moving)
+        for count in (option.count, option.count + 1) if option.spare else (option.count,):
+            saving = option.removed - count * made.price.per_hour
+            if to_beat is not None and ranking.saving_per_pod(saving, pods) <= to_beat:
+                proven = (
+                    f"{proven}; with {count} new nodes it saves {ranking.saving_per_pod(saving, pods):.4f}/h a "
+                    f"disrupted pod, and this run's deletion saves {to_beat:.4f}/h a pod"
+                )
+                break
+            if proofs >= MAX_PROOFS:
+                break
+            key = (made.pool, made.auto_created, pricing.is_spot(made.node.labels), made.zone, count)
+            grown = views.get(key)
+            if grown is None:
+                grown = views[key] = _with_templates(view, made, count)
+            bigger, targets = grown
+            others = [target for target in targets if target.name not in names]
+            proofs += 1
+            proven = _prove(bigger, group, others, avoided, moving, made, count)
+            if not isinstance(proven, str):
+                option = dataclasses.replace(option, count=count, saving=saving)
+                break
         if isinstance(proven, str):
             _note_all(notes, group, f"not replaced by {option.shape}: {proven}")
             continue
-        chosen = _replacement(config.pool_label, option, moving, proven, node_costs.currency)
+        chosen = _replacement(view, option, moving, proven, node_costs.currency)
         for state in group:
             notes[state.name] = f"replaced: {chosen.reason}"
         return Search(chosen, notes, tuple(warnings), frozenset(replaceable), judged)
@@ -419,9 +439,10 @@ def _still_waiting(state: NodeState, config: Config, now: datetime) -> str | Non
 
 
 def _replacement(
-    pool_label: str, option: _Option, moving: list[Pod], asks: tuple[Resources, ...], currency: str
+    view: ClusterView, option: _Option, moving: list[Pod], asks: tuple[Resources, ...], currency: str
 ) -> Replacement:
     group, made, count = option.group, option.made, option.count
+    pool_label = view.config.pool_label
     names = tuple(state.name for state in group)
     target = made.pool
     selector: list[tuple[str, str]] = []
@@ -448,6 +469,13 @@ def _replacement(
         f"{made.price.source})"
     )
     placeholders = tuple(placeholder_name(names, target, index) for index in range(count))
+    avoid = tuple(
+        sorted(
+            state.name
+            for state in view.nodes.values()
+            if all(state.node.labels.get(key) == value for key, value in selector)
+        )
+    )
     return Replacement(
         "create",
         placeholders[0],
@@ -466,6 +494,7 @@ def _replacement(
         replacement_id=replacement_id(names, target),
         placeholder_requests=asks,
         machine_type_target=made.auto_created,
+        avoid_nodes=avoid,
     )
 
 

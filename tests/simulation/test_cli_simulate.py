@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from compactor import cli
-from tests.simulation.builders import POOL, scenario_data
+from tests.simulation.builders import POOL, scenario_data, table_columns
 
 SNAPSHOT = "examples/offpeak-snapshot.json"
 
@@ -54,10 +54,10 @@ def test_the_table_and_the_plot(tmp_path: Path, capsys: pytest.CaptureFixture[st
     code, out, err = run(capsys, "--scenario", scenario_file(tmp_path), "--hours", "1", "--plot", str(png))
     assert code == 0, err
     lines = out.splitlines()
-    header = next(line for line in lines if line.startswith("STRATEGY"))
-    assert header.split()[:5] == ["STRATEGY", "NODE-HOURS", "VS", "BEST", "NATIVE"]
+    assert table_columns(out)[:3] == ["STRATEGY", "NODE-HOURS", "VS BEST NATIVE"]
     assert [line.split()[0] for line in lines if line.split() and line.split()[0] in cli_names()] == cli_names()
-    assert "node-compactor: what its runs decided, in minutes of the 60 measured" in out
+    assert "node-compactor: what its runs decided" in out
+    assert "in minutes of the 60 measured" in " ".join(out.split())
     assert png.read_bytes().startswith(b"\x89PNG")
 
 

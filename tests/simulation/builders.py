@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -173,7 +173,7 @@ def strategy_result(
     name: str,
     nodes_by_pool: Mapping[str, list[int]],
     *,
-    decisions: list[str | None] | None = None,
+    decisions: Sequence[str | None] | None = None,
     summary: Mapping[str, int] | None = None,
     evicted: int = 0,
     preempted_placeholders: int = 0,

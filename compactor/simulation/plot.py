@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import tempfile
+import textwrap
 from collections import Counter
 from collections.abc import Iterable
 from datetime import timedelta
@@ -119,6 +120,7 @@ def draw(results: Results) -> Any:
 
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     data = report.summarize(results)
     hours = [minute / 60 for minute in data["minutes"]]
@@ -174,14 +176,17 @@ def draw(results: Results) -> Any:
                 axis.axvspan(edges[window[0]], edges[window[1] + 1], color=PLATEAU_COLOR, alpha=0.12, linewidth=0)
     scenario = data["scenario"]
     nodes_axis.set_ylabel("nodes (billed)")
+    nodes_axis.set_ylim(bottom=_floor(nodes_axis))
     if cost_axis is not None:
         cost_axis.set_ylabel(f"{currency} per hour")
-        cost_axis.set_ylim(bottom=0)
-        cost_axis.grid(alpha=0.3)
+        cost_axis.set_ylim(bottom=_floor(cost_axis))
     pending_axis.set_ylabel("pending pods")
-    for axis in (nodes_axis, pending_axis):
-        axis.set_ylim(bottom=0)
-        axis.grid(alpha=0.3)
+    pending_axis.set_ylim(bottom=0)
+    nodes_axis.yaxis.set_major_locator(MaxNLocator(integer=True))
+    pending_axis.yaxis.set_major_locator(MaxNLocator(nbins=3, integer=True))
+    for axis in (nodes_axis, cost_axis, pending_axis):
+        if axis is not None:
+            axis.grid(alpha=0.3)
     # The title heads the strategies' legend: a figure title and a legend outside the axes would overlap.
     figure.legend(
         handles=handles,
@@ -212,6 +217,14 @@ def draw(results: Results) -> Any:
     bottom.set_xticklabels([(start + timedelta(hours=hour)).strftime("%H:%M") for hour in ticks])
     bottom.set_xlabel("time of day (UTC)" + ("; night plateau shaded" if window else ""))
     return figure
+
+
+def _floor(axis: Any) -> float:
+    """Where an axis of counts or costs starts: at 0, unless every line stays far above it; then below the
+    lowest, so lines that differ by a node or two stand apart (the tick labels say where it starts)."""
+    values = [value for line in axis.lines for value in line.get_ydata()]
+    low, high = min(values, default=0.0), max(values, default=0.0)
+    return 0.0 if low <= 0.4 * high else math.floor(0.85 * low)
 
 
 def _label(item: dict[str, Any], same: dict[str, str], currency: str) -> str:
@@ -267,13 +280,18 @@ def _decision_legend(figure: Any, styles: dict[str, tuple[str, str]]) -> None:
     from matplotlib.patches import Patch
 
     handles = [
-        Patch(facecolor=color, hatch=hatch or None, edgecolor="white" if hatch else color, label=kind)
+        Patch(
+            facecolor=color,
+            hatch=hatch or None,
+            edgecolor="white" if hatch else color,
+            label=textwrap.fill(f"{kind}: {report.words(kind)}", 52, subsequent_indent="  "),
+        )
         for kind, (color, hatch) in styles.items()
     ]
     figure.legend(
         handles=handles,
         loc="outside lower center",
-        ncols=min(len(handles), 6),
+        ncols=min(len(handles), 3),
         fontsize=8,
         frameon=False,
         title="node-compactor's latest run: what it did, or the gate that held it back (one colour each in every band)",

@@ -19,7 +19,9 @@ minutes spent acting, and when no drain was started, the gate that held it
 back (the planner's `held_by`), minute by minute of the measured period.
 
 The table fits `WIDTH` columns with the columns of `KEY_COLUMNS` for the unit of comparison (and its notes
-wrapped); `wide` shows every column. The JSON holds every figure either way.
+wrapped), a column's name in two lines where its figures are narrower; `wide` shows every column. A strategy
+whose every figure equals an earlier one's (`twins`) is one line naming that one. The JSON holds every figure
+and every strategy either way.
 """
 
 from __future__ import annotations

@@ -51,6 +51,8 @@ ACTING_COLORS = {"drain": "#01665e", "continue-drain": "#80cdc1", "rollback": "#
 HELD_COLORS = ("#8c564b", "#e377c2", "#bcbd22", "#c49c94", "#f7b6d2", "#dbdb8d", "#637939", "#8c6d31", "#e7cb94")
 HELD_HATCHES = ("", "//", "..", "xx")
 PLATEAU_COLOR = "#ffd700"
+# The longest strategy label that three legend columns hold across the figure's 12 inches at 8 points.
+LEGEND_COLUMN_CHARS = 58
 BOUND_FILL = "0.88"
 BOUND_LINE = "0.45"
 
@@ -181,17 +183,18 @@ def draw(results: Results) -> Any:
         cost_axis.set_ylabel(f"{currency} per hour")
         cost_axis.set_ylim(bottom=_floor(cost_axis))
     pending_axis.set_ylabel("pending pods")
-    pending_axis.set_ylim(bottom=0)
+    pending_axis.set_ylim(0, max(1, pending_axis.get_ylim()[1]))  # a day with no pending pod reads 0, not 0.00
     nodes_axis.yaxis.set_major_locator(MaxNLocator(integer=True))
     pending_axis.yaxis.set_major_locator(MaxNLocator(nbins=3, integer=True))
     for axis in (nodes_axis, cost_axis, pending_axis):
         if axis is not None:
             axis.grid(alpha=0.3)
     # The title heads the strategies' legend: a figure title and a legend outside the axes would overlap.
+    longest = max(len(handle.get_label()) for handle in handles)
     figure.legend(
         handles=handles,
         loc="outside upper center",
-        ncols=3,
+        ncols=3 if longest <= LEGEND_COLUMN_CHARS else 2,
         fontsize=8,
         frameon=False,
         title=f"{scenario['name']}: {scenario['hours']:g} h from {results.setup.start:%Y-%m-%d %H:%M} UTC",

@@ -121,11 +121,26 @@ def test_a_strategy_with_another_s_every_figure_is_drawn_once_its_label_naming_b
     ] == ["node-compactor\n= node-compactor+surge"]
 
 
-def test_the_legends_stand_outside_every_axis() -> None:
-    figure = plot.draw(day(*planners()))
+def test_the_legends_stand_outside_every_axis_and_inside_the_figure() -> None:
+    # Twins make the longest labels (steady-fragmented: ca-alone = ca-optimize-utilization, node-compactor =
+    # node-compactor+surge).
+    # A cluster of hundreds of nodes: figures as wide as a day's.
+    strategies = [
+        strategy_result("ca-alone", {POOL: [400] * STEPS}),
+        strategy_result("ca-optimize-utilization", {POOL: [400] * STEPS}),
+        strategy_result("gke-consolidation-threshold", {POOL: [350] * STEPS}),
+        strategy_result("estafette", {POOL: [360] * STEPS}),
+        *(
+            strategy_result(name, {POOL: [300 - index] * STEPS}, decisions=decisions)
+            for index, (name, decisions) in enumerate(DECISIONS.items())
+        ),
+        strategy_result("node-compactor+surge", {POOL: [300] * STEPS}, decisions=DECISIONS["node-compactor"]),
+    ]
+    figure = plot.draw(day(*strategies))
     figure.draw_without_rendering()
     assert all(axis.get_legend() is None for axis in figure.axes)
     assert len(figure.legends) == 2, "the strategies' and the decisions'"
     for legend in figure.legends:
         box = legend.get_window_extent()
         assert not any(box.overlaps(axis.get_window_extent()) for axis in figure.axes)
+        assert figure.bbox.x0 <= box.x0 and box.x1 <= figure.bbox.x1, "a legend cut at the figure's edge"

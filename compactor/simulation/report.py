@@ -339,8 +339,8 @@ def _strategy(
         # in evictions too, by the actor kube-scheduler).
         "placeholdersPreempted": recorder.preempted_placeholders,
         "podsPreempted": sum(recorder.preempted.values()),
-        # Node replacements a planner started (a placeholder created: a new node asked for), and of them those whose
-        # new node a displaced pod needed (the placeholder preempted); None for a strategy without a planner.
+        # The new nodes a planner's replacements asked for (placeholders created), and of them those a displaced pod
+        # needed (the placeholder preempted); None for a strategy without a planner.
         "replacements": {"made": result.summary.get("placeholdersCreated", 0), "used": recorder.preempted_placeholders}
         if decisions
         else None,
@@ -669,8 +669,8 @@ def _column_notes(data: dict[str, Any], native_name: str | None) -> list[tuple[s
         ("PENDING POD-MIN", "PENDING POD-MIN: pod-minutes spent pending."),
         (
             REPLACEMENTS,
-            "REPLACEMENTS MADE/USED: node replacements started (a placeholder created, asking for a new node) / of "
-            "them, those whose new node a displaced pod needed (the placeholder preempted).",
+            "REPLACEMENTS MADE/USED: new nodes node replacement asked for (placeholders created) / of them, those a "
+            "displaced pod needed (the placeholder preempted).",
         ),
         (
             "NO READY POD-S",

@@ -120,7 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument("--config", metavar="FILE", help="node-compactor configuration (default: the scenario's)")
     simulate.add_argument("--hours", type=float, metavar="N", help="hours to simulate (default: the scenario's, or 24)")
-    simulate.add_argument("--plot", metavar="PNG", help="also draw the node count over time (needs matplotlib)")
+    simulate.add_argument(
+        "--plot",
+        metavar="PNG",
+        help="also draw the node count, the cost per hour, pending pods and node-compactor's decisions over time "
+        "(needs matplotlib)",
+    )
     simulate.add_argument("--json", action="store_true", help="print the JSON results instead of the table")
     simulate.add_argument(
         "--wide", action="store_true", help="every column of the table (the default fits 120 columns)"
@@ -272,6 +277,7 @@ def _simulate(args: argparse.Namespace) -> int:
         raise BadInputError(f"--hours: {args.hours:g} is not between 0 and 336")
     if args.plot:
         plot.require()
+        plot.check_path(args.plot)
     config = config_source.load({}, config_file=args.config) if args.config else None
     if args.scenario:
         setup = scenario.load(args.scenario, config=config)
@@ -293,6 +299,7 @@ def _simulate(args: argparse.Namespace) -> int:
         bar.close()
     if args.plot:
         plot.write(results, args.plot)
+        print(f"wrote {args.plot}", file=sys.stderr)
     if args.json:
         sys.stdout.buffer.write(simulation_report.to_json(results) + b"\n")
     else:

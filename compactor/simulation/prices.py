@@ -92,6 +92,23 @@ def per_day(setup: Setup, node_hours: Mapping[str, float], measured_hours: float
     return total * HOURS_A_DAY / measured_hours
 
 
+def per_hour(setup: Setup, nodes_by_pool: Mapping[str, Sequence[int]]) -> list[float] | None:
+    """What the nodes cost per hour at each step, from their count per pool at each step; None as `per_day`."""
+    if not complete(setup):
+        return None
+    steps = max((len(series) for series in nodes_by_pool.values()), default=0)
+    total = [0.0] * steps
+    for pool, series in nodes_by_pool.items():
+        if not any(series):
+            continue
+        price = _price(setup, pool)
+        if price is None:
+            return None
+        for index, count in enumerate(series):
+            total[index] += count * price
+    return total
+
+
 def _price(setup: Setup, pool: str) -> float | None:
     price = setup.prices.get(pool)
     return price.per_hour if price is not None else None

@@ -19,7 +19,9 @@ minutes spent acting, and when no drain was started, the gate that held it
 back (the planner's `held_by`), minute by minute of the measured period.
 
 The table fits `WIDTH` columns with the columns of `KEY_COLUMNS` for the unit of comparison (and its notes
-wrapped); `wide` shows every column. The JSON holds every figure either way.
+wrapped), a column's name in two lines where its figures are narrower; `wide` shows every column. A strategy
+whose every figure equals an earlier one's (`twins`) is one line naming that one. The JSON holds every figure
+and every strategy either way.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ COST = "costPerDay"
 NODE_HOURS = "nodeHours"
 # The default table fits a terminal this wide; `--wide` shows every column and may not.
 WIDTH = 120
+REPLACEMENTS = "REPLACEMENTS MADE/USED"
 # The columns a person compares strategies by, in order, when every comparison is by cost (`COST`) and when it
 # is by node-hours; the others are `--wide`'s.
 KEY_COLUMNS = {
@@ -56,6 +59,7 @@ KEY_COLUMNS = {
         "EVICTIONS",
         "NO PLACE",
         "PENDING POD-MIN",
+        REPLACEMENTS,
     ),
     NODE_HOURS: (
         "STRATEGY",
@@ -66,6 +70,7 @@ KEY_COLUMNS = {
         "EVICTIONS",
         "NO PLACE",
         "PENDING POD-MIN",
+        REPLACEMENTS,
     ),
 }
 DECISION_WORDS = {
@@ -334,6 +339,11 @@ def _strategy(
         # in evictions too, by the actor kube-scheduler).
         "placeholdersPreempted": recorder.preempted_placeholders,
         "podsPreempted": sum(recorder.preempted.values()),
+        # The new nodes a planner's replacements asked for (placeholders created), and of them those a displaced pod
+        # needed (the placeholder preempted); None for a strategy without a planner.
+        "replacements": {"made": result.summary.get("placeholdersCreated", 0), "used": recorder.preempted_placeholders}
+        if decisions
+        else None,
         "lostJobMinutes": round(recorder.lost_job_seconds / 60),
         "lostJobMinutesByActor": {
             actor: round(seconds / 60) for actor, seconds in sorted(recorder.lost_job_seconds_by_actor.items())
@@ -452,14 +462,8 @@ def table(data: dict[str, Any], *, wide: bool = False) -> str:
     order = sorted(shown, key=lambda column: key.index(column) if column in key else len(key))
     while not wide and len(order) > 2 and _width(cells, order) > WIDTH:
         order.pop()  # a strategy name longer than any today: the last key column gives way, named below
-    for row in range(len(data["strategies"]) + 1):
-        texts = [column if row == 0 else cells[column][row - 1] for column in order]
-        widths = [max(len(column), *(len(text) for text in cells[column])) for column in order]
-        line = [
-            text.ljust(width) if i == 0 else text.rjust(width)
-            for i, (text, width) in enumerate(zip(texts, widths, strict=True))
-        ]
-        lines.append("  ".join(line).rstrip())
+    same = twins(data["strategies"])
+    lines.extend(_rows(data["strategies"], cells, order, same))
     lines.append("")
     notes = dict(_column_notes(data, native_name))
     lines.extend(_wrap(" ".join(note for column, note in notes.items() if column in order or column == "")))
@@ -475,9 +479,10 @@ def table(data: dict[str, Any], *, wide: bool = False) -> str:
     for warning in data["warnings"]:
         lines.extend(_wrap(f"warning: {warning}"))
     for item in data["strategies"]:
-        lines.extend(_held_lines(item))
+        if item["name"] not in same:
+            lines.extend(_held_lines(item, [name for name, twin in same.items() if twin == item["name"]]))
     for item in data["strategies"]:
-        if item.get("failures"):
+        if item.get("failures") and item["name"] not in same:
             lines.extend(_wrap(f"{item['name']}: {len(item['failures'])} failed run(s), first: {item['failures'][0]}"))
     lines.append(f"Simulated in {data['seconds']:.1f} s.")
     return "\n".join(lines) + "\n"
@@ -531,7 +536,79 @@ def _cells(strategies: list[dict[str, Any]], native_name: str | None, unit: str)
     column("PDB VIOLATIONS", lambda item, bound: "-" if bound else str(item["pdbViolations"]))
     column("NO PLACE", lambda item, bound: "-" if bound else str(item["noPlace"]))
     column("NO READY POD-S", lambda item, bound: "-" if bound else str(item["noReadyPodSeconds"]))
+    column(
+        REPLACEMENTS,
+        lambda item, bound: "-" if not item.get("replacements") else "{made} / {used}".format(**item["replacements"]),
+    )
     return columns
+
+
+def twins(strategies: list[dict[str, Any]]) -> dict[str, str]:
+    """Each strategy whose every figure and series equals an earlier strategy's, mapped to that one: a person reads
+    it once (node-compactor+surge where no pool surges is node-compactor minute for minute). Its own evictions
+    count as the other's own (`...ByActor` names the strategy)."""
+    found: dict[str, str] = {}
+    kept: list[tuple[str, dict[str, Any]]] = []
+    for item in strategies:
+        if item["name"] == LOWER_BOUND:
+            continue
+        figures = {
+            field: {("itself" if actor == item["name"] else actor): by for actor, by in value.items()}
+            if field.endswith("ByActor")
+            else value
+            for field, value in item.items()
+            if field not in ("name", "seconds")
+        }
+        twin = next((name for name, other in kept if other == figures), None)
+        if twin is None:
+            kept.append((item["name"], figures))
+        else:
+            found[item["name"]] = twin
+    return found
+
+
+def _rows(
+    strategies: list[dict[str, Any]], cells: dict[str, list[str]], order: list[str], same: dict[str, str]
+) -> list[str]:
+    """The header (in two lines where a column's values are narrower than its name) and a row a strategy; a twin
+    (`twins`) in one line naming the strategy it equals."""
+    headers = [_header(column, cells[column]) for column in order]
+    widths = [
+        max(len(top), len(bottom), *(len(text) for text in cells[column]))
+        for column, (top, bottom) in zip(order, headers, strict=True)
+    ]
+
+    def line(texts: list[str]) -> str:
+        aligned = [
+            text.ljust(width) if i == 0 else text.rjust(width)
+            for i, (text, width) in enumerate(zip(texts, widths, strict=True))
+        ]
+        return "  ".join(aligned).rstrip()
+
+    lines = [line([top for top, _ in headers])] if any(top for top, _ in headers) else []
+    lines.append(line([bottom for _, bottom in headers]))
+    for row, item in enumerate(strategies):
+        twin = same.get(item["name"])
+        if twin is None:
+            lines.append(line([cells[column][row] for column in order]))
+        else:
+            lines.append(f"{item['name'].ljust(widths[0])}  same figures as {twin}")
+    return lines
+
+
+def _header(column: str, values: list[str]) -> tuple[str, str]:
+    """`column`'s name as (top line, bottom line): split at the space or after the hyphen that leaves the longer
+    line shortest when its values are narrower than the name, else whole on the bottom line."""
+    widest = max((len(text) for text in values), default=0)
+    splits = [
+        (column[:i], column[i + 1 :]) if char == " " else (column[: i + 1], column[i + 1 :])
+        for i, char in enumerate(column)
+        if char in " -"
+    ]
+    best = min(splits, key=lambda split: max(len(part) for part in split), default=None)
+    if best is None or len(column) <= widest or max(len(part) for part in best) >= len(column):
+        return "", column
+    return best
 
 
 def _vs(item: dict[str, Any], field: str, base_name: str | None) -> str:
@@ -540,7 +617,10 @@ def _vs(item: dict[str, Any], field: str, base_name: str | None) -> str:
 
 
 def _width(cells: dict[str, list[str]], order: list[str]) -> int:
-    return sum(max(len(column), *(len(text) for text in cells[column])) for column in order) + 2 * (len(order) - 1)
+    return sum(
+        max(*(len(part) for part in _header(column, cells[column])), *(len(text) for text in cells[column]))
+        for column in order
+    ) + 2 * (len(order) - 1)
 
 
 def _column_notes(data: dict[str, Any], native_name: str | None) -> list[tuple[str, str]]:
@@ -588,6 +668,11 @@ def _column_notes(data: dict[str, Any], native_name: str | None) -> list[tuple[s
         ("NO PLACE", "NO PLACE: displaced pods whose replacement found no node;"),
         ("PENDING POD-MIN", "PENDING POD-MIN: pod-minutes spent pending."),
         (
+            REPLACEMENTS,
+            "REPLACEMENTS MADE/USED: new nodes node replacement asked for (placeholders created) / of them, those a "
+            "displaced pod needed (the placeholder preempted).",
+        ),
+        (
             "NO READY POD-S",
             "NO READY POD-S: seconds workloads spent with no Ready pod after a pod was removed (for a "
             "single-replica service: from its eviction until the replacement is Ready).",
@@ -622,17 +707,20 @@ def _cost_line(data: dict[str, Any]) -> str:
     )
 
 
-def _held_lines(item: dict[str, Any]) -> list[str]:
+def _held_lines(item: dict[str, Any], twins: list[str]) -> list[str]:
+    """What a planner's runs decided, minute by minute; `twins` (`twins`): the strategies that decided the same."""
     decisions: dict[str, float] | None = item.get("decisionMinutes")
     if not decisions:
         return []
     above: dict[str, float] = item.get("decisionMinutesAboveBound") or {}
     total = sum(decisions.values())
     acting = sum(minutes for kind, minutes in decisions.items() if kind in ACTIONS)
+    owners = ", ".join(twin + "'s" for twin in twins)
+    also = f" ({owners} too: the same figures)" if twins else ""
     lines = [
         "",
         *_wrap(
-            f"{item['name']}: what its runs decided, in minutes of the {total:g} measured "
+            f"{item['name']}: what its runs decided{also}, in minutes of the {total:g} measured "
             f"(acting {acting:g}, {100 * acting / total:.0f}%; held back {total - acting:g}); "
             f"ABOVE BOUND: of those, the minutes with more nodes than the lower bound ({sum(above.values()):g}):"
         ),

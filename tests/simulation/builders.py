@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from compactor.settings.config import DEFAULT_POOL_LABEL
 from compactor.simulation import objects, runner, scenario
+from compactor.simulation.metrics import Recorder, Series
 from compactor.simulation.model import PoolSpec, Setup
 from compactor.simulation.world import World
 
@@ -147,3 +150,44 @@ def setup_from(data: Mapping[str, Any]) -> Setup:
 
 def cluster_from(data: Mapping[str, Any]) -> runner.Cluster:
     return runner.build(setup_from(data))
+
+
+def table_columns(table: str) -> list[str]:
+    """The column names of `simulate`'s table, read from its header: the line starting with STRATEGY and, where a
+    name is split in two, the line above it (each column right-aligned under its top half)."""
+    lines = table.splitlines()
+    at = next(index for index, line in enumerate(lines) if line.startswith("STRATEGY"))
+    bottom = lines[at]
+    top = lines[at - 1] if at and lines[at - 1].startswith(" ") else ""
+    names = []
+    previous_end = 0
+    for cell in re.finditer(r"\S+(?: \S+)*", bottom):
+        upper = top[previous_end : cell.end()].strip()
+        joiner = "" if upper.endswith("-") or not upper else " "
+        names.append(upper + joiner + cell.group())
+        previous_end = cell.end()
+    return names
+
+
+def strategy_result(
+    name: str,
+    nodes_by_pool: Mapping[str, list[int]],
+    *,
+    decisions: Sequence[str | None] | None = None,
+    summary: Mapping[str, int] | None = None,
+    evicted: int = 0,
+    preempted_placeholders: int = 0,
+) -> runner.StrategyResult:
+    """A strategy's result as the runner returns it, one step a minute: its nodes by pool, and for a planner its
+    decision at each step; its evictions booked to itself."""
+    steps = len(next(iter(nodes_by_pool.values())))
+    recorder = Recorder(evicted=Counter({name: evicted} if evicted else {}))
+    recorder.preempted_placeholders = preempted_placeholders
+    series = Series(
+        minutes=[float(minute) for minute in range(steps)],
+        nodes=[sum(counts) for counts in zip(*nodes_by_pool.values(), strict=True)],
+        pending=[0] * steps,
+        nodes_by_pool={pool: list(counts) for pool, counts in nodes_by_pool.items()},
+        decisions=list(decisions) if decisions is not None else [None] * steps,
+    )
+    return runner.StrategyResult(name, recorder, series, dict(summary or {}), [], 0.0)

@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from compactor import cli
-from tests.simulation.builders import POOL, scenario_data
+from tests.simulation.builders import POOL, scenario_data, table_columns
 
 SNAPSHOT = "examples/offpeak-snapshot.json"
 
@@ -54,11 +54,12 @@ def test_the_table_and_the_plot(tmp_path: Path, capsys: pytest.CaptureFixture[st
     code, out, err = run(capsys, "--scenario", scenario_file(tmp_path), "--hours", "1", "--plot", str(png))
     assert code == 0, err
     lines = out.splitlines()
-    header = next(line for line in lines if line.startswith("STRATEGY"))
-    assert header.split()[:5] == ["STRATEGY", "NODE-HOURS", "VS", "BEST", "NATIVE"]
+    assert table_columns(out)[:3] == ["STRATEGY", "NODE-HOURS", "VS BEST NATIVE"]
     assert [line.split()[0] for line in lines if line.split() and line.split()[0] in cli_names()] == cli_names()
-    assert "node-compactor: what its runs decided, in minutes of the 60 measured" in out
+    assert "node-compactor: what its runs decided" in out
+    assert "in minutes of the 60 measured" in " ".join(out.split())
     assert png.read_bytes().startswith(b"\x89PNG")
+    assert err.endswith(f"wrote {png}\n"), "the command says where the plot is, on stderr beside the progress"
 
 
 def cli_names() -> list[str]:
@@ -152,6 +153,30 @@ def test_a_plot_without_matplotlib_fails_before_simulating(
     assert "done" not in err
 
 
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        pytest.param("missing/nodes.png", "the directory {tmp}/missing does not exist", id="missing-directory"),
+        pytest.param("file.txt/nodes.png", "{tmp}/file.txt is not a directory", id="a-file-as-directory"),
+        pytest.param(".", "{tmp}/. is a directory; give a file name", id="a-directory"),
+        pytest.param("/sys/nodes.png", "no file can be created in /sys", id="not-writable"),
+    ],
+)
+def test_a_plot_path_that_cannot_be_written_exits_2_before_simulating(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str, message: str
+) -> None:
+    if where.startswith("/sys") and not Path("/sys").is_dir():
+        pytest.skip("no /sys here: no directory read-only even for root")
+    (tmp_path / "file.txt").write_text("not a directory")
+    path = where if where.startswith("/") else f"{tmp_path}/{where}"
+    code, out, err = run(capsys, "--scenario", scenario_file(tmp_path), "--hours", "1", "--plot", path)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"error: --plot: {path}" if where == "." else f"error: --plot: cannot write {path}")
+    assert message.format(tmp=tmp_path) in err
+    assert "done" not in err and "%" not in err, "no step was simulated"
+    assert not list(tmp_path.glob(".node-compactor-plot-*")), "the check leaves nothing behind"
+
+
 def test_a_simulation_without_highspy_fails_before_its_first_measured_step(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -217,14 +242,10 @@ def test_a_colour_means_one_thing_in_every_panel() -> None:
 
     strategies = set(plot.COLORS.values())
     held = ["pool", "marked-recently", "no-fit", "pdb", "trigger", "cooldown", "window", "min-nodes"]
-    for strategy in ("node-compactor", "node-compactor+threshold"):
-        styles = plot.band_styles(strategy, ["drain", "continue-drain", "rollback", *held])
-        # The strategy's own drains are its own colour; a reason it was held back is no strategy's colour.
-        assert styles["drain"][0] == plot.COLORS[strategy]
-        assert styles["continue-drain"][0].startswith(plot.COLORS[strategy])
-        assert all(styles[kind][0] not in strategies | {plot.PLATEAU_COLOR} for kind in held)
-        # Every reason looks different from every other.
-        assert len({styles[kind] for kind in held}) == len(held)
+    styles = plot.decision_styles(["drain", "continue-drain", "rollback", *held])
+    # A decision is no strategy's colour, nor the night plateau's; every decision looks different from every other.
+    assert all(styles[kind][0] not in strategies | {plot.PLATEAU_COLOR} for kind in styles)
+    assert len(set(styles.values())) == len(styles)
     assert plot.PLATEAU_COLOR not in strategies
 
 

@@ -11,7 +11,7 @@ import pytest
 from compactor.simulation import report, runner
 from compactor.simulation.metrics import Recorder, Series
 from compactor.simulation.runner import Results, StrategyResult
-from tests.simulation.builders import setup_from
+from tests.simulation.builders import setup_from, table_columns
 
 ZONES = ["europe-west1-b", "europe-west1-c"]
 STEPS = 60  # one hour in minute steps
@@ -109,15 +109,13 @@ def test_without_a_price_for_every_node_every_comparison_is_in_node_hours_and_th
     assert items["ca-alone"]["aboveLowerBound"] == pytest.approx(10 / 2 - 1, abs=1e-4)
     table = report.table(summary)
     assert "Every comparison is in node-hours: not every node has a price" in " ".join(table.split())
-    header = next(line for line in table.splitlines() if line.startswith("STRATEGY")).split("  ")
-    assert [cell.strip() for cell in header if cell.strip()][:3] == ["STRATEGY", "NODE-HOURS", "VS BEST NATIVE"]
+    assert table_columns(table)[:3] == ["STRATEGY", "NODE-HOURS", "VS BEST NATIVE"]
 
 
 def test_with_prices_the_table_leads_with_cost_and_the_cheapest_native_strategy() -> None:
     table = report.table(report.summarize(results()))
     lines = table.splitlines()
-    header = next(line for line in lines if line.startswith("STRATEGY"))
-    assert [cell.strip() for cell in header.split("  ") if cell.strip()][:5] == [
+    assert table_columns(table)[:5] == [
         "STRATEGY",
         "COST/DAY",
         "VS BEST NATIVE",

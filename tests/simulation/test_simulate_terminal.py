@@ -13,13 +13,14 @@ import pytest
 
 from compactor import cli
 from compactor.simulation import progress, report, runner, scenario
-from tests.simulation.builders import START, scenario_data, setup_from
+from compactor.simulation.runner import Results, StrategyResult
+from tests.simulation.builders import POOL, START, scenario_data, setup_from, strategy_result, table_columns
 
 # Where every node has a price, the table leads with money, node-hours beside; without, with node-hours.
 PRICED_COLUMNS = ["STRATEGY", "COST/DAY", "VS BEST NATIVE", "ABOVE BOUND", "NODE-HOURS", "EVICTIONS", "NO PLACE"]
-PRICED_COLUMNS += ["PENDING POD-MIN"]
+PRICED_COLUMNS += ["PENDING POD-MIN", "REPLACEMENTS MADE/USED"]
 KEY_COLUMNS = ["STRATEGY", "NODE-HOURS", "VS BEST NATIVE", "ABOVE BOUND", "COST/DAY", "EVICTIONS", "NO PLACE"]
-KEY_COLUMNS += ["PENDING POD-MIN"]
+KEY_COLUMNS += ["PENDING POD-MIN", "REPLACEMENTS MADE/USED"]
 WIDE_ONLY = ["VS CA ALONE", "RECOVERED", "NODES MIN-MAX", "NIGHT GAP", "REMOVED", "PER NODE", "PDB VIOLATIONS"]
 WIDE_ONLY += ["NO READY POD-S"]
 PRICED_WIDE_ONLY = [*WIDE_ONLY, "NODE-HOURS VS NATIVE", "NODE-HOURS ABOVE BOUND"]
@@ -41,8 +42,7 @@ def simulate(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str, pri
 
 
 def columns(table: str) -> list[str]:
-    header = next(line for line in table.splitlines() if line.startswith("STRATEGY"))
-    return re.split(r"\s{2,}", header.strip())
+    return table_columns(table)
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +84,7 @@ def test_wide_shows_every_column(
     table = simulate(tmp_path, capsys, "--wide", priced=priced)
     assert set(columns(table)) == set(key + wide_only)
     assert columns(table)[: len(key)] == key
-    assert "NO READY POD-S: seconds workloads spent with no Ready pod" in table
+    assert "NO READY POD-S: seconds workloads spent with no Ready pod" in " ".join(table.split())
 
 
 def test_a_pdb_violation_is_named_under_the_default_table_though_its_column_is_wides(summary: dict[str, Any]) -> None:
@@ -120,6 +120,101 @@ def test_long_warnings_failures_and_meanings_wrap_within_120_columns(summary: di
     assert " ".join(line.strip() for line in table.split("warning: ")[1].splitlines()[:4]).startswith(warning)
     assert all(line.startswith("  ") for line in table.split("warning: ")[1].splitlines()[1:3])
     assert "node-compactor: 1 failed run(s), first: the API server said no no" in table
+
+
+def day_of(*strategies: StrategyResult) -> Results:
+    """A priced cluster's results for these strategies, the lower bound one node all along."""
+    setup = setup_from(scenario_data(pools=PRICED_POOLS))
+    steps = len(strategies[0].series.nodes)
+    price = setup.prices[POOL].per_hour
+    assert price is not None
+    return Results(setup, list(strategies), [1] * steps, {POOL: [1] * steps}, lower_bound_cost=[price] * steps)
+
+
+DECIDED: list[str | None] = ["drain", "no-fit", "no-fit", "pdb"] * 15  # an hour of minute steps
+
+
+def row(table: str, name: str) -> str:
+    (line,) = [line for line in table.splitlines() if line.startswith(name + " ")]
+    return line
+
+
+def test_the_default_table_shows_the_replacements_a_planner_made_and_those_used() -> None:
+    data = report.summarize(
+        day_of(
+            strategy_result("ca-alone", {POOL: [3] * 60}),
+            strategy_result(
+                "node-compactor",
+                {POOL: [2] * 60},
+                decisions=DECIDED,
+                summary={"placeholdersCreated": 4},
+                preempted_placeholders=3,
+            ),
+        )
+    )
+    items = {item["name"]: item for item in data["strategies"]}
+    assert items["node-compactor"]["replacements"] == {"made": 4, "used": 3}
+    assert items["ca-alone"]["replacements"] is None, "no planner: nothing to replace with"
+    table = report.table(data)
+    assert table_columns(table)[-1] == "REPLACEMENTS MADE/USED"
+    assert row(table, "node-compactor").endswith("  4 / 3")
+    assert row(table, "ca-alone").endswith("  -")
+    notes = " ".join(table.split())
+    assert "REPLACEMENTS MADE/USED: new nodes node replacement asked for (placeholders created)" in notes
+
+
+def test_a_strategy_with_every_figure_of_another_is_one_line_that_says_so() -> None:
+    # node-compactor+surge where no pool surges: node-compactor minute for minute, its evictions its own.
+    data = report.summarize(
+        day_of(
+            strategy_result("ca-alone", {POOL: [3] * 60}),
+            strategy_result("node-compactor", {POOL: [2] * 60}, decisions=DECIDED, evicted=5),
+            strategy_result("node-compactor+surge", {POOL: [2] * 60}, decisions=DECIDED, evicted=5),
+            strategy_result("node-compactor+threshold", {POOL: [2] * 60}, decisions=DECIDED, evicted=6),
+        )
+    )
+    assert report.twins(data["strategies"]) == {"node-compactor+surge": "node-compactor"}
+    table = report.table(data)
+    assert re.fullmatch(r"node-compactor\+surge +same figures as node-compactor", row(table, "node-compactor+surge"))
+    assert row(table, "node-compactor+threshold").split()[5] == "6", "one eviction more: a line of its own"
+    # One section of decisions for the two, naming both; none repeated word for word.
+    assert table.count("what its runs decided") == 2
+    assert not any(line.startswith("node-compactor+surge:") for line in table.splitlines())
+    assert "node-compactor: what its runs decided (node-compactor+surge's too: the same figures)" in " ".join(
+        table.split()
+    )
+
+
+def test_oversized_large_nodes_fits_120_columns_with_cost_pending_pod_minutes_and_replacements(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A quarter of an hour (after the scenario's warm-up) keeps the test short; a day's wider figures below.
+    code = cli.main(["simulate", "--scenario", "examples/scenarios/oversized-large-nodes.json", "--hours", "0.25"])
+    table = capsys.readouterr().out
+    assert code == 0
+    assert max(len(line) for line in table.splitlines()) <= 120
+    assert table_columns(table) == PRICED_COLUMNS
+    assert row(table, "node-compactor").endswith("0 / 0")
+
+
+def test_a_days_widest_figures_still_fit_120_columns() -> None:
+    # Ten times the widest figures of docs/savings.md's thirteen scenarios (cost per day, evictions, pods with no
+    # place, pending pod-minutes), under the longest strategy names.
+    names = list(runner.STRATEGIES)
+    data = report.summarize(
+        day_of(
+            *(strategy_result(name, {POOL: [2 + index] * 60}, decisions=DECIDED) for index, name in enumerate(names))
+        )
+    )
+    for item in data["strategies"]:
+        item.update(costPerDay=3155.6, nodeHours=8830.0, evictions=11560, noPlace=4780, pendingPodMinutes=20170)
+        item["vsBestNative"] = item["aboveLowerBound"] = 12.345
+        item["replacements"] = {"made": 120, "used": 120}
+    table = report.table(data)
+    assert max(len(line) for line in table.splitlines()) <= 120
+    assert table_columns(table) == PRICED_COLUMNS
+    figures = ["3155.60", "+1234.5%", "+1234.5%", "8830.0", "11560", "4780", "20170", "120", "/", "120"]
+    assert row(table, "node-compactor+priorities").split()[1:] == figures
 
 
 # -- progress --------------------------------------------------------------------------------------------

@@ -37,6 +37,9 @@ class Recorder:
     no_ready_seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     no_ready_spans: Counter[str] = field(default_factory=Counter)
     no_ready_since: dict[tuple[str, str, str], tuple[datetime, str]] = field(default_factory=dict)
+    # Each node replacement a planner started: when, the replaced nodes, the target, how many new nodes, Spot,
+    # and its prices per hour (the report's `replacements.started`).
+    replacements: list[dict[str, object]] = field(default_factory=list)
 
     def disruptions(self) -> int:
         return sum(self.evicted.values()) + sum(self.deleted.values())

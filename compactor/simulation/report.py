@@ -249,6 +249,12 @@ def _bound_cost(results: Results) -> float | None:
     return sum(costs) / len(costs) * prices.HOURS_A_DAY
 
 
+def _replacement(item: dict[str, object]) -> dict[str, object]:
+    """One replacement a planner started, its prices per hour to four places (as a plan's report has them)."""
+    money = ("removedPricePerHour", "pricePerHour", "savingsPerHour")
+    return {key: round(value, 4) if key in money and isinstance(value, float) else value for key, value in item.items()}
+
+
 def _money(value: float | None) -> float | None:
     return None if value is None else round(value, 2)
 
@@ -341,7 +347,11 @@ def _strategy(
         "podsPreempted": sum(recorder.preempted.values()),
         # The new nodes a planner's replacements asked for (placeholders created), and of them those a displaced pod
         # needed (the placeholder preempted); None for a strategy without a planner.
-        "replacements": {"made": result.summary.get("placeholdersCreated", 0), "used": recorder.preempted_placeholders}
+        "replacements": {
+            "made": result.summary.get("placeholdersCreated", 0),
+            "used": recorder.preempted_placeholders,
+            "started": [_replacement(item) for item in recorder.replacements],
+        }
         if decisions
         else None,
         "lostJobMinutes": round(recorder.lost_job_seconds / 60),

@@ -255,6 +255,20 @@ class NodeCompactor:
         if outcome.restarted:
             self.counts["rollingRestarts"] = self.counts.get("rollingRestarts", 0) + len(outcome.restarted)
         written = outcome.replacement
+        started = plan.replacement
+        if written.created and started is not None and started.step == "create":
+            self.world.recorder.replacements.append(
+                {
+                    "at": format_stamp(now),
+                    "nodes": list(started.nodes),
+                    "target": started.target_pool,
+                    "newNodes": started.new_nodes,
+                    "spot": ("cloud.google.com/gke-spot", "true") in started.node_selector,
+                    "removedPricePerHour": started.removed_price_per_hour,
+                    "pricePerHour": started.price_per_hour,
+                    "savingsPerHour": started.savings_per_hour,
+                }
+            )
         self._count("replacementsStarted", bool(written.created))
         self._add("placeholdersCreated", len(written.created))
         self._count("placeholdersDeleted", bool(written.deleted))

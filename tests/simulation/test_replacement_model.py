@@ -31,7 +31,7 @@ from compactor.errors import BadInputError
 from compactor.kube import quantity
 from compactor.kube.client import ConflictError
 from compactor.settings.config import DEFAULT_POOL_LABEL, Config
-from compactor.simulation import runner, scenario
+from compactor.simulation import report, runner, scenario
 from compactor.simulation.runner import Cluster
 from compactor.simulation.scheduler import Scheduler
 from compactor.simulation.strategies import NodeCompactor
@@ -344,6 +344,35 @@ def test_a_busy_node_is_replaced_by_two_new_nodes_each_asked_for_by_its_own_plac
     recorder = world_.recorder
     assert recorder.pdb_violations == {} and recorder.no_place == {}
     assert not strategy.failures
+    # simulate --json lists each replacement: its nodes, target, new nodes and saving.
+    assert [(len(item["nodes"]), item["target"], item["newNodes"]) for item in recorder.replacements] == [
+        (1, SMALL, 1),
+        (1, SMALL, 2),
+    ]
+    assert all(float(str(item["savingsPerHour"])) > 0 for item in recorder.replacements)
+
+
+def test_simulate_json_lists_each_replacement_started() -> None:
+    data = replaceable(max_new_nodes=2)
+    data["hours"] = 1
+    setup = scenario.parse(json.dumps(data), source="test.json")
+    document = report.summarize(runner.run(setup, strategies=("node-compactor",)))
+    (compactor,) = [item for item in document["strategies"] if item["name"] == "node-compactor"]
+    started = compactor["replacements"]["started"]
+    assert [item["newNodes"] for item in started] == [1, 2]
+    assert compactor["replacements"]["made"] == 3
+    first = started[0]
+    assert set(first) == {
+        "at",
+        "nodes",
+        "target",
+        "newNodes",
+        "spot",
+        "removedPricePerHour",
+        "pricePerHour",
+        "savingsPerHour",
+    }
+    assert first["savingsPerHour"] == pytest.approx(first["removedPricePerHour"] - first["pricePerHour"], abs=1e-3)
 
 
 # -- the shipped scenarios -------------------------------------------------------------------------------

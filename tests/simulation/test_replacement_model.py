@@ -345,10 +345,7 @@ def test_a_busy_node_is_replaced_by_two_new_nodes_each_asked_for_by_its_own_plac
     assert recorder.pdb_violations == {} and recorder.no_place == {}
     assert not strategy.failures
     # simulate --json lists each replacement: its nodes, target, new nodes and saving.
-    assert [(len(item["nodes"]), item["target"], item["newNodes"]) for item in recorder.replacements] == [
-        (1, SMALL, 1),
-        (1, SMALL, 2),
-    ]
+    assert [(item["target"], item["newNodes"]) for item in recorder.replacements] == [(SMALL, 1), (SMALL, 2)]
     assert all(float(str(item["savingsPerHour"])) > 0 for item in recorder.replacements)
 
 

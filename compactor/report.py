@@ -514,8 +514,10 @@ def to_table(plan: Plan, *, notes: Sequence[str] = ()) -> str:
     if plan.replacement is not None:
         replacement = plan.replacement
         lines += _wrap(
-            f"Node replacement ({replacement.step}, {replacement.placeholder}): {_names(replacement.nodes)} -> "
-            f"pool {replacement.target_pool}. {replacement.reason}."
+            f"Node replacement ({replacement.step}, {_names(replacement.all_placeholders)}): "
+            f"{_names(replacement.nodes)} -> {replacement.new_nodes} new node(s) of "
+            f"{'machine type' if replacement.machine_type_target else 'pool'} {replacement.target_pool}. "
+            f"{replacement.reason}."
         )
     for name, note in ((node.name, node.replacement) for node in plan.nodes if node.replacement):
         lines += _wrap(f"Replacement of {name}: {note}.")

@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from compactor import report
 from compactor.actuation import placeholders
 from compactor.core import planner
 from compactor.core.model import (
@@ -101,6 +102,18 @@ def test_a_busy_node_is_replaced_by_two_new_nodes_when_one_cannot_hold_its_pods(
     # Each placeholder asks for the two pods the proof put on its node, not for all four.
     assert [ask.cpu_millis for ask in chosen.placeholder_requests] == [3600, 3600]
     assert "-> 2 " in chosen.reason
+
+
+def test_the_table_and_the_json_report_name_every_placeholder_and_the_new_nodes() -> None:
+    nodes, pods = a_busy_big_node_whose_pods_need_two_small_ones()
+    plan = plan_for(nodes, pods, config())
+    assert plan.replacement is not None
+    text = " ".join(report.to_table(plan).split())
+    first, second = plan.replacement.placeholders
+    assert f"Node replacement (create, {first}, {second}): b1 -> 2 new node(s) of pool {SMALL}." in text
+    document = report.to_dict(plan)["replacement"]
+    assert document["placeholders"] == [first, second] and document["newNodes"] == 2
+    assert document["target"] == document["targetPool"] == SMALL
 
 
 def test_max_new_nodes_1_keeps_the_replacement_to_one_new_node_and_says_why_none_is_made() -> None:

@@ -24,7 +24,8 @@ from compactor.core.model import (
     Snapshot,
 )
 from compactor.core.plan import Plan
-from compactor.core.replacement import search
+from compactor.core.prices import machines
+from compactor.core.replacement import search, templates
 from compactor.errors import ConfigError
 from compactor.settings.config import Config, parse
 from tests.builders import LONG_AGO, NOW, ago, make_config, make_node, make_pod, node_report, stamp, toleration
@@ -374,3 +375,17 @@ def test_an_unknown_machine_type_is_a_warning_and_not_used() -> None:
     plan = plan_for(nodes, pods, settings, creates_pools=True)
     assert plan.replacement is None
     assert any("machine type zz9-standard-4 has no known allocatable" in text for text in plan.price_warnings)
+
+
+def test_a_machine_type_s_new_node_is_taken_a_margin_below_gke_s_formula_so_its_placeholder_fits() -> None:
+    # A node reports within a few percent of GKE's published reservations: a placeholder asking for the formula's
+    # full allocatable might fit on no real node of the type, and the replacement would only wait and give up.
+    # b1's four 1.95-cpu pods (7.8 cpu) go to one e2-standard-8 and s1's 2 free cpu: the ask is capped.
+    nodes = [big("b1"), small()]
+    pods = pods_of("b1", "1950m", "1950m", "1950m", "1950m") + pods_of("s1", "2")
+    settings = config(targets=(), machineTypes=["e2-standard-8"])
+    chosen = plan_for(nodes, pods, settings, creates_pools=True).replacement
+    assert chosen is not None and (chosen.target_pool, chosen.new_nodes) == ("e2-standard-8", 1)
+    cpu, _ = machines.allocatable_amounts("e2-standard-8")
+    (ask,) = chosen.placeholder_requests
+    assert ask.cpu_millis == cpu * (100 - templates.FORMULA_MARGIN_PERCENT) // 100 < 7800

@@ -313,8 +313,11 @@ class Autoscaler:
 
     def _may_grow(self, pool: PoolSpec, keys: list[str]) -> list[str]:
         """The pods a pool may grow for: all, but for a pool node auto-provisioning creates, those that select its
-        machine family or machine type (what makes GKE create a pool of that shape)."""
-        if not pool.auto_created:
+        machine family or machine type (what makes GKE create a pool of that shape), or all when the pool is a rung
+        of a ComputeClass (a class with `nodePoolAutoCreation` creates its rungs' pools for the pods that select
+        it: GKE's "About custom ComputeClasses", and the rungs `migration.user_classes` writes for every pool a
+        pod may use)."""
+        if not pool.auto_created or any(pool.name in found.rungs for found in self.settings.classes):
             return keys
         return [key for key in keys if AUTO_CREATION_LABELS & {k for k, _ in self.world.pod_record(key).node_selector}]
 

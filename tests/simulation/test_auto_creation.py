@@ -3,6 +3,7 @@ family or machine type a pool of that shape, as GKE's node auto-provisioning doe
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 
 from compactor.errors import BadInputError
 from compactor.simulation import runner
+from compactor.simulation.model import ComputeClass
 from compactor.simulation.strategies import ClusterAutoscalerAlone
 from tests.simulation.builders import setup_from
 
@@ -100,6 +102,17 @@ def test_a_pod_that_selects_no_shape_never_gets_an_auto_created_pool() -> None:
     run_until(cluster, 70)
     assert "pending" in batch_pools(cluster)
     assert not any(name.startswith("gke-sim-nap") for name in cluster.world.nodes)
+
+
+def test_a_compute_class_rung_gets_its_auto_created_pool_for_pods_that_select_no_shape() -> None:
+    # A class with nodePoolAutoCreation (the rungs `migration.user_classes` writes): GKE creates the rung's pool for
+    # the class's pods, which need not select a machine type.
+    setup = setup_from(cluster_with(selector=None, machine_types=["n2-standard-8"], replicas=6))
+    cluster = runner.build(setup)
+    classes = (ComputeClass("nap-first", ("nap-n2-standard-8", "e2-pool")),)
+    cluster.autoscaler.settings = dataclasses.replace(cluster.autoscaler.settings, classes=classes)
+    run_until(cluster, 70)
+    assert "nap-n2-standard-8" in batch_pools(cluster) and "pending" not in batch_pools(cluster)
 
 
 def test_spot_auto_creation_makes_a_tainted_spot_pool() -> None:

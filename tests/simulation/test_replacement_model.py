@@ -62,6 +62,7 @@ LATER_SCENARIOS = (
     "examples/scenarios/three-shapes-dearest-busy.json",
     "examples/scenarios/memory-cpu-mix.json",
     "examples/scenarios/spot-workers-preferred.json",
+    "examples/scenarios/c3-busy-with-pool-auto-creation.json",
 )
 
 
@@ -411,6 +412,17 @@ def test_the_replacement_scenarios_replace_nodes_and_break_nothing(path: str) ->
     assert compactor.summary.get("placeholdersCreated", 0) >= 1
     assert compactor.recorder.pdb_violations == {}
     assert compactor.recorder.no_place == {}
+    assert not compactor.failures
+
+
+def test_busy_c3_nodes_are_replaced_by_machine_types_gke_creates_pools_for() -> None:
+    setup = scenario.load("examples/scenarios/c3-busy-with-pool-auto-creation.json")
+    results = runner.run(setup, strategies=("node-compactor",))
+    (compactor,) = results.strategies
+    started = compactor.recorder.replacements
+    assert started and {item["target"] for item in started} <= {"e2-standard-8", "n2d-standard-8"}
+    assert compactor.summary.get("replacementsGivenUp", 0) == 0, "every placeholder fits the node GKE creates"
+    assert compactor.recorder.pdb_violations == {} and compactor.recorder.no_place == {}
     assert not compactor.failures
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,10 +23,15 @@ from compactor.core.model import (
     REPLACED_BY,
     REPLACEMENT_LABEL,
 )
+from compactor.core.prices import machines
 from compactor.settings.config import DEFAULT_PLACEHOLDER_NAMESPACE
+from tests import fakegke
 from tests.e2e.cluster import (
     HOSTNAME_LABEL,
+    INSTANCE_TYPE_LABEL,
     PAUSE_IMAGE,
+    POOL_LABEL,
+    ZONE_LABEL,
     KubeCluster,
     Scenario,
     Watcher,
@@ -398,3 +404,142 @@ def test_a_busy_node_is_replaced_by_two_new_nodes_its_placeholders_hold_apart_un
     assert {name for name, code in evictions if code == 201} == {name_of(pod) for pod in pods}, evictions
     assert all(code in (201, 429) for _, code in evictions), evictions
     assert s1 not in {node_of(pod) for pod in settled}
+
+
+GKE_CLUSTER = "projects/e2e-project/locations/europe-west1/clusters/e2e"
+MACHINE_FAMILY_LABEL = "cloud.google.com/machine-family"
+
+
+@pytest.fixture
+def gke_api() -> Iterator[fakegke.GkeApi]:
+    with fakegke.running() as api:
+        yield api
+
+
+def test_a_machine_type_target_asks_gke_for_the_instance_type_and_drains_onto_the_node_it_creates(
+    scenario: Scenario, gke_api: fakegke.GkeApi
+) -> None:
+    cluster = scenario.cluster
+    placeholder_prerequisites(cluster)
+    big, zone = "mt-big", "europe-west1-b"
+    # GKE's word on the cluster, as `run --gke` reads it: node auto-provisioning creates pools, so the pool's
+    # machineTypes are targets (without it they are a warning and unused).
+    big_pool = {
+        "name": big,
+        "autoscaling": {"enabled": True, "minNodeCount": 0, "maxNodeCount": 3},
+        "locations": [zone],
+        "config": {"machineType": "n2-standard-8"},
+    }
+    nap = {"enableNodeAutoprovisioning": True}
+    # b1, an n2-standard-8, holds three pods of 1.2 cpu that one e2-standard-4 (3920m allocatable) takes.
+    cpu, memory = machines.allocatable_amounts("n2-standard-8")
+    [b1] = scenario.add_pool(big, 1, cpu=f"{cpu}m", memory=str(memory), instance_type="n2-standard-8", zone=zone)
+    pods = scenario.deployment("web", replicas=3, cpu="1200m")
+    assert {node_of(pod) for pod in pods} == {b1}
+    scenario.pdb("web", "web", max_unavailable=1)
+    config = {
+        "nodePools": {
+            big: {
+                "enabled": True,
+                "scaleDownCPURequestRatioLimit": 0.75,
+                "minNodes": 0,
+                "neededMarkedTimeSeconds": MARKED_SECONDS,
+                "minimumNodeAgeSeconds": 0,
+                "scaleUpCooldownSeconds": 0,
+                "drainTimeoutSeconds": 300,
+                "replacement": {
+                    "enabled": True,
+                    "machineTypes": ["e2-standard-8", "e2-standard-4"],
+                    "timeoutSeconds": 300,
+                },
+            }
+        }
+    }
+    env = {"COMPACTOR_RUN_BUDGET_SECONDS": "60"}
+
+    def run() -> dict[str, Any]:
+        done = cluster.compactor_on_gke(gke_api.url, GKE_CLUSTER, config=config, env=env)
+        assert done.exit_code == 0, done
+        return done.report
+
+    # Until GKE's cluster config turns node auto-provisioning on, the machine types are a warning and unused.
+    gke_api.clusters[GKE_CLUSTER] = cluster.gke_cluster([big_pool])
+    unused = run()
+    assert "replacement" not in unused and unused["replaceable"]["add"] == [], unused
+    assert any("does not create node pools" in warning for warning in unused["warnings"]), unused
+    gke_api.clusters[GKE_CLUSTER] = cluster.gke_cluster([big_pool], autoscaling=nap)
+    found = run()
+    assert found["replaceable"]["add"] == [b1], found
+    assert not any("machineTypes" in warning for warning in found["warnings"]), found
+    time.sleep(MARKED_SECONDS + 1)
+
+    # The cheapest machine type that takes the pods, priced from the built-in table: one e2-standard-4.
+    asked = run()
+    replacement = asked["replacement"]
+    assert (replacement["step"], replacement["nodes"], replacement["newNodes"]) == ("create", [b1], 1), asked
+    assert replacement["target"] == replacement["machineType"] == "e2-standard-4", asked
+    assert replacement["zone"] == zone and "targetPool" not in replacement, asked
+    [placeholder] = placeholders(cluster)
+    # It selects the shape and the zone, never a pool: GKE creates one for it.
+    assert placeholder["spec"]["nodeSelector"] == {
+        MACHINE_FAMILY_LABEL: "e2",
+        INSTANCE_TYPE_LABEL: "e2-standard-4",
+        ZONE_LABEL: zone,
+    }, placeholder
+    wait_for(
+        "kube-scheduler finds no node for the placeholder",
+        lambda: "didn't match Pod's node affinity/selector" in scheduling_message(placeholders(cluster)[0]),
+    )
+    assert run()["replacement"]["step"] == "wait"
+
+    # The test plays node auto-provisioning: GKE creates a pool of e2-standard-4 in the zone, and its node joins,
+    # labelled as GKE labels it, with what GKE leaves allocatable on the machine type.
+    created = "nap-e2-standard-4-1a2b3c4d"
+    gke_api.clusters[GKE_CLUSTER] = cluster.gke_cluster(
+        [
+            big_pool,
+            {
+                "name": created,
+                "autoscaling": {"enabled": True, "autoprovisioned": True, "minNodeCount": 0, "maxNodeCount": 1000},
+                "locations": [zone],
+                "config": {"machineType": "e2-standard-4"},
+            },
+        ],
+        autoscaling=nap,
+    )
+    cpu, memory = machines.allocatable_amounts("e2-standard-4")
+    new_node = f"gke-e2e-{created}-5e6f-0001"
+    scenario.add_node(
+        new_node,
+        pool=created,
+        zone=zone,
+        instance_type="e2-standard-4",
+        cpu=f"{cpu}m",
+        memory=str(memory),
+        labels={MACHINE_FAMILY_LABEL: "e2"},
+    )
+    wait_for(
+        "the placeholder runs on the created node",
+        lambda: [p for p in placeholders(cluster) if is_ready(p) and node_of(p) == new_node],
+    )
+
+    watch = BudgetWatch(cluster, scenario.namespace, {"web": 2})
+    runs = []
+    with Watcher(watch.observe) as watcher:
+        for _ in range(8):
+            runs.append(run())
+            if not movable_pods_on(cluster, b1):
+                break
+            time.sleep(1)
+        settled = cluster.wait_deployment(scenario.namespace, "web", 3)
+    assert (runs[0]["decision"]["action"], runs[0]["decision"]["node"]) == ("drain", b1), runs[0]
+    assert watcher.polls > 10
+    assert watch.violations == [], watch.violations
+    assert {node_of(pod) for pod in settled} == {new_node}
+    assert placeholders(cluster) == [], "the placeholder outlived the replacement"
+    assert preempted(cluster, {name_of(placeholder)}) == {name_of(placeholder)}
+    done = run()
+    assert done["outcome"]["replacedByRemoved"] == [b1], done
+    pending = [name_of(pod) for pod in scenario.pods() if pod["status"].get("phase") != "Running"]
+    assert pending == [], f"stranded pods: {pending}"
+    assert cluster.node(new_node)["metadata"]["labels"][POOL_LABEL] == created

@@ -1,10 +1,13 @@
 """Node replacement on a real control plane (DESIGN "Node replacement"): the placeholder stays Pending
 until the test, playing the Cluster Autoscaler, adds a node to the target pool; kube-scheduler binds it
 there; the drain runs; kube-scheduler preempts the placeholder for the evicted pods' replacements; every
-pod ends Running, no PodDisruptionBudget is broken, and the placeholder is gone.
+pod ends Running, no PodDisruptionBudget is broken, and the placeholder is gone. Also with two new nodes
+(two placeholders under one replacement id, kept apart by their anti-affinity, both preempted) and with a
+machine type of `machineTypes` (the test plays node auto-provisioning).
 
 node-compactor runs as users run it (`python -m compactor run --kubeconfig ... --config ... --json`)
-with the RBAC of deploy/.
+with the RBAC of deploy/; where the test needs what GKE says of the cluster (node auto-provisioning), as
+on GKE (`run --gke`), GKE's API served by tests/fakegke (tests/e2e/gke_run.py).
 """
 
 from __future__ import annotations
@@ -434,6 +437,7 @@ def test_a_machine_type_target_asks_gke_for_the_instance_type_and_drains_onto_th
     # b1, an n2-standard-8, holds three pods of 1.2 cpu that one e2-standard-4 (3920m allocatable) takes.
     cpu, memory = machines.allocatable_amounts("n2-standard-8")
     [b1] = scenario.add_pool(big, 1, cpu=f"{cpu}m", memory=str(memory), instance_type="n2-standard-8", zone=zone)
+    # No nodeSelector: a node of a pool GKE creates carries GKE's labels only (the test's nodes are the cluster's).
     pods = scenario.deployment("web", replicas=3, cpu="1200m")
     assert {node_of(pod) for pod in pods} == {b1}
     scenario.pdb("web", "web", max_unavailable=1)
@@ -537,7 +541,7 @@ def test_a_machine_type_target_asks_gke_for_the_instance_type_and_drains_onto_th
     assert watch.violations == [], watch.violations
     assert {node_of(pod) for pod in settled} == {new_node}
     assert placeholders(cluster) == [], "the placeholder outlived the replacement"
-    assert preempted(cluster, {name_of(placeholder)}) == {name_of(placeholder)}
+    assert wait_for("kube-scheduler's Preempted event", lambda: preempted(cluster, {name_of(placeholder)}))
     done = run()
     assert done["outcome"]["replacedByRemoved"] == [b1], done
     pending = [name_of(pod) for pod in scenario.pods() if pod["status"].get("phase") != "Running"]

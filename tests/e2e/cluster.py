@@ -11,6 +11,7 @@ did not create, or hide an API error (every unexpected answer raises ApiError wi
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -80,6 +81,8 @@ class KubeCluster:
       deploy/rbac.yaml and deploy/rbac-hpa-floor.yaml; `url`; `audit_log` (JSON lines).
     - `request`/`get`/`create`/`patch`/`delete`: the API as the admin.
     - `add_node(...)`: a GKE-like node kwok runs.
+    - `compactor(...)`: node-compactor as users run it; `compactor_on_gke(...)`: a run as on GKE, what GKE says
+      of the cluster (`gke_cluster(...)`) served by tests/fakegke.
     - `start_process(name, argv, env=...)`: another process (a Cluster Autoscaler), ended by pid
       at the end of the session with the control plane.
     """
@@ -282,6 +285,51 @@ class KubeCluster:
         with their own credentials).
         """
         argv = self.compactor_argv(command, *args, config=config, kubeconfig=kubeconfig)
+        return self._execute(command, argv, env, timeout)
+
+    def compactor_on_gke(
+        self,
+        gke_api: str,
+        cluster: str,
+        *,
+        config: Mapping[str, Any],
+        env: Mapping[str, str] | None = None,
+        timeout: float = 180.0,
+    ) -> CompactorRun:
+        """A `run` as on GKE (`--gke cluster`), GKE's API played by the tests/fakegke stand-in at `gke_api`,
+        which describes `cluster` as `gke_cluster()` does: tests/e2e/gke_run.py."""
+        token = self.workdir / "compactor.token"
+        token.write_text(self.plane.compactor_token)
+        config_file = self.workdir / f"config-{uuid.uuid4().hex[:8]}.json"
+        config_file.write_text(json.dumps(config))
+        argv = [
+            sys.executable,
+            "-m",
+            "tests.e2e.gke_run",
+            "--gke",
+            cluster,
+            "--gke-api",
+            gke_api,
+            "--token-file",
+            str(token),
+            "--config",
+            str(config_file),
+        ]
+        return self._execute("run-on-gke", argv, env, timeout)
+
+    def gke_cluster(self, node_pools: Sequence[Mapping[str, Any]], **fields: Any) -> dict[str, Any]:
+        """What GKE's API answers for this control plane (the REST shape of container.v1.Cluster): its IP endpoint
+        and CA, the given `nodePools`, and any other top-level `fields` (`autoscaling={...}`)."""
+        return {
+            "name": "e2e",
+            "location": "europe-west1",
+            "endpoint": self.url.removeprefix("https://"),
+            "masterAuth": {"clusterCaCertificate": base64.b64encode(self.plane.ca_path.read_bytes()).decode()},
+            "nodePools": [dict(pool) for pool in node_pools],
+            **fields,
+        }
+
+    def _execute(self, command: str, argv: list[str], env: Mapping[str, str] | None, timeout: float) -> CompactorRun:
         started = time.monotonic()
         done = subprocess.run(
             argv,

@@ -26,57 +26,14 @@ from google.cloud import container_v1
 from compactor.core.model import PoolAutoscaling, Taint
 from compactor.errors import BadInputError, ClusterAccessError
 from compactor.gcp import gke
+from tests import fakegke
+from tests.fakegke import GkeApi
 
 CLUSTER = "projects/shop-prod/locations/europe-west1/clusters/main"
 DNS_ENDPOINT = "gke-0123456789abcdef0123456789abcdef-123456789012.europe-west1.gke.goog"
 
 
 # --- stand-ins -----------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class GkeApi:
-    """The GKE REST API's `GET /v1/projects/P/locations/L/clusters/C`, answering from `clusters`."""
-
-    clusters: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # cluster name -> (HTTP status, google.rpc status) to answer instead.
-    errors: dict[str, tuple[int, str]] = field(default_factory=dict)
-    requested: list[str] = field(default_factory=list)
-    port: int = 0
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def handler(self) -> type[http.server.BaseHTTPRequestHandler]:
-        api = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                name = self.path.split("?", 1)[0].removeprefix("/v1/")
-                api.requested.append(name)
-                if name in api.errors:
-                    status, rpc_status = api.errors[name]
-                    self._answer(
-                        status, {"error": {"code": status, "message": "denied by the stand-in", "status": rpc_status}}
-                    )
-                elif name in api.clusters:
-                    self._answer(200, api.clusters[name])
-                else:
-                    self._answer(404, {"error": {"code": 404, "message": f"{name} not found", "status": "NOT_FOUND"}})
-
-            def _answer(self, status: int, body: dict[str, Any]) -> None:
-                payload = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        return Handler
 
 
 @dataclass
@@ -130,10 +87,7 @@ def serving(server: http.server.HTTPServer) -> Iterator[None]:
 
 @pytest.fixture
 def gke_api() -> Iterator[GkeApi]:
-    api = GkeApi()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), api.handler())
-    api.port = server.server_address[1]
-    with serving(server):
+    with fakegke.running() as api:
         yield api
 
 
@@ -237,11 +191,7 @@ def empty_cache() -> Iterator[None]:
 
 @pytest.fixture
 def cluster_manager(gke_api: GkeApi) -> container_v1.ClusterManagerClient:
-    return container_v1.ClusterManagerClient(
-        credentials=google.auth.credentials.AnonymousCredentials(),  # type: ignore[no-untyped-call]
-        transport="rest",
-        client_options={"api_endpoint": gke_api.url},
-    )
+    return fakegke.client(gke_api.url)
 
 
 @pytest.fixture

@@ -289,6 +289,8 @@ def _simulate(args: argparse.Namespace) -> int:
     # to come (DESIGN "Node replacement").
     where = "the scenario" if args.scenario else "the snapshot's cluster"
     problems = configcheck.unknown_target_pools(setup.config, [pool.name for pool in setup.pools], where)
+    created = [pool.machine_type for pool in setup.pools if pool.auto_created and pool.machine_type]
+    problems += configcheck.unknown_machine_types(setup.config, created, where)
     if problems:
         raise BadInputError(problems[0], problems)
     warn(simulation_warnings(setup, args.snapshot))

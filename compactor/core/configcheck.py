@@ -98,6 +98,28 @@ def unknown_target_pools(config: Config, pools: Sequence[str], where: str) -> li
     return problems
 
 
+def unknown_machine_types(config: Config, created: Sequence[str], where: str) -> list[str]:
+    """Where the shapes GKE creates pools for are known (a simulated cluster: `created`, empty when it creates
+    none): one problem per `machineTypes` entry of an enabled pool's replacement that is none of them."""
+    problems = []
+    for name, pool in sorted(config.node_pools.items()):
+        if not pool.enabled or pool.replacement is None or not pool.replacement.enabled:
+            continue
+        for machine_type in pool.replacement.machine_types:
+            if machine_type in created:
+                continue
+            there = (
+                f"it creates pools of {names(sorted(created))}"
+                if created
+                else "it creates no pools (a scenario's autoCreation says which it does)"
+            )
+            problems.append(
+                f"nodePools.{name}.replacement.machineTypes: {machine_type!r} is not a shape {where} creates a pool "
+                f"for; {there}"
+            )
+    return problems
+
+
 def targets(config: Config) -> list[str]:
     """The target pools of every enabled pool's replacement, each once, in the configuration's order."""
     found: dict[str, None] = {}

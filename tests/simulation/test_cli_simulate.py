@@ -219,6 +219,32 @@ def test_a_replacement_target_pool_the_scenario_lacks_is_an_error_naming_it_and_
     )
 
 
+@pytest.mark.parametrize(
+    ("auto_creation", "says"),
+    [
+        pytest.param(None, "it creates no pools (a scenario's autoCreation says which it does)", id="no-auto-creation"),
+        pytest.param(
+            {"machineTypes": ["e2-standard-4"], "spot": False}, "it creates pools of e2-standard-4", id="another-type"
+        ),
+    ],
+)
+def test_a_replacement_machine_type_the_scenario_creates_no_pool_for_is_an_error_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], auto_creation: dict[str, Any] | None, says: str
+) -> None:
+    scenario = json.loads(Path("examples/scenarios/oversized-large-nodes.json").read_text())
+    scenario["compactor"]["nodePools"]["large-pool"]["replacement"]["machineTypes"] = ["t2d-standard-8"]
+    if auto_creation is not None:
+        scenario["autoCreation"] = auto_creation
+    path = tmp_path / "machine.json"
+    path.write_text(json.dumps(scenario))
+    code, out, err = run(capsys, "--scenario", str(path), "--hours", "0.1")
+    assert (code, out) == (2, "")
+    assert err == (
+        "error: nodePools.large-pool.replacement.machineTypes: 't2d-standard-8' is not a shape the scenario creates "
+        f"a pool for; {says}\n"
+    )
+
+
 def test_a_snapshot_without_nodes_or_pdbs_says_which_kubectl_command_saves_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -29,14 +30,21 @@ WALL_CLOCK = "seconds"
 
 @functools.cache
 def results(path: Path) -> Results:
-    """A day of `path` with every strategy it has, computed once per process."""
-    return runner.run(scenario.load(str(path)))
+    """A day of `path` with every strategy it has, computed once per process, its strategies in as many worker
+    processes as the machine lends this one (the results are those of one process: `test_workers`)."""
+    return runner.run(scenario.load(str(path)), jobs=len(os.sched_getaffinity(0)))
 
 
 def recordable(results: Results) -> bytes:
-    """`simulate --json`'s bytes for `results` without the wall-clock fields (the run's and each strategy's)."""
+    """`simulate --json`'s bytes for `results` without the wall-clock fields (the run's and each strategy's), the
+    scenario's file named as the repository names it, wherever the checkout is."""
     data: dict[str, Any] = json.loads(report.to_json(results))
-    return orjson.dumps(without_wall_clock(data), option=orjson.OPT_INDENT_2) + b"\n"
+    data["scenario"]["source"] = Path(data["scenario"]["source"]).relative_to(REPO).as_posix()
+    return dumps(without_wall_clock(data))
+
+
+def dumps(data: dict[str, Any]) -> bytes:
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
 
 
 def without_wall_clock(data: dict[str, Any]) -> dict[str, Any]:

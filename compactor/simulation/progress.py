@@ -47,6 +47,8 @@ class Bar:
         self.written_at = clock()
 
     def update(self, phase: str, fraction: float) -> None:
+        if phase != WARM_UP and self.shown.get(WARM_UP, 100) < 100:
+            self.update(WARM_UP, 1.0)  # the runner reports the warm-up up to its last step: a strategy ends it
         now = self.clock()
         self.started.setdefault(phase, now)
         fraction = max(0.0, min(1.0, fraction))

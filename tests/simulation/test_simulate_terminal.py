@@ -202,6 +202,16 @@ def test_without_a_terminal_the_warm_up_counts_its_own_hours_before_the_start() 
     assert stream.getvalue() == "warm-up: 50%, 3.0 h of 6 h simulated (2026-11-20 09:00 UTC)\n"
 
 
+def test_the_first_strategy_ends_the_warm_up() -> None:
+    clock = Clock()
+    bar, stream = plain_bar(clock)
+    bar.update("warm-up", 0.0)
+    bar.update("warm-up", 0.99)
+    bar.update("ca-alone", 0.0)
+    bar.update("node-compactor", 0.0)
+    assert stream.getvalue() == "warm-up: done\n"
+
+
 def test_without_a_terminal_each_strategy_says_when_it_is_done_however_soon() -> None:
     clock = Clock()
     bar, stream = plain_bar(clock)

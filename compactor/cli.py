@@ -130,6 +130,13 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument(
         "--wide", action="store_true", help="every column of the table (the default fits 120 columns)"
     )
+    simulate.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="strategies simulated at once, each in its own process after the warm-up; 1 runs them one after "
+        "the other in this process; the results are the same either way (default: the CPUs this process may use)",
+    )
 
     prices = commands.add_parser(
         "prices", help="node prices per hour: the built-in table, or today's from the Cloud Billing Catalog API"
@@ -275,6 +282,9 @@ def _simulate(args: argparse.Namespace) -> int:
 
     if args.hours is not None and not 0 < args.hours <= 24 * 14:
         raise BadInputError(f"--hours: {args.hours:g} is not between 0 and 336")
+    if args.jobs is not None and args.jobs < 1:
+        raise BadInputError(f"--jobs: {args.jobs} is not 1 or more")
+    jobs = args.jobs if args.jobs is not None else len(os.sched_getaffinity(0))
     if args.plot:
         plot.require()
         plot.check_path(args.plot)
@@ -294,9 +304,15 @@ def _simulate(args: argparse.Namespace) -> int:
     if problems:
         raise BadInputError(problems[0], problems)
     warn(simulation_warnings(setup, args.snapshot))
-    bar = progress.Bar(sys.stderr, start=setup.start, hours=setup.hours, warmup_hours=setup.warmup_hours)
+    bar = progress.Bar(
+        sys.stderr,
+        start=setup.start,
+        hours=setup.hours,
+        warmup_hours=setup.warmup_hours,
+        strategies=runner.applicable(setup),
+    )
     try:
-        results = runner.run(setup, progress=bar.update)
+        results = runner.run(setup, progress=bar.update, jobs=jobs)
     finally:
         bar.close()
     if args.plot:

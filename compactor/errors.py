@@ -73,6 +73,10 @@ class LeaseLostError(RunFailedError):
     """This run no longer holds its Lease (another run took it over): it must stop writing at once."""
 
 
+class WorkerError(RunFailedError):
+    """A simulation's worker process ended without its result: killed, out of memory, or its error unsendable."""
+
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2

@@ -9,8 +9,9 @@ is admitted at priority -10, the modelled autoscaler scales up for it and the
 modelled scheduler preempts it. One
 concern per module: `world` (the cluster's objects), `controllers`,
 `scheduler`, `autoscaler`, `port` (the executor's ClusterPort over the world),
-`strategies`, `runner` (the time loop), `metrics`, `prices` (what the nodes
-cost, and the cost lower bound), `report`, `plot`; `scenario` and `kubectl`
+`strategies`, `runner` (the time loop), `workers` (its strategies in forked
+processes), `metrics`, `prices` (what the nodes cost, and the cost lower
+bound), `report`, `plot`; `scenario` and `kubectl`
 build the start.
 
 Nothing here is part of the Cloud Function: `compactor.core`, `main.py` and

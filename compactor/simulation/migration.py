@@ -29,6 +29,7 @@ pool no class with optimizeRulePriority owns.
 
 from __future__ import annotations
 
+import operator
 import random
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -194,6 +195,32 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+class _LastView:
+    """The view a loop made, and what it was made of (`Migration._view`)."""
+
+    view: ClusterView
+    records: tuple[tuple[Pod, ...], tuple[Any, ...], tuple[Any, ...]]
+    pdbs: int
+    next_ready: datetime | None  # the first moment after the view when a pod turns Ready
+    rules: Config
+
+
+def _same_records(
+    last: tuple[tuple[Pod, ...], tuple[Any, ...], tuple[Any, ...]],
+    now: tuple[tuple[Pod, ...], tuple[Any, ...], tuple[Any, ...]],
+) -> bool:
+    """Pod and node records are replaced, never changed: the same records by identity are the same cluster."""
+    (pods, nodes, scales), (last_pods, last_nodes, last_scales) = now, last
+    return (
+        len(pods) == len(last_pods)
+        and len(nodes) == len(last_nodes)
+        and all(map(operator.is_, pods, last_pods))
+        and all(map(operator.is_, nodes, last_nodes))
+        and scales == last_scales
+    )
+
+
+@dataclass(frozen=True)
 class Pick:
     """The candidate whose pods the scale-up gets in this loop, and the pools it may grow for them."""
 
@@ -222,6 +249,7 @@ class Migration:
         self._booked: dict[str, list[Pod]] = {}
         self._existing: frozenset[str] = frozenset()
         self._draw = random.Random(f"{self.seed}-defrag")
+        self._last_view: _LastView | None = None
 
     def summary(self) -> dict[str, int]:
         """What the migration did: nodes whose scale-down it started, candidates it gave up (by reason)."""
@@ -236,7 +264,7 @@ class Migration:
         if waiting and self.loop - self.last_admitted < self.settings.max_loops_before_admission:
             return None
         self.last_admitted = self.loop
-        view = ClusterView(autoscaler.world.snapshot(now), autoscaler.rules)
+        view = self._view(autoscaler, now)
         self._booked = self._book_pending(autoscaler, view)
         remaining: dict[str, int] = {}
         self._clean_up(autoscaler, view, now, remaining)
@@ -260,6 +288,32 @@ class Migration:
                 better = frozenset(pool for pool in candidate.klass.rungs if self._higher(candidate, pool))
                 return Pick(candidate, left, better)
         return None
+
+    def _view(self, autoscaler: Autoscaler, now: datetime) -> ClusterView:
+        """The cluster as this loop sees it: the last admitted loop's view again when nothing it is made of
+        changed since (the same pod and node records by identity, scales and budgets, no pod turned Ready
+        since, so every budget allows what it did), else a view made afresh. The view's memos of simulations
+        (targets' heaps, label indexes, spread counts) are keyed by this loop's lists of targets: they are
+        emptied, as a fresh view has none. Most loops of a quiet cluster then cost no snapshot and no view."""
+        world = autoscaler.world
+        records = world.records()
+        last = self._last_view
+        if (
+            last is not None
+            and world.workload_records is None  # a surging cluster's Deployments change with the clock
+            and (last.next_ready is None or last.next_ready > now)
+            and last.rules is autoscaler.rules
+            and last.pdbs == len(world.pdbs)
+            and _same_records(last.records, records)
+        ):
+            view = last.view
+            view.start_heaps.clear()
+            view.target_labels.clear()
+            view.spread_counts.clear()
+            return view
+        view = ClusterView(world.snapshot(now), autoscaler.rules)
+        self._last_view = _LastView(view, records, len(world.pdbs), world.next_ready(now), autoscaler.rules)
+        return view
 
     def _book_pending(self, autoscaler: Autoscaler, view: ClusterView) -> dict[str, list[Pod]]:
         """The snapshot defrag sees: the pod list processors before it (pkg/processors/pod_list_processor.go) put

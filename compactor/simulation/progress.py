@@ -1,12 +1,18 @@
-"""Progress on stderr while a simulation runs: a bar redrawn in place on a terminal; elsewhere (a log, a CI
-job) a plain line at most every `PLAIN_EVERY_SECONDS` with the percent and the simulated time, and a
-line when each strategy is done. It writes nothing else and never to stdout, which carries the results.
+"""Progress on stderr while a simulation runs: a line redrawn in place on a terminal; elsewhere (a log, a CI
+job) a plain line at most every `PLAIN_EVERY_SECONDS` with the percent, the simulated time and how long is
+left, and a line when each strategy is done. It writes nothing else and never to stdout, which carries the
+results.
+
+Strategies may run at once (`simulate --jobs`, in worker processes whose progress the runner relays): the
+bar keeps each phase's own fraction and start, so each gets its own estimate of the time left (its elapsed
+time over its fraction), and with the run's strategies given, the whole run gets one too: the strategies'
+mean fraction, at the pace they went so far. Estimates assume the pace holds; they say "about".
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import TextIO
 
@@ -23,6 +29,7 @@ class Bar:
         start: datetime | None = None,
         hours: float | None = None,
         warmup_hours: float = 0.0,
+        strategies: Sequence[str] = (),
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.stream = stream
@@ -30,33 +37,74 @@ class Bar:
         self.start = start
         self.hours = hours
         self.warmup_hours = warmup_hours
+        self.strategies = tuple(strategies)  # the run's strategies, for the estimate of the whole run
         self.clock = clock
-        self.phase: str | None = None
-        self.shown = -1
+        self.fractions: dict[str, float] = {}
+        self.started: dict[str, float] = {}  # when each phase was first heard of
+        self.shown: dict[str, int] = {}  # the percent last shown, by phase
+        self.drawn = 0  # the width of the line last drawn in place (live), 0 when none is open
         # The first plain line comes after a full interval: a short run writes only its "done" lines.
         self.written_at = clock()
 
     def update(self, phase: str, fraction: float) -> None:
-        if phase != self.phase:
-            self._finish_line()
-            self.phase = phase
-            self.shown = -1
+        if phase != WARM_UP and self.shown.get(WARM_UP, 100) < 100:
+            self.update(WARM_UP, 1.0)  # the runner reports the warm-up up to its last step: a strategy ends it
+        now = self.clock()
+        self.started.setdefault(phase, now)
         fraction = max(0.0, min(1.0, fraction))
+        self.fractions[phase] = fraction
         percent = int(fraction * 100)
-        if percent == self.shown:
+        if percent == self.shown.get(phase):
             return
-        self.shown = percent
+        self.shown[phase] = percent
         if self.live:
-            filled = WIDTH * percent // 100
-            self.stream.write(f"\r{phase:<15} [{'#' * filled}{'.' * (WIDTH - filled)}] {percent:3d}%")
-            self.stream.flush()
+            if percent == 100:
+                self._draw(f"{phase:<15} [{'#' * WIDTH}] 100%, {duration(now - self.started[phase])}", end="\n")
+            self._redraw(now)
         elif percent == 100:
             self._plain(f"{phase}: done")
-        elif self.clock() - self.written_at >= PLAIN_EVERY_SECONDS:
-            self._plain(f"{phase}: {percent}%{self._simulated(phase, fraction)}")
+        elif now - self.written_at >= PLAIN_EVERY_SECONDS:
+            where = self._simulated(phase, fraction)
+            self._plain(f"{phase}: {percent}%{where}{self._left(phase, now)}{self._all(now)}")
 
     def close(self) -> None:
-        self._finish_line()
+        if self.live and self.drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.drawn = 0
+
+    def _redraw(self, now: float) -> None:
+        """The phases under way on one line: one as a bar, several side by side, then the whole run's estimate."""
+        running = [phase for phase, shown in self.shown.items() if shown < 100]
+        if not running:
+            return
+        if len(running) == 1:
+            phase = running[0]
+            percent = self.shown[phase]
+            filled = WIDTH * percent // 100
+            line = f"{phase:<15} [{'#' * filled}{'.' * (WIDTH - filled)}] {percent:3d}%{self._left(phase, now)}"
+        else:
+            line = " | ".join(f"{phase} {self.shown[phase]}%{self._left(phase, now)}" for phase in running)
+        self._draw(line + self._all(now))
+
+    def _draw(self, line: str, end: str = "") -> None:
+        self.stream.write("\r" + line.ljust(self.drawn) + end)
+        self.stream.flush()
+        self.drawn = 0 if end else len(line)
+
+    def _left(self, phase: str, now: float) -> str:
+        """How long the phase has left at its pace so far, e.g. ", about 3 min 20 s left"."""
+        return _estimate(now - self.started[phase], self.fractions[phase])
+
+    def _all(self, now: float) -> str:
+        """The whole run's fraction and time left, once a strategy has started: e.g. "; all 7 strategies: 40%,
+        about 12 min left"."""
+        begun = [self.started[name] for name in self.strategies if name in self.started]
+        if not begun:
+            return ""
+        fraction = sum(self.fractions.get(name, 0.0) for name in self.strategies) / len(self.strategies)
+        count = len(self.strategies)
+        return f"; all {count} strategies: {int(fraction * 100)}%{_estimate(now - min(begun), fraction)}"
 
     def _simulated(self, phase: str, fraction: float) -> str:
         """How far the phase is in simulated time, e.g. ", 6.0 h of 24 h simulated (2026-11-21 18:00 UTC)"."""
@@ -74,8 +122,18 @@ class Bar:
         self.stream.flush()
         self.written_at = self.clock()
 
-    def _finish_line(self) -> None:
-        if self.live and self.phase is not None:
-            self.stream.write("\n")
-            self.stream.flush()
-            self.phase = None
+
+def _estimate(elapsed: float, fraction: float) -> str:
+    if fraction <= 0.0 or fraction >= 1.0 or elapsed <= 0.0:
+        return ""
+    return f", about {duration(elapsed * (1 - fraction) / fraction)} left"
+
+
+def duration(seconds: float) -> str:
+    """A duration for people: "45 s", "3 min 20 s", "1 h 05 min"."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60:02d} s"
+    return f"{whole // 3600} h {whole % 3600 // 60:02d} min"

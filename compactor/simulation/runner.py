@@ -23,6 +23,9 @@ priorities and active migration as well), and
 enabled pool (single-replica Deployments moved by a rolling restart,
 `rollouts`), beside `node-compactor` with the configuration as given.
 
+With `jobs` above 1 the strategies run in worker processes forked after the warm-up (`workers`), each on its
+own copy as in one process, so the results are the same; only their results come back.
+
 The lower bound is measured on the Cluster Autoscaler's run (the workload is
 the same in every run): per pool, the fewest nodes of the pool's machine
 type whose allocatable, less the DaemonSet pods every node carries, holds
@@ -35,7 +38,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import math
+import resource
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping
@@ -46,7 +51,7 @@ from compactor.core import pools
 from compactor.core.model import Resources
 from compactor.kube import snapshot as parsing
 from compactor.settings.config import Config
-from compactor.simulation import availability, bound, migration, prices, rollouts
+from compactor.simulation import availability, bound, migration, prices, rollouts, workers
 from compactor.simulation.autoscaler import BOOTSTRAP_AGE, Autoscaler
 from compactor.simulation.controllers import Controllers
 from compactor.simulation.metrics import Recorder, Series
@@ -123,6 +128,16 @@ class StrategyResult:
     seconds: float
     # The pods that most often held node-compactor's runs back by fitting nowhere else (`NodeCompactor.no_fit`).
     no_fit: list[NoFit] = field(default_factory=list)
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What measuring a strategy cost its process: CPU seconds, and the process's peak resident memory when it
+    ended (the strategy's own in a worker process; in-process, the peak of everything run before it too)."""
+
+    cpu_seconds: float
+    peak_rss_bytes: int
 
 
 @dataclass
@@ -170,7 +185,11 @@ def build(setup: Setup) -> Cluster:
     return cluster
 
 
-def run(setup: Setup, *, progress: Progress | None = None, strategies: tuple[str, ...] = STRATEGIES) -> Results:
+def run(
+    setup: Setup, *, progress: Progress | None = None, strategies: tuple[str, ...] = STRATEGIES, jobs: int = 1
+) -> Results:
+    """Every strategy of `strategies` this cluster has (`applicable`), each on a copy of the warmed-up cluster;
+    with `jobs` above 1, in up to `jobs` worker processes at once (`workers`), with the same results."""
     started = time.monotonic()
     base = build(setup)
     warmup_steps = int(setup.warmup_hours * 3600 // setup.step_seconds)
@@ -181,12 +200,43 @@ def run(setup: Setup, *, progress: Progress | None = None, strategies: tuple[str
         if progress is not None and index % 30 == 0:
             progress("warm-up", index / max(1, warmup_steps))
     results = Results(setup, [], [], {}, start_nodes=base.autoscaler.billed_nodes())
-    for name in applicable(setup, strategies):
-        cluster = copy.deepcopy(base)
-        cluster.world.recorder = Recorder()
-        results.strategies.append(_measure(setup, cluster, name, results, progress))
+    # The lower bound is measured on the first strategy's run, whichever process runs it.
+    tasks = [
+        (name, functools.partial(_measure_copy, setup, base, name, index == 0))
+        for index, name in enumerate(applicable(setup, strategies))
+    ]
+    if jobs > 1 and len(tasks) > 1:
+        measured = workers.run_all(tasks, jobs, progress)
+    else:
+        measured = [task(progress) for _, task in tasks]
+    for result, bounds in measured:
+        if bounds is not None:
+            results.lower_bound, results.lower_bound_by_pool = bounds.nodes, bounds.nodes_by_pool
+            results.lower_bound_cost = bounds.cost
+        results.strategies.append(result)
+    for result in results.strategies:
+        result.series.lower_bound = results.lower_bound
     results.seconds = time.monotonic() - started
     return results
+
+
+@dataclass
+class Bounds:
+    """The lower bounds at each step of the measured period (`Results.lower_bound*`)."""
+
+    nodes: list[int] = field(default_factory=list)
+    nodes_by_pool: dict[str, list[int]] = field(default_factory=dict)
+    cost: list[float] | None = None
+
+
+def _measure_copy(
+    setup: Setup, base: Cluster, name: str, with_bounds: bool, progress: Progress | None
+) -> tuple[StrategyResult, Bounds | None]:
+    """`name` measured on a copy of `base`, and with `with_bounds` the lower bounds beside it."""
+    cluster = copy.deepcopy(base)
+    cluster.world.recorder = Recorder()
+    bounds = Bounds() if with_bounds else None
+    return _measure(setup, cluster, name, bounds, progress), bounds
 
 
 def applicable(setup: Setup, strategies: tuple[str, ...] = STRATEGIES) -> tuple[str, ...]:
@@ -266,16 +316,17 @@ def consolidation_thresholds(setup: Setup) -> dict[str, float]:
     return thresholds
 
 
-def _measure(setup: Setup, cluster: Cluster, name: str, results: Results, progress: Progress | None) -> StrategyResult:
-    started = time.monotonic()
+def _measure(
+    setup: Setup, cluster: Cluster, name: str, bounds: Bounds | None, progress: Progress | None
+) -> StrategyResult:
+    started, cpu_started = time.monotonic(), time.process_time()
     strategy = _strategy(name, setup, cluster)
     steps = int(setup.hours * 3600 // setup.step_seconds)
     series = Series()
     world = cluster.world
-    bound_wanted = not results.lower_bound
-    capacity = _cheapest_capacity(setup, cluster) if bound_wanted else None
-    if capacity is not None:
-        results.lower_bound_cost = []
+    capacity = _cheapest_capacity(setup, cluster) if bounds is not None else None
+    if bounds is not None and capacity is not None:
+        bounds.cost = []
     for index in range(steps):
         now = setup.start + timedelta(seconds=index * setup.step_seconds)
         cluster.step(strategy, now)
@@ -291,23 +342,23 @@ def _measure(setup: Setup, cluster: Cluster, name: str, results: Results, progre
         for pool_series in series.nodes_by_pool.values():
             if len(pool_series) < index + 1:
                 pool_series.append(0)
-        if bound_wanted:
+        if bounds is not None:
             demand = pod_demand(setup, cluster)
             by_pool = lower_bound(setup, cluster, demand)
             for pool, count in by_pool.items():
-                results.lower_bound_by_pool.setdefault(pool, []).append(count)
-            results.lower_bound.append(sum(by_pool.values()))
-            if capacity is not None and results.lower_bound_cost is not None:
-                results.lower_bound_cost.append(capacity.per_hour(demand))
+                bounds.nodes_by_pool.setdefault(pool, []).append(count)
+            bounds.nodes.append(sum(by_pool.values()))
+            if capacity is not None and bounds.cost is not None:
+                bounds.cost.append(capacity.per_hour(demand))
         if progress is not None and index % 20 == 0:
             progress(name, index / max(1, steps))
     availability.finish(world, setup.start + timedelta(seconds=steps * setup.step_seconds))
     if progress is not None:
         progress(name, 1.0)
-    series.lower_bound = results.lower_bound
     elapsed = time.monotonic() - started
+    usage = Usage(time.process_time() - cpu_started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
     return StrategyResult(
-        name, world.recorder, series, strategy.summary(), list(strategy.failures), elapsed, strategy.no_fit()
+        name, world.recorder, series, strategy.summary(), list(strategy.failures), elapsed, strategy.no_fit(), usage
     )
 
 

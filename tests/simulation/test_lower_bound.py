@@ -13,8 +13,9 @@ import pytest
 
 from compactor.core.model import Pod
 from compactor.settings.config import DEFAULT_POOL_LABEL
-from compactor.simulation import bound, runner, scenario
+from compactor.simulation import bound, runner
 from compactor.simulation.runner import Results
+from tests.simulation import shipped
 from tests.simulation.builders import POOL, add_pod, scenario_data, setup_from, world
 
 GIB = 2**30
@@ -200,13 +201,9 @@ def test_the_program_is_solved_once_for_a_demand_seen_before() -> None:
 
 # -- every shipped scenario ---------------------------------------------------------------------------------------
 
-SCENARIOS = sorted(Path("examples/scenarios").glob("*.json"))
-# A configuration file beside the scenarios (`simulate --config`), not a scenario: the test below says so.
-CONFIGURATIONS = [path for path in SCENARIOS if path.name.startswith("config-")]
-
 
 def test_the_only_files_among_the_scenarios_that_are_not_scenarios_are_configurations() -> None:
-    for path in CONFIGURATIONS:
+    for path in shipped.CONFIGURATIONS:
         data = json.loads(path.read_text())
         assert "nodePools" in data and "pools" not in data, f"{path} is not a configuration"
 
@@ -221,14 +218,10 @@ def billed_per_hour(results: Results, strategy: runner.StrategyResult, step: int
     return total
 
 
-@pytest.mark.parametrize(
-    "path",
-    [p for p in SCENARIOS if p not in CONFIGURATIONS],
-    ids=[p.stem for p in SCENARIOS if p not in CONFIGURATIONS],
-)
+@pytest.mark.parametrize("path", shipped.SCENARIOS, ids=[p.stem for p in shipped.SCENARIOS])
 def test_no_strategy_is_billed_below_the_cost_lower_bound_at_any_step(path: Path) -> None:
-    setup = scenario.load(str(path))
-    results = runner.run(setup)
+    results = shipped.results(path)  # the day test_recorded compares with its recorded output, run once
+    setup = results.setup
     # Every strategy this cluster has (gke-class-priorities and node-compactor beside it only where a pod may
     # use two pools or more).
     assert [s.name for s in results.strategies] == list(runner.applicable(setup))

@@ -246,8 +246,46 @@ def test_without_a_terminal_progress_is_a_plain_line_at_most_every_five_seconds(
         bar.update("node-compactor", second / 100)
     bar.close()
     assert stream.getvalue().splitlines() == [
-        "node-compactor: 5%, 1.2 h of 24 h simulated (2026-11-20 13:12 UTC)",
-        "node-compactor: 10%, 2.4 h of 24 h simulated (2026-11-20 14:24 UTC)",
+        "node-compactor: 5%, 1.2 h of 24 h simulated (2026-11-20 13:12 UTC), about 1 min 35 s left",
+        "node-compactor: 10%, 2.4 h of 24 h simulated (2026-11-20 14:24 UTC), about 1 min 30 s left",
+    ]
+
+
+def test_strategies_under_way_at_once_each_get_their_own_estimate_and_the_run_one_in_all() -> None:
+    clock = Clock()
+    stream = io.StringIO()
+    bar = progress.Bar(
+        stream, start=START, hours=24, strategies=("ca-alone", "estafette", "node-compactor"), clock=clock
+    )
+    bar.update("ca-alone", 0.0)
+    bar.update("estafette", 0.0)
+    clock.seconds += 10
+    bar.update("ca-alone", 0.5)  # 10 s for half: 10 s left
+    bar.update("estafette", 0.2)  # 10 s for a fifth: 40 s left
+    clock.seconds += 10
+    bar.update("ca-alone", 1.0)
+    bar.update("node-compactor", 0.0)
+    clock.seconds += 10
+    bar.update("node-compactor", 0.1)
+    # The run: a sixth of its strategies in 10 s (50 s more), then (1 + 0.2 + 0.1) / 3 in 30 s (39 s more).
+    assert stream.getvalue().splitlines() == [
+        "ca-alone: 50%, 12.0 h of 24 h simulated (2026-11-21 00:00 UTC), about 10 s left; all 3 strategies: 16%,"
+        " about 50 s left",
+        "ca-alone: done",
+        "node-compactor: 10%, 2.4 h of 24 h simulated (2026-11-20 14:24 UTC), about 1 min 30 s left; all 3"
+        " strategies: 43%, about 39 s left",
+    ]
+
+
+def test_durations_read_as_seconds_minutes_or_hours() -> None:
+    assert [progress.duration(s) for s in (0.4, 59, 60, 200, 3599, 3600, 3900)] == [
+        "0 s",
+        "59 s",
+        "1 min 00 s",
+        "3 min 20 s",
+        "59 min 59 s",
+        "1 h 00 min",
+        "1 h 05 min",
     ]
 
 
@@ -257,6 +295,16 @@ def test_without_a_terminal_the_warm_up_counts_its_own_hours_before_the_start() 
     clock.seconds += 5
     bar.update("warm-up", 0.5)
     assert stream.getvalue() == "warm-up: 50%, 3.0 h of 6 h simulated (2026-11-20 09:00 UTC)\n"
+
+
+def test_the_first_strategy_ends_the_warm_up() -> None:
+    clock = Clock()
+    bar, stream = plain_bar(clock)
+    bar.update("warm-up", 0.0)
+    bar.update("warm-up", 0.99)
+    bar.update("ca-alone", 0.0)
+    bar.update("node-compactor", 0.0)
+    assert stream.getvalue() == "warm-up: done\n"
 
 
 def test_without_a_terminal_each_strategy_says_when_it_is_done_however_soon() -> None:
@@ -284,8 +332,25 @@ def test_on_a_terminal_progress_is_a_bar_redrawn_in_place() -> None:
     bar.update("ca-alone", 1.0)
     bar.close()
     assert stream.getvalue() == (
-        f"\r{'ca-alone':<15} [{'#' * 15}{'.' * 15}]  50%\r{'ca-alone':<15} [{'#' * 30}] 100%\n"
+        f"\r{'ca-alone':<15} [{'#' * 15}{'.' * 15}]  50%\r{'ca-alone':<15} [{'#' * 30}] 100%, 0 s\n"
     )
+
+
+def test_on_a_terminal_strategies_under_way_at_once_share_the_line_and_each_done_keeps_its_own() -> None:
+    clock = Clock()
+    stream = Terminal()
+    bar = progress.Bar(stream, start=START, hours=24, strategies=("ca-alone", "estafette"), clock=clock)
+    bar.update("ca-alone", 0.0)
+    bar.update("estafette", 0.0)
+    clock.seconds += 10
+    bar.update("ca-alone", 0.5)
+    bar.update("ca-alone", 1.0)
+    bar.close()
+    drawn = stream.getvalue().split("\r")
+    assert drawn[3] == "ca-alone 50%, about 10 s left | estafette 0%; all 2 strategies: 25%, about 30 s left"
+    assert drawn[4].startswith(f"{'ca-alone':<15} [{'#' * 30}] 100%, 10 s   ")
+    assert drawn[4].endswith("\n")
+    assert drawn[5].startswith(f"{'estafette':<15} [{'.' * 30}]   0%; all 2 strategies: 50%, about 10 s left")
 
 
 # -- help ------------------------------------------------------------------------------------------------

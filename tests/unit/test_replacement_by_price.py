@@ -389,3 +389,16 @@ def test_a_machine_type_s_new_node_is_taken_a_margin_below_gke_s_formula_so_its_
     cpu, _ = machines.allocatable_amounts("e2-standard-8")
     (ask,) = chosen.placeholder_requests
     assert ask.cpu_millis == cpu * (100 - templates.FORMULA_MARGIN_PERCENT) // 100 < 7800
+
+
+def test_a_set_whose_pods_that_cannot_use_spot_have_no_room_elsewhere_is_not_proven() -> None:
+    # b1's pods tolerate nothing; the Spot machine type's nodes are tainted, and s1 is full: no count of Spot nodes
+    # helps, and the search says so without spending a proof on it.
+    nodes = [big("b1"), small()]
+    pods = pods_of("b1", "1800m", "1800m") + pods_of("s1", "4")
+    settings = config(targets=(), machineTypes=["e2-standard-4"], spot=True, minSavingsPercent=70)  # Spot only
+    plan = plan_for(nodes, pods, settings, creates_pools=True)
+    assert plan.replacement is None
+    note = node_report(plan, "b1").replacement or ""
+    expected = "its 2 pod(s) that cannot run on it (cpu 3600m, memory 2048Mi) need more than the other nodes have free"
+    assert expected in note

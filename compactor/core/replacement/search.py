@@ -185,7 +185,11 @@ def choose(
                     made = _template(view, table, templates, group, target, spot, zone, warnings)
                     if made is None:
                         continue
-                    first = _fewest_new_nodes(need, free, group, made)
+                    sized = _fewest_new_nodes(need, free, group, made)
+                    if isinstance(sized, str):
+                        _note_one(notes, group, f"not replaced by {_target_words(made)}: {sized}")
+                        continue
+                    first, everywhere = sized
                     if first > settings.max_new_nodes:
                         _note_one(
                             notes,
@@ -198,9 +202,14 @@ def choose(
                     if removed <= 0 or saving < removed * settings.min_savings_percent / 100:
                         _note_price(notes, group, made, first, removed, saving, settings.min_savings_percent)
                         continue
-                    # One node more is tried only when the pods do not fit on the fewest (`_proven`).
-                    spare = first < settings.max_new_nodes and (
-                        removed - (first + 1) * made.price.per_hour >= removed * settings.min_savings_percent / 100
+                    # One node more is tried only when the pods do not fit on the fewest, and only when each of
+                    # them could run on it: otherwise the pod that found no room may be one a new node cannot take.
+                    spare = (
+                        everywhere
+                        and first < settings.max_new_nodes
+                        and (
+                            removed - (first + 1) * made.price.per_hour >= removed * settings.min_savings_percent / 100
+                        )
                     )
                     per_pod = -ranking.saving_per_pod(saving, pods)
                     options.append(_Option(per_pod, rank, group, made, first, removed, saving, spare))
@@ -334,9 +343,15 @@ def _template(
     return None if isinstance(made, str) else made
 
 
-def _fewest_new_nodes(need: Resources, free: Resources, group: list[NodeState], made: Template) -> int:
+def _fewest_new_nodes(
+    need: Resources, free: Resources, group: list[NodeState], made: Template
+) -> tuple[int, bool] | str:
     """The fewest new nodes whose room, with the free room of the other schedulable nodes, holds the pods'
-    requests (cpu and memory summed): a lower bound the proof then checks; at least one."""
+    requests (cpu and memory summed): a lower bound the proof then checks; at least one. Or why no count does:
+    the pods that cannot run on the new nodes at all (a taint they do not tolerate, as Spot's; a selector or
+    affinity it does not meet) need more than the other nodes have free. Both are necessary conditions only,
+    cheap enough to spare the run's proofs the sets that cannot fit. With the count, whether every pod could run
+    on a new node."""
     own = total_requests(
         Resources(
             max(0, state.node.allocatable.cpu_millis - state.requested.cpu_millis),
@@ -345,15 +360,26 @@ def _fewest_new_nodes(need: Resources, free: Resources, group: list[NodeState], 
         for state in group
         if state.schedulable
     )
-    cpu_short = need.cpu_millis - (free.cpu_millis - own.cpu_millis)
-    memory_short = need.memory_bytes - (free.memory_bytes - own.memory_bytes)
+    others_cpu = free.cpu_millis - own.cpu_millis
+    others_memory = free.memory_bytes - own.memory_bytes
+    elsewhere = [pod for state in group for pod in state.movable_pods if not fit.could_use(pod, made.node)]
+    if elsewhere:
+        stay = total_requests(pod.requests for pod in elsewhere)
+        if stay.cpu_millis > others_cpu or stay.memory_bytes > others_memory:
+            return (
+                f"its {len(elsewhere)} pod(s) that cannot run on it (cpu {stay.cpu_millis}m, memory "
+                f"{stay.memory_bytes // 2**20}Mi) need more than the other nodes have free (cpu {max(0, others_cpu)}m, "
+                f"memory {max(0, others_memory) // 2**20}Mi)"
+            )
+    cpu_short = need.cpu_millis - others_cpu
+    memory_short = need.memory_bytes - others_memory
     room = made.node.allocatable
     count = 1
     if cpu_short > 0:
         count = max(count, -(-cpu_short // max(1, room.cpu_millis)))
     if memory_short > 0:
         count = max(count, -(-memory_short // max(1, room.memory_bytes)))
-    return count
+    return count, not elsewhere
 
 
 def _free_room(view: ClusterView) -> Resources:

@@ -38,6 +38,8 @@ class Bar:
         self.hours = hours
         self.warmup_hours = warmup_hours
         self.strategies = tuple(strategies)  # the run's strategies, for the estimate of the whole run
+        # The bars line up under the longest name (node-compactor+priorities is 25 characters).
+        self.name_width = max([15, *(len(name) for name in self.strategies)])
         self.clock = clock
         self.fractions: dict[str, float] = {}
         self.started: dict[str, float] = {}  # when each phase was first heard of
@@ -59,7 +61,9 @@ class Bar:
         self.shown[phase] = percent
         if self.live:
             if percent == 100:
-                self._draw(f"{phase:<15} [{'#' * WIDTH}] 100%, {duration(now - self.started[phase])}", end="\n")
+                self._draw(
+                    f"{phase:<{self.name_width}} [{'#' * WIDTH}] 100%, {duration(now - self.started[phase])}", end="\n"
+                )
             self._redraw(now)
         elif percent == 100:
             self._plain(f"{phase}: done")
@@ -82,7 +86,8 @@ class Bar:
             phase = running[0]
             percent = self.shown[phase]
             filled = WIDTH * percent // 100
-            line = f"{phase:<15} [{'#' * filled}{'.' * (WIDTH - filled)}] {percent:3d}%{self._left(phase, now)}"
+            bar = f"[{'#' * filled}{'.' * (WIDTH - filled)}]"
+            line = f"{phase:<{self.name_width}} {bar} {percent:3d}%{self._left(phase, now)}"
         else:
             line = " | ".join(f"{phase} {self.shown[phase]}%{self._left(phase, now)}" for phase in running)
         self._draw(line + self._all(now))
@@ -126,7 +131,10 @@ class Bar:
 def _estimate(elapsed: float, fraction: float) -> str:
     if fraction <= 0.0 or fraction >= 1.0 or elapsed <= 0.0:
         return ""
-    return f", about {duration(elapsed * (1 - fraction) / fraction)} left"
+    left = elapsed * (1 - fraction) / fraction
+    if left < 1.0:
+        return ", under a second left"
+    return f", about {duration(left)} left"
 
 
 def duration(seconds: float) -> str:

@@ -153,7 +153,7 @@ def test_the_default_table_shows_the_replacements_a_planner_made_and_those_used(
         )
     )
     items = {item["name"]: item for item in data["strategies"]}
-    assert items["node-compactor"]["replacements"] == {"made": 4, "used": 3}
+    assert items["node-compactor"]["replacements"] == {"made": 4, "used": 3, "started": []}
     assert items["ca-alone"]["replacements"] is None, "no planner: nothing to replace with"
     table = report.table(data)
     assert table_columns(table)[-1] == "REPLACEMENTS MADE/USED"
@@ -334,6 +334,23 @@ def test_on_a_terminal_progress_is_a_bar_redrawn_in_place() -> None:
     assert stream.getvalue() == (
         f"\r{'ca-alone':<15} [{'#' * 15}{'.' * 15}]  50%\r{'ca-alone':<15} [{'#' * 30}] 100%, 0 s\n"
     )
+
+
+def test_on_a_terminal_the_bars_line_up_under_the_longest_strategy_name() -> None:
+    stream = Terminal()
+    names = ("ca-alone", "node-compactor+priorities")
+    bar = progress.Bar(stream, start=START, hours=24, strategies=names, clock=Clock())
+    bar.update("ca-alone", 1.0)
+    bar.update("node-compactor+priorities", 1.0)
+    bar.close()
+    lines = [line for line in stream.getvalue().replace("\r", "\n").splitlines() if "[" in line]
+    assert len({line.index("[") for line in lines}) == 1
+    assert lines[0].startswith(f"{'ca-alone':<25} [")
+
+
+def test_a_run_nearly_done_says_under_a_second_left_not_about_0_s() -> None:
+    assert progress._estimate(elapsed=10.0, fraction=0.99) == ", under a second left"
+    assert progress._estimate(elapsed=10.0, fraction=0.5) == ", about 10 s left"
 
 
 def test_on_a_terminal_strategies_under_way_at_once_share_the_line_and_each_done_keeps_its_own() -> None:

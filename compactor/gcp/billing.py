@@ -4,8 +4,11 @@ Lists every SKU of the Compute Engine service (`services/6F81-5844-456A`, paged)
 per-GiB hourly rates of predefined machines: category.resourceFamily "Compute", usageType "OnDemand" or
 "Preemptible" (Spot), descriptions such as "E2 Instance Core running in Americas", "N1 Predefined Instance Ram
 running in Belgium" or "Spot Preemptible N2D AMD Instance Ram running in Tokyo", unit "h" (vCPU) or "GiBy.h"
-(memory), one rate per region the SKU's serviceRegions names. Everything else (custom, sole-tenant, commitments,
-extended memory, GPUs, disks, licences, network) is skipped and counted. `table_from_skus` does that mapping on
+(memory), one rate per region the SKU's serviceRegions names. GPU SKUs (resourceGroup "GPU", "Nvidia Tesla T4 GPU
+running in Belgium", "Nvidia L4 GPU attached to Spot Preemptible VMs running in Tokyo", unit "h") give a rate per
+GPU-hour under the accelerator's GKE name (`GPU_NAMES`); a GPU not named there is skipped and counted. Everything
+else (custom, sole-tenant, commitments, extended memory, virtual workstations, disks, licences, network) is
+skipped and counted. `table_from_skus` does that mapping on
 the SKUs as the REST API writes them (camelCase JSON), with no I/O; `read_catalog` fetches them.
 
 The client speaks REST (`transport="rest"`) with google-auth's default credentials; COMPACTOR_BILLING_ENDPOINT
@@ -19,7 +22,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 import google.auth.exceptions
@@ -49,8 +52,41 @@ _DESCRIPTION = re.compile(
     r"(?P<spot>(?:Spot )?Preemptible )?(?P<series>[A-Z][A-Z0-9]{1,5})(?: (?:AMD|Arm|Intel))?(?: Predefined)?"
     r" Instance (?P<resource>Core|Ram) running in (?P<place>.+)"
 )
-_UNITS = {"Core": "h", "Ram": "GiBy.h"}
+# "Nvidia Tesla T4 GPU running in Belgium"; Spot: "Nvidia Tesla T4 GPU attached to Spot Preemptible VMs running in
+# Belgium" (older Spot SKUs: "Preemptible Nvidia Tesla T4 GPU running in ...").
+_GPU_DESCRIPTION = re.compile(
+    r"(?P<older_spot>Preemptible )?(?P<gpu>.+?) GPU(?P<spot> attached to Spot Preemptible VMs)?"
+    r" running in (?P<place>.+)"
+)
+# The catalog's GPU name -> the accelerator as GKE labels a node (cloud.google.com/gke-accelerator) and as
+# `gcloud container node-pools create --accelerator type=...` takes it. Only these are read: a new or renamed GPU
+# (and the "Virtual Workstation" SKUs, which add a licence) is skipped and counted until it is added here.
+GPU_NAMES: Mapping[str, str] = {
+    "Nvidia Tesla K80": "nvidia-tesla-k80",
+    "Nvidia Tesla P4": "nvidia-tesla-p4",
+    "Nvidia Tesla P100": "nvidia-tesla-p100",
+    "Nvidia Tesla V100": "nvidia-tesla-v100",
+    "Nvidia Tesla T4": "nvidia-tesla-t4",
+    "Nvidia Tesla A100": "nvidia-tesla-a100",
+    "Nvidia A100 80GB": "nvidia-a100-80gb",
+    "Nvidia L4": "nvidia-l4",
+    "Nvidia H100 80GB": "nvidia-h100-80gb",
+    "Nvidia H100 80GB Mega": "nvidia-h100-mega-80gb",
+}
+GPU = "GPU"  # the resource of a GPU rate, beside "Core" and "Ram"
+_UNITS = {"Core": "h", "Ram": "GiBy.h", GPU: "h"}
 _USAGE_MODELS = {"OnDemand": pricing.ON_DEMAND, "Preemptible": pricing.SPOT}
+
+
+class Rate(NamedTuple):
+    """One SKU's rate: per vCPU-hour ("Core") or GiB-hour ("Ram") of a machine family, or per GPU-hour ("GPU") of
+    an accelerator (`family` is then its GKE name, nvidia-tesla-t4)."""
+
+    family: str
+    model: str  # ON_DEMAND or SPOT
+    resource: str  # "Core", "Ram" or GPU
+    regions: tuple[str, ...]
+    price: float
 
 
 @dataclass(frozen=True)
@@ -68,10 +104,12 @@ class CatalogReading:
         """One line for a person: what was read and what was skipped."""
         families = sorted({family for family, _, _ in self.table.rates})
         regions = {region for _, region, _ in self.table.rates}
+        accelerators = {accelerator for accelerator, _, _ in self.table.gpus}
         reasons = ", ".join(f"{count} {why}" for why, count in sorted(self.skipped.items(), key=lambda i: -i[1]))
         line = (
             f"read {self.skus} SKUs: {len(self.table.rates)} rates for {len(families)} machine families in "
-            f"{len(regions)} regions from {self.used} SKUs; skipped {sum(self.skipped.values())} ({reasons or 'none'})"
+            f"{len(regions)} regions, {len(self.table.gpus)} GPU rates for {len(accelerators)} accelerators, from "
+            f"{self.used} SKUs; skipped {sum(self.skipped.values())} ({reasons or 'none'})"
         )
         if self.incomplete:
             line += f"; left out (vCPU or memory rate missing): {', '.join(self.incomplete)}"
@@ -81,6 +119,7 @@ class CatalogReading:
 def table_from_skus(skus: Iterable[Mapping[str, Any]], *, as_of: str, currency: str) -> CatalogReading:
     """The price table in Compute Engine SKUs as the REST API lists them (camelCase JSON objects)."""
     found: dict[tuple[str, str, str], dict[str, float]] = {}
+    gpus: dict[tuple[str, str, str], float] = {}
     skipped: Counter[str] = Counter()
     listed = used = 0
     for sku in skus:
@@ -92,6 +131,9 @@ def table_from_skus(skus: Iterable[Mapping[str, Any]], *, as_of: str, currency: 
         family, model, resource, regions, price = rate
         clashed = False
         for region in regions:
+            if resource == GPU:
+                clashed = gpus.setdefault((family, region, model), price) != price or clashed
+                continue
             rates = found.setdefault((family, region, model), {})
             if rates.setdefault(resource, price) != price:
                 clashed = True
@@ -107,7 +149,7 @@ def table_from_skus(skus: Iterable[Mapping[str, Any]], *, as_of: str, currency: 
         else:
             incomplete.append("/".join(key))
     return CatalogReading(
-        table=pricing.PriceTable(as_of=as_of, source=SOURCE, currency=currency, rates=table),
+        table=pricing.PriceTable(as_of=as_of, source=SOURCE, currency=currency, rates=table, gpus=gpus),
         skus=listed,
         used=used,
         skipped=dict(skipped),
@@ -115,9 +157,8 @@ def table_from_skus(skus: Iterable[Mapping[str, Any]], *, as_of: str, currency: 
     )
 
 
-def classify(sku: Mapping[str, Any], *, currency: str) -> tuple[str, str, str, tuple[str, ...], float] | str:
-    """(family, ON_DEMAND or SPOT, "Core" or "Ram", regions, price per hour) of a predefined machine's vCPU or
-    memory SKU; otherwise why it is skipped."""
+def classify(sku: Mapping[str, Any], *, currency: str) -> Rate | str:
+    """The rate of a predefined machine's vCPU or memory SKU, or of a GPU's; otherwise why it is skipped."""
     category = _mapping(sku.get("category"))
     description = str(sku.get("description") or "")
     usage = str(category.get("usageType") or "")
@@ -133,13 +174,21 @@ def classify(sku: Mapping[str, Any], *, currency: str) -> tuple[str, str, str, t
         return "extended memory"
     if usage not in _USAGE_MODELS:
         return f"usage type {usage or 'missing'}"
-    described = _DESCRIPTION.fullmatch(description)
-    if described is None:
-        return "not a predefined vCPU or memory rate (GPUs, premium images, ...)"
     model = _USAGE_MODELS[usage]
-    if (described["spot"] is not None) != (model == pricing.SPOT):
-        return "description and usage type disagree on Spot"
-    resource = described["resource"]
+    if category.get("resourceGroup") == GPU:
+        gpu = _GPU_DESCRIPTION.fullmatch(description)
+        if gpu is None or gpu["gpu"] not in GPU_NAMES:
+            return "GPU without a GKE accelerator name here (new, or a virtual workstation)"
+        if (gpu["spot"] is not None or gpu["older_spot"] is not None) != (model == pricing.SPOT):
+            return "description and usage type disagree on Spot"
+        family, resource = GPU_NAMES[gpu["gpu"]], GPU
+    else:
+        described = _DESCRIPTION.fullmatch(description)
+        if described is None:
+            return "not a predefined vCPU or memory rate (premium images, ...)"
+        if (described["spot"] is not None) != (model == pricing.SPOT):
+            return "description and usage type disagree on Spot"
+        family, resource = described["series"].lower(), described["resource"]
     pricing_info = sku.get("pricingInfo") or []
     expression = _mapping(_mapping(pricing_info[0]).get("pricingExpression")) if pricing_info else {}
     if expression.get("usageUnit") != _UNITS[resource]:
@@ -150,7 +199,7 @@ def classify(sku: Mapping[str, Any], *, currency: str) -> tuple[str, str, str, t
     price = _unit_price(expression, currency)
     if price is None:
         return f"no {currency} price"
-    return described["series"].lower(), model, resource, regions, price
+    return Rate(family, model, resource, regions, price)
 
 
 def _unit_price(expression: Mapping[str, Any], currency: str) -> float | None:

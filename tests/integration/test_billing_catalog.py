@@ -41,10 +41,17 @@ RECORDED = {
     ("n2", "europe-west1", "on-demand"): (0.034773, 0.004661),
     ("n2", "europe-west1", "spot"): (0.00763, 0.001023),
 }
+# Per GPU-hour, (accelerator, region, model); made-up figures in the catalog's shape (tests/data/billing/README.md).
+RECORDED_GPUS = {
+    ("nvidia-tesla-t4", "us-central1", "on-demand"): 0.35,
+    ("nvidia-tesla-t4", "us-central1", "spot"): 0.14,
+    ("nvidia-l4", "europe-west1", "on-demand"): 0.62,
+    ("nvidia-l4", "europe-west1", "spot"): 0.25,
+}
 SKIPPED = {
     "custom machine type": 1,
     "commitment": 1,
-    "not a predefined vCPU or memory rate (GPUs, premium images, ...)": 1,
+    "GPU without a GKE accelerator name here (new, or a virtual workstation)": 1,
     "not Compute (disks, network, licences, ...)": 2,
     "sole tenancy": 1,
     "extended memory": 1,
@@ -161,6 +168,7 @@ def rates_of(table: pricing.PriceTable) -> dict[tuple[str, str, str], tuple[floa
 def test_the_catalog_gives_e2_and_n2_rates_on_demand_and_spot_in_both_regions(catalog: Catalog) -> None:
     reading = read(catalog)
     assert rates_of(reading.table) == RECORDED
+    assert dict(reading.table.gpus) == RECORDED_GPUS
     assert reading.table.as_of == AS_OF
     assert reading.table.currency == "USD"
     assert reading.table.source == "Cloud Billing Catalog API, service 6F81-5844-456A"
@@ -175,10 +183,13 @@ def test_every_page_is_read_by_following_next_page_token(catalog: Catalog) -> No
 
 def test_skus_that_are_no_predefined_vcpu_or_memory_rate_are_skipped_and_counted(catalog: Catalog) -> None:
     reading = read(catalog)
-    assert reading.skus == 23
-    assert reading.used == 16
+    assert reading.skus == 27
+    assert reading.used == 20
     assert reading.skipped == SKIPPED
-    assert "read 23 SKUs: 8 rates for 2 machine families in 2 regions from 16 SKUs; skipped 7" in reading.summary()
+    assert (
+        "read 27 SKUs: 8 rates for 2 machine families in 2 regions, 4 GPU rates for 2 accelerators, from 20 SKUs; "
+        "skipped 7" in reading.summary()
+    )
 
 
 def test_the_recorded_prices_are_the_built_in_table_s(catalog: Catalog) -> None:
@@ -244,6 +255,15 @@ def sku(description: str, *, usage: str = "OnDemand", unit: str = "h", **changes
     }
 
 
+def gpu_sku(description: str, **changes: Any) -> dict[str, Any]:
+    given = sku(description, **changes)
+    given["category"]["resourceGroup"] = "GPU"
+    return given
+
+
+UNKNOWN_GPU = "GPU without a GKE accelerator name here (new, or a virtual workstation)"
+
+
 @pytest.mark.parametrize(
     ("given", "expected"),
     [
@@ -269,6 +289,59 @@ def test_a_predefined_vcpu_or_memory_sku_gives_its_family_model_and_resource(
     assert not isinstance(rate, str), rate
     assert rate[:3] == expected
     assert rate[3] == ("us-central1",)
+
+
+# The catalog's GPU names and the accelerator each is on a GKE node (cloud.google.com/gke-accelerator).
+GPU_LABELS = [
+    ("Nvidia Tesla K80", "nvidia-tesla-k80"),
+    ("Nvidia Tesla P4", "nvidia-tesla-p4"),
+    ("Nvidia Tesla P100", "nvidia-tesla-p100"),
+    ("Nvidia Tesla V100", "nvidia-tesla-v100"),
+    ("Nvidia Tesla T4", "nvidia-tesla-t4"),
+    ("Nvidia Tesla A100", "nvidia-tesla-a100"),
+    ("Nvidia A100 80GB", "nvidia-a100-80gb"),
+    ("Nvidia L4", "nvidia-l4"),
+    ("Nvidia H100 80GB", "nvidia-h100-80gb"),
+    ("Nvidia H100 80GB Mega", "nvidia-h100-mega-80gb"),
+]
+
+
+def test_the_gpu_names_read_are_exactly_these() -> None:
+    assert dict(billing.GPU_NAMES) == dict(GPU_LABELS)
+
+
+@pytest.mark.parametrize(("name", "accelerator"), [pytest.param(*pair, id=pair[1]) for pair in GPU_LABELS])
+@pytest.mark.parametrize(
+    ("wording", "usage", "model"),
+    [
+        pytest.param("{} GPU running in Belgium", "OnDemand", "on-demand", id="on-demand"),
+        pytest.param("{} GPU attached to Spot Preemptible VMs running in Belgium", "Preemptible", "spot", id="spot"),
+        pytest.param("Preemptible {} GPU running in Belgium", "Preemptible", "spot", id="older-preemptible"),
+    ],
+)
+def test_a_gpu_sku_gives_a_rate_per_gpu_hour_under_its_gke_accelerator_name(
+    name: str, accelerator: str, wording: str, usage: str, model: str
+) -> None:
+    given = gpu_sku(wording.format(name), usage=usage, serviceRegions=["europe-west1"])
+    assert billing.classify(given, currency="USD") == billing.Rate(
+        accelerator, model, billing.GPU, ("europe-west1",), 0.02181159
+    )
+
+
+def test_gpu_rates_go_beside_the_machine_rates_and_a_second_price_is_counted() -> None:
+    skus = [
+        sku("E2 Instance Core running in Iowa"),
+        sku("E2 Instance Ram running in Iowa", unit="GiBy.h"),
+        gpu_sku("Nvidia Tesla T4 GPU running in Americas", serviceRegions=["us-central1", "us-east1"]),
+        gpu_sku("Nvidia Tesla T4 GPU running in Iowa", price={"currencyCode": "USD", "nanos": 99}),
+    ]
+    reading = billing.table_from_skus(skus, as_of=AS_OF, currency="USD")
+    assert dict(reading.table.gpus) == {
+        ("nvidia-tesla-t4", "us-central1", "on-demand"): 0.02181159,
+        ("nvidia-tesla-t4", "us-east1", "on-demand"): 0.02181159,
+    }
+    assert reading.skipped == {"another price for a rate already read": 1}
+    assert reading.incomplete == ()
 
 
 @pytest.mark.parametrize(
@@ -299,9 +372,25 @@ def test_a_predefined_vcpu_or_memory_sku_gives_its_family_model_and_resource(
         ),
         pytest.param(
             sku("Memory-optimized Instance Core running in Iowa"),
-            "not a predefined vCPU or memory rate (GPUs, premium images, ...)",
+            "not a predefined vCPU or memory rate (premium images, ...)",
             id="unnamed-series",
         ),
+        pytest.param(gpu_sku("Nvidia Tesla X9 GPU running in Iowa"), UNKNOWN_GPU, id="unknown-gpu"),
+        pytest.param(
+            gpu_sku("Nvidia Tesla T4 Virtual Workstation GPU running in Iowa"), UNKNOWN_GPU, id="virtual-workstation"
+        ),
+        pytest.param(gpu_sku("Nvidia L4 GPU in Iowa"), UNKNOWN_GPU, id="gpu-description-of-another-shape"),
+        pytest.param(
+            gpu_sku("Nvidia L4 GPU running in Iowa", usage="Preemptible"),
+            "description and usage type disagree on Spot",
+            id="gpu-spot-mismatch",
+        ),
+        pytest.param(
+            gpu_sku("Commitment v1: Nvidia L4 GPU running in Iowa for 1 Year", usage="Commit1Yr"),
+            "commitment",
+            id="gpu-commitment",
+        ),
+        pytest.param(gpu_sku("Nvidia L4 GPU running in Iowa", unit="GiBy.h"), "unexpected usage unit", id="gpu-unit"),
     ],
 )
 def test_a_sku_that_is_no_predefined_rate_says_why(given: dict[str, Any], reason: str) -> None:
@@ -376,8 +465,9 @@ def test_the_prices_command_writes_a_price_file_that_reads_back(
     assert code == 0, captured.err
     table = pricing.parse_price_file(out.read_bytes(), source=str(out))
     assert rates_of(table) == {key: (round(cpu, 6), round(memory, 6)) for key, (cpu, memory) in RECORDED.items()}
+    assert dict(table.gpus) == RECORDED_GPUS
     assert table.source == billing.SOURCE
-    assert "read 23 SKUs" in captured.err and f"wrote {out}" in captured.err
+    assert "read 27 SKUs" in captured.err and f"wrote {out}" in captured.err
     assert captured.out == ""
     # The service account's own signed JWT (google-auth's self-signed JWT access) on every page.
     [authorization] = set(catalog.authorizations)

@@ -3,26 +3,34 @@ pricePerHour, and the nodes the table cannot price."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from compactor import report
+from compactor.core import planner
+from compactor.core.cluster import ClusterView
 from compactor.core.model import Node
-from compactor.core.prices import pricing
-from tests.builders import make_config, make_node, make_pod, node_report, run_plan
+from compactor.core.plan import Plan
+from compactor.core.prices import costs, pricing
+from tests.builders import NOW, make_config, make_node, make_pod, make_snapshot, node_report, run_plan
 
 MACHINE = "e2-standard-4"
 REGION = "us-central1"
 
 
-def priced(name: str, *, spot: bool = False, machine: str = MACHINE, **fields: Any) -> Node:
+def priced(
+    name: str, *, spot: bool = False, machine: str = MACHINE, accelerator: str | None = None, **fields: Any
+) -> Node:
     labels = {
         "node.kubernetes.io/instance-type": machine,
         "topology.kubernetes.io/zone": f"{REGION}-a",
     }
     if spot:
         labels["cloud.google.com/gke-spot"] = "true"
+    if accelerator is not None:
+        labels["cloud.google.com/gke-accelerator"] = accelerator
     return make_node(name, labels=labels, **fields)
 
 
@@ -50,6 +58,16 @@ def test_the_pool_s_price_per_hour_wins_over_the_table() -> None:
         pytest.param(priced("n1", machine="x9-mega-4"), "is not in the price table", id="unknown-machine-type"),
         pytest.param(make_node("n1"), "no machine type label", id="no-machine-label"),
         pytest.param(priced("n1", extended={"nvidia.com/gpu": "1"}), "accelerators (nvidia.com/gpu)", id="a-gpu-node"),
+        pytest.param(
+            priced("n1", accelerator="nvidia-tesla-t4", extended={"nvidia.com/gpu": "1"}),
+            "the price table does not price (nvidia-tesla-t4, on-demand, in us-central1); set the pool's pricePerHour",
+            id="a-t4-node-and-no-gpu-rate-built-in",
+        ),
+        pytest.param(
+            priced("n1", accelerator="tpu-v5-lite-podslice", extended={"google.com/tpu": "4"}),
+            "accelerators (google.com/tpu) the price table does not price; set the pool's pricePerHour",
+            id="a-tpu-node",
+        ),
     ],
 )
 def test_a_node_the_table_cannot_price_has_no_price_and_its_pool_says_why(node: Node, why: str) -> None:
@@ -79,3 +97,59 @@ def test_the_report_gives_prices_per_node_and_pool_and_what_a_drain_saves() -> N
     assert pool["costLowerBoundPerHour"] == pytest.approx(pool["lowerBoundNodes"] * table_price(), abs=1e-5)
     assert all(node["pricePerHour"] == pytest.approx(table_price(), abs=1e-6) for node in document["nodes"])
     assert "USD/H" in report.to_table(plan)
+
+
+# --- GPU nodes -----------------------------------------------------------------------------------------------------
+
+GPU_MACHINE = "n1-standard-4"
+T4_ON_DEMAND, T4_SPOT = 0.35, 0.14  # made-up rates for these tests, as a price file would give them
+WITH_T4 = replace(
+    pricing.BUILT_IN,
+    gpus={
+        ("nvidia-tesla-t4", REGION, pricing.ON_DEMAND): T4_ON_DEMAND,
+        ("nvidia-tesla-t4", REGION, pricing.SPOT): T4_SPOT,
+    },
+)
+
+
+def plan_priced_by(table: pricing.PriceTable, nodes: list[Node], **config: Any) -> Plan:
+    return planner.plan(make_snapshot(nodes), make_config(**config), now=NOW, prices=table)
+
+
+def t4_node(name: str, *, gpus: str = "1", spot: bool = False, accelerator: str = "nvidia-tesla-t4") -> Node:
+    return priced(name, machine=GPU_MACHINE, spot=spot, accelerator=accelerator, extended={"nvidia.com/gpu": gpus})
+
+
+def test_a_t4_node_costs_its_machine_and_its_gpu() -> None:
+    plan = plan_priced_by(WITH_T4, [t4_node("n1")])
+    machine = table_price(machine=GPU_MACHINE)
+    assert node_report(plan, "n1").price_per_hour == pytest.approx(machine + T4_ON_DEMAND)
+    assert plan.pools[0].price_per_hour == pytest.approx(machine + T4_ON_DEMAND)
+    assert plan.pools[0].price_note is None
+
+
+def test_a_spot_node_with_two_t4s_pays_the_spot_rate_for_each() -> None:
+    plan = plan_priced_by(WITH_T4, [t4_node("n1", gpus="2", spot=True)])
+    expected = table_price(machine=GPU_MACHINE, spot=True) + 2 * T4_SPOT
+    assert node_report(plan, "n1").price_per_hour == pytest.approx(expected)
+
+
+def test_a_gpu_node_s_price_names_its_source_and_its_gpus() -> None:
+    view_costs = costs.node_costs(ClusterView(make_snapshot([t4_node("n1", gpus="2")]), make_config()), WITH_T4)
+    price = view_costs.of("n1")
+    assert price is not None
+    assert price.source.startswith(f"{WITH_T4.source}, {WITH_T4.as_of}; ")
+    assert price.source.endswith(f"{GPU_MACHINE} + 2 x nvidia-tesla-t4 at 0.35/h")
+
+
+def test_an_accelerator_the_table_has_no_rate_for_still_says_set_the_pool_s_price_per_hour() -> None:
+    plan = plan_priced_by(WITH_T4, [t4_node("n1", accelerator="nvidia-tesla-x99")])
+    assert node_report(plan, "n1").price_per_hour is None
+    note = plan.pools[0].price_note or ""
+    assert "nvidia-tesla-x99, on-demand, in us-central1" in note
+    assert note.endswith("set the pool's pricePerHour")
+
+
+def test_a_gpu_node_priced_by_its_pool_is_not_charged_for_its_gpus_twice() -> None:
+    plan = plan_priced_by(WITH_T4, [t4_node("n1")], pools={"default-pool": {"pricePerHour": 2.5}})
+    assert node_report(plan, "n1").price_per_hour == 2.5

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -298,7 +299,9 @@ def test_a_high_price_in_another_currency_is_no_error() -> None:
     ("document", "problems"),
     [
         pytest.param(
-            price_file(updated="yesterday"), ["updated: unknown key (expected asOf, source, currency, rates)"], id="top"
+            price_file(updated="yesterday"),
+            ["updated: unknown key (expected asOf, source, currency, rates, gpus)"],
+            id="top",
         ),
         pytest.param(
             price_file(rates={"e2": {"us-central1": {"reserved": {"vcpuHour": 0.01, "gibHour": 0.001}}}}),
@@ -343,6 +346,30 @@ def test_a_high_price_in_another_currency_is_no_error() -> None:
             id="rate-not-object",
         ),
         pytest.param([price_file()], ["the file: must be an object, not an array"], id="top-array"),
+        pytest.param(
+            price_file(gpus={"Tesla T4": {"us-central1": {"spot": {"gpuHour": 0.14}}}}),
+            ["gpus.Tesla T4: 'Tesla T4' is not a GKE accelerator name"],
+            id="gpu-name",
+        ),
+        pytest.param(
+            price_file(gpus={"nvidia-l4": {"us-central1": {"spot": {"gpuHour": 0}}}}),
+            ["gpus.nvidia-l4.us-central1.spot.gpuHour: 0 is no price (a free GPU is a mistake)"],
+            id="free-gpu",
+        ),
+        pytest.param(
+            price_file(gpus={"nvidia-l4": {"us-central1": {"spot": {"gpuHour": 250}}}}),
+            ["gpus.nvidia-l4.us-central1.spot.gpuHour: 250 USD per hour is absurd for one GPU"],
+            id="absurd-gpu",
+        ),
+        pytest.param(
+            price_file(gpus={"nvidia-l4": {"us-central1": {"spot": {"vcpuHour": 0.1}}}}),
+            [
+                "gpus.nvidia-l4.us-central1.spot.vcpuHour: unknown key (expected gpuHour)",
+                "gpus.nvidia-l4.us-central1.spot.gpuHour: missing",
+            ],
+            id="gpu-field",
+        ),
+        pytest.param(price_file(gpus=[]), ["gpus: must be an object, not an array"], id="gpus-array"),
     ],
 )
 def test_a_file_of_the_wrong_shape_is_refused_naming_every_field(document: Any, problems: list[str]) -> None:
@@ -423,6 +450,32 @@ def test_a_table_written_as_a_price_file_reads_back_the_same() -> None:
     assert list(document["rates"]) == ["e2", "n2"]
     assert list(document["rates"]["e2"]["us-central1"]) == [ON_DEMAND, SPOT]
     assert document["rates"]["e2"]["us-central1"][SPOT] == {"vcpuHour": 0.01309, "gibHour": 0.001754}
+
+
+def test_gpu_rates_are_written_beside_the_machine_rates_and_read_back() -> None:
+    gpus = {
+        ("nvidia-tesla-t4", "us-central1", SPOT): 0.14,
+        ("nvidia-tesla-t4", "us-central1", ON_DEMAND): 0.35,
+        ("nvidia-l4", "europe-west1", ON_DEMAND): 0.6214999,
+    }
+    table = replace(make_table(), gpus=gpus)
+    written = pricing.to_json(table)
+    document = json.loads(written)
+    assert list(document) == ["asOf", "source", "currency", "rates", "gpus"]
+    assert document["gpus"] == {
+        "nvidia-l4": {"europe-west1": {ON_DEMAND: {"gpuHour": 0.6215}}},
+        "nvidia-tesla-t4": {"us-central1": {ON_DEMAND: {"gpuHour": 0.35}, SPOT: {"gpuHour": 0.14}}},
+    }
+    back = pricing.parse_price_file(written, source="prices.json")
+    assert back == replace(table, gpus={**gpus, ("nvidia-l4", "europe-west1", ON_DEMAND): 0.6215})
+    assert pricing.gpu_price(back, accelerator="nvidia-tesla-t4", region="us-central1", spot=True) == 0.14
+    assert pricing.gpu_price(back, accelerator="nvidia-tesla-t4", region="europe-west1", spot=True) is None
+
+
+def test_a_price_file_written_before_gpu_rates_still_reads() -> None:
+    table = pricing.parse_price_file(json.dumps(price_file()).encode(), source="prices.json")
+    assert table.gpus == {}
+    assert "gpus" not in json.loads(pricing.to_json(table))
 
 
 def test_a_price_file_holds_rates_to_6_decimals() -> None:

@@ -1,8 +1,10 @@
-"""What each node costs per hour (DESIGN "Node replacement", prices), from its machine type, region and Spot.
+"""What each node costs per hour (DESIGN "Node replacement", prices), from its machine type, region, Spot and GPUs.
 
 The pool's `pricePerHour` wins over the price table (the built-in one, or the `priceFile` the shell read
 into it); a node whose machine type, family or region the table does not know has no price, and its
-pool says why. Pure: the table is handed in, nothing is read here.
+pool says why. A GPU node (`cloud.google.com/gke-accelerator` and nvidia.com/gpu) costs its machine plus each GPU
+at the table's rate for that accelerator; other accelerators (TPUs), or a GPU the table has no rate for, leave the
+node unpriced. Pure: the table is handed in, nothing is read here.
 """
 
 from __future__ import annotations
@@ -58,11 +60,7 @@ def node_costs(view: ClusterView, table: pricing.PriceTable) -> Costs:
         price = found.get(key)
         if price is None:
             price = found[key] = _price(config, table, *key)
-        accelerators = [name for name, amount in state.node.allocatable.extended if amount and _accelerator(name)]
-        if isinstance(price, Price) and price.source != PRICE_PER_HOUR and accelerators:
-            # The table prices vCPUs and memory; GPUs and TPUs are billed apart and would make the node look cheap.
-            names = ", ".join(accelerators)
-            price = f"{key[1]} has accelerators ({names}) the price table does not price; set the pool's pricePerHour"
+        price = _with_accelerators(price, table, state.node, key[1], key[2], key[3])
         if isinstance(price, Price):
             prices[state.name] = price
         elif state.pool is not None:
@@ -83,10 +81,11 @@ def machine_price(
 
 
 def of_node(config: Config, table: pricing.PriceTable, pool: str, node: Node) -> Price | str:
+    """The price of this node of `pool`, its GPUs included, or why there is none."""
     labels = node.labels
-    return _price(
-        config, table, pool, pricing.machine_type_of(labels), pricing.region_of(labels), pricing.is_spot(labels)
-    )
+    machine_type, region, spot = pricing.machine_type_of(labels), pricing.region_of(labels), pricing.is_spot(labels)
+    price = _price(config, table, pool, machine_type, region, spot)
+    return _with_accelerators(price, table, node, machine_type, region, spot)
 
 
 def pool_price(costs: Costs, members: Iterable[NodeState]) -> float | None:
@@ -117,6 +116,43 @@ def _price(
             "set the pool's pricePerHour or a priceFile"
         )
     return Price(per_hour, f"{table.source}, {table.as_of}")
+
+
+def _with_accelerators(
+    price: Price | str,
+    table: pricing.PriceTable,
+    node: Node,
+    machine_type: str | None,
+    region: str | None,
+    spot: bool,
+) -> Price | str:
+    """The machine's table price plus the node's GPUs; why not when it has accelerators the table does not price.
+
+    The table prices vCPUs and memory; GPUs and TPUs are billed apart and would make the node look cheap, so a
+    node with one the table has no rate for has no price. A pool's pricePerHour is the whole node's price."""
+    if not isinstance(price, Price) or price.source == PRICE_PER_HOUR:
+        return price
+    accelerators = {name: amount for name, amount in node.allocatable.extended if amount and _accelerator(name)}
+    if not accelerators:
+        return price
+    accelerator = pricing.accelerator_of(node.labels)
+    gpus, whole = divmod(accelerators.get(pricing.GPU_RESOURCE, 0), 1000)  # thousandths
+    per_gpu = None
+    if accelerator is not None and region is not None and set(accelerators) == {pricing.GPU_RESOURCE} and not whole:
+        per_gpu = pricing.gpu_price(table, accelerator=accelerator, region=region, spot=spot)
+    if per_gpu is None:
+        names = ", ".join(sorted(accelerators))
+        which = ""
+        if accelerator is not None and pricing.GPU_RESOURCE in accelerators:
+            which = f" ({accelerator}, {pricing.SPOT if spot else pricing.ON_DEMAND}, in {region or 'no region'})"
+        return (
+            f"{machine_type} has accelerators ({names}) the price table does not price{which}; "
+            "set the pool's pricePerHour"
+        )
+    return Price(
+        round(price.per_hour + gpus * per_gpu, 6),
+        f"{price.source}; {machine_type} + {gpus} x {accelerator} at {per_gpu:g}/h",
+    )
 
 
 def _accelerator(resource: str) -> bool:

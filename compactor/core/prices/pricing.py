@@ -1,6 +1,7 @@
 """What a node costs per hour: its machine type's vCPUs and GiB times its family's rates in its region, on-demand or
-Spot, from a dated `PriceTable` (the built-in one, or a price file written by `python -m compactor prices
---refresh`). Also the price file format itself: a strict reader and its writer (docs/prices.md).
+Spot, plus each GPU at its accelerator's rate there, from a dated `PriceTable` (the built-in one, or a price file
+written by `python -m compactor prices --refresh`). Also the price file format itself: a strict reader and its
+writer (docs/prices.md).
 
 Prices are money, not scheduling quantities: floats in the table's currency per hour, rounded to 6 decimals in
 files. Must never: read a file, the network or the clock (the caller hands in the bytes and the date), or guess a
@@ -13,7 +14,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -29,7 +30,8 @@ MODELS = (ON_DEMAND, SPOT)
 
 # A price file is a few thousand rates (tens of KiB); anything near this is not one.
 MAX_FILE_BYTES = 8 << 20
-# No machine family lists anywhere near 100 USD for one vCPU or one GiB for an hour (the dearest are cents).
+# No machine family lists anywhere near 100 USD for one vCPU or one GiB for an hour (the dearest are cents), nor
+# does Compute Engine for one GPU (the dearest cost tens of dollars an hour at most).
 MAX_USD_RATE = 100.0
 
 # Custom machine types bill "Custom Instance Core/Ram" SKUs, 5% above the predefined rates: GKE's Cluster
@@ -47,6 +49,9 @@ BETA_INSTANCE_TYPE_LABEL = "beta.kubernetes.io/instance-type"
 SPOT_LABEL = "cloud.google.com/gke-spot"
 PROVISIONING_LABEL = "cloud.google.com/gke-provisioning"
 PREEMPTIBLE_LABEL = "cloud.google.com/gke-preemptible"
+# The GPU type of a GKE node (nvidia-tesla-t4); its count is the node's nvidia.com/gpu.
+ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+GPU_RESOURCE = "nvidia.com/gpu"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +70,14 @@ class PriceTable:
     source: str  # where from: a URL, or "Cloud Billing Catalog API, service 6F81-5844-456A"
     currency: str  # ISO 4217, "USD"
     rates: Mapping[tuple[str, str, str], Rates]
+    # Per GPU-hour, by (accelerator as GKE labels it: nvidia-tesla-t4, region, ON_DEMAND or SPOT). Billed on top
+    # of the machine's vCPUs and memory.
+    gpus: Mapping[tuple[str, str, str], float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Shared by every run in the process (BUILT_IN): nobody may change it under another.
         object.__setattr__(self, "rates", MappingProxyType(dict(self.rates)))
+        object.__setattr__(self, "gpus", MappingProxyType(dict(self.gpus)))
 
 
 # --- machine types ---------------------------------------------------------------------------------------------
@@ -189,6 +198,12 @@ def node_price(table: PriceTable, *, machine_type: str, region: str, spot: bool)
     return round(price * CUSTOM_PREMIUM if shape.custom else price, 6)
 
 
+def gpu_price(table: PriceTable, *, accelerator: str, region: str, spot: bool) -> float | None:
+    """What one GPU of this accelerator (nvidia-tesla-t4) costs per hour in the region, on top of its machine;
+    None when the table has no rate for it there."""
+    return table.gpus.get((accelerator, region, SPOT if spot else ON_DEMAND))
+
+
 # --- node labels -----------------------------------------------------------------------------------------------
 
 
@@ -209,6 +224,11 @@ def machine_type_of(labels: Mapping[str, str]) -> str | None:
     return labels.get(INSTANCE_TYPE_LABEL) or labels.get(BETA_INSTANCE_TYPE_LABEL) or None
 
 
+def accelerator_of(labels: Mapping[str, str]) -> str | None:
+    """The node's GPU type as GKE labels it (nvidia-tesla-t4), or None."""
+    return labels.get(ACCELERATOR_LABEL) or None
+
+
 def is_spot(labels: Mapping[str, str]) -> bool:
     """Whether the node is billed at Spot rates: a Spot node, or a preemptible one. Preemptible VMs bill the same
     "Spot Preemptible ..." SKUs as Spot VMs (the Compute Engine SKU descriptions name both), so they count as Spot."""
@@ -221,8 +241,12 @@ def is_spot(labels: Mapping[str, str]) -> bool:
 
 # --- the price file --------------------------------------------------------------------------------------------
 
-_FIELDS = ("asOf", "source", "currency", "rates")
+_FIELDS = ("asOf", "source", "currency", "rates", "gpus")
+_REQUIRED = ("asOf", "source", "currency", "rates")  # `gpus` came later: files without it still load
 _RATE_FIELDS = {"vcpuHour": "vcpu_hour", "gibHour": "gib_hour"}
+_GPU_FIELDS = ("gpuHour",)
+# A GKE accelerator label value: nvidia-tesla-t4, nvidia-l4, nvidia-h100-mega-80gb.
+_ACCELERATOR = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+){0,7}")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _CURRENCY = re.compile(r"[A-Z]{3}")
 _FAMILY = re.compile(r"[a-z][a-z0-9]{0,15}")
@@ -239,7 +263,8 @@ def parse_price_file(data: bytes, *, source: str) -> PriceTable:
 
     Strict: raises ConfigError listing every problem, each with the path of its field (`rates.e2.us-central1.spot.
     vcpuHour: -1 is negative`): not JSON, wrong types, missing or unknown keys, a key given twice, a price that is
-    not a finite number above 0, or above 100 per vCPU-hour or GiB-hour in USD; a file over 8 MiB at once.
+    not a finite number above 0, or above 100 per vCPU-hour, GiB-hour or GPU-hour in USD; a file over 8 MiB at
+    once. `gpus` may be missing (files written before GPU rates were kept).
     """
     if len(data) > MAX_FILE_BYTES:
         raise ConfigError(f"{source} is larger than {MAX_FILE_BYTES >> 20} MiB (is this the right price file?)")
@@ -263,7 +288,7 @@ def parse_price_file(data: bytes, *, source: str) -> PriceTable:
 
 
 def _table(document: Any, problems: list[str]) -> PriceTable | None:
-    fields = _object(document, "the file", problems, allowed=_FIELDS, required=_FIELDS)
+    fields = _object(document, "the file", problems, allowed=_FIELDS, required=_REQUIRED)
     if fields is None:
         return None
     as_of = _text(fields, "asOf", problems, pattern=_DATE, example="2026-07-30")
@@ -277,9 +302,10 @@ def _table(document: Any, problems: list[str]) -> PriceTable | None:
         problems.append(f"source: longer than {_MAX_SOURCE} characters")
     currency = _text(fields, "currency", problems, pattern=_CURRENCY, example="USD")
     rates = _rates(fields["rates"], currency, problems) if "rates" in fields else None
-    if as_of is None or text is None or currency is None or rates is None:
+    gpus = _gpus(fields["gpus"], currency, problems) if "gpus" in fields else {}
+    if as_of is None or text is None or currency is None or rates is None or gpus is None:
         return None
-    return PriceTable(as_of=as_of, source=text, currency=currency, rates=rates)
+    return PriceTable(as_of=as_of, source=text, currency=currency, rates=rates, gpus=gpus)
 
 
 def _rates(value: Any, currency: str | None, problems: list[str]) -> dict[tuple[str, str, str], Rates] | None:
@@ -314,6 +340,40 @@ def _rates(value: Any, currency: str | None, problems: list[str]) -> dict[tuple[
     return rates
 
 
+def _gpus(value: Any, currency: str | None, problems: list[str]) -> dict[tuple[str, str, str], float] | None:
+    accelerators = _object(value, "gpus", problems)
+    if accelerators is None:
+        return None
+    gpus: dict[tuple[str, str, str], float] = {}
+    for accelerator, regions_value in accelerators.items():
+        path = f"gpus.{accelerator}"
+        if not _ACCELERATOR.fullmatch(accelerator):
+            problems.append(f"{path}: {accelerator!r} is not a GKE accelerator name (nvidia-tesla-t4, ...)")
+        regions = _object(regions_value, path, problems)
+        if regions is None:
+            continue
+        if not regions:
+            problems.append(f"{path}: no regions")
+        for region, models_value in regions.items():
+            region_path = f"{path}.{region}"
+            if not _REGION.fullmatch(region):
+                problems.append(f"{region_path}: {region!r} is not a region (us-central1, ...)")
+            models = _object(models_value, region_path, problems, allowed=MODELS)
+            if models is None:
+                continue
+            if not models:
+                problems.append(f"{region_path}: neither {ON_DEMAND} nor {SPOT}")
+            for model, rate_value in models.items():
+                model_path = f"{region_path}.{model}"
+                fields = _object(rate_value, model_path, problems, allowed=_GPU_FIELDS, required=_GPU_FIELDS)
+                if fields is None or "gpuHour" not in fields:
+                    continue
+                price = _price(fields["gpuHour"], f"{model_path}.gpuHour", currency, problems, what="GPU")
+                if price is not None:
+                    gpus[(accelerator, region, model)] = price
+    return gpus
+
+
 def _rate(value: Any, path: str, currency: str | None, problems: list[str]) -> Rates | None:
     fields = _object(value, path, problems, allowed=tuple(_RATE_FIELDS), required=tuple(_RATE_FIELDS))
     if fields is None:
@@ -326,7 +386,9 @@ def _rate(value: Any, path: str, currency: str | None, problems: list[str]) -> R
     return Rates(**prices) if len(prices) == len(_RATE_FIELDS) else None
 
 
-def _price(value: Any, path: str, currency: str | None, problems: list[str]) -> float | None:
+def _price(
+    value: Any, path: str, currency: str | None, problems: list[str], *, what: str = "vCPU or GiB"
+) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         problems.append(f"{path}: {_kind(value)} is not a number")
         return None
@@ -337,9 +399,9 @@ def _price(value: Any, path: str, currency: str | None, problems: list[str]) -> 
     elif price < 0:
         problems.append(f"{path}: {value} is negative")
     elif price == 0:
-        problems.append(f"{path}: 0 is no price (a free vCPU or GiB is a mistake)")
+        problems.append(f"{path}: 0 is no price (a free {what} is a mistake)")
     elif currency == "USD" and price > MAX_USD_RATE:
-        problems.append(f"{path}: {value} USD per hour is absurd for one vCPU or GiB (at most {MAX_USD_RATE:g})")
+        problems.append(f"{path}: {value} USD per hour is absurd for one {what} (at most {MAX_USD_RATE:g})")
     else:
         return price
     return None
@@ -402,7 +464,17 @@ def to_json(table: PriceTable) -> bytes:
             "vcpuHour": round(rates.vcpu_hour, 6),
             "gibHour": round(rates.gib_hour, 6),
         }
-    document = {"asOf": table.as_of, "source": table.source, "currency": table.currency, "rates": families}
+    document: dict[str, Any] = {
+        "asOf": table.as_of,
+        "source": table.source,
+        "currency": table.currency,
+        "rates": families,
+    }
+    if table.gpus:  # left out when there are none, so a file without GPUs reads as before
+        gpus: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
+        for (accelerator, region, model), per_hour in sorted(table.gpus.items(), key=lambda item: _order(item[0])):
+            gpus.setdefault(accelerator, {}).setdefault(region, {})[model] = {"gpuHour": round(per_hour, 6)}
+        document["gpus"] = gpus
     return orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
 
 

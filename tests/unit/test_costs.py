@@ -60,7 +60,8 @@ def test_the_pool_s_price_per_hour_wins_over_the_table() -> None:
         pytest.param(priced("n1", extended={"nvidia.com/gpu": "1"}), "accelerators (nvidia.com/gpu)", id="a-gpu-node"),
         pytest.param(
             priced("n1", accelerator="nvidia-tesla-t4", extended={"nvidia.com/gpu": "1"}),
-            "the price table does not price (nvidia-tesla-t4, on-demand, in us-central1); set the pool's pricePerHour",
+            "the price table does not price (nvidia-tesla-t4, on-demand, in us-central1); set the pool's pricePerHour, "
+            "or a priceFile from `python -m compactor prices --refresh`",
             id="a-t4-node-and-no-gpu-rate-built-in",
         ),
         pytest.param(
@@ -147,7 +148,7 @@ def test_an_accelerator_the_table_has_no_rate_for_still_says_set_the_pool_s_pric
     assert node_report(plan, "n1").price_per_hour is None
     note = plan.pools[0].price_note or ""
     assert "nvidia-tesla-x99, on-demand, in us-central1" in note
-    assert note.endswith("set the pool's pricePerHour")
+    assert "set the pool's pricePerHour, or a priceFile from `python -m compactor prices --refresh`" in note
 
 
 def test_a_gpu_node_priced_by_its_pool_is_not_charged_for_its_gpus_twice() -> None:

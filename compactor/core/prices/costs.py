@@ -147,7 +147,8 @@ def _with_accelerators(
             which = f" ({accelerator}, {pricing.SPOT if spot else pricing.ON_DEMAND}, in {region or 'no region'})"
         return (
             f"{machine_type} has accelerators ({names}) the price table does not price{which}; "
-            "set the pool's pricePerHour"
+            "set the pool's pricePerHour, or a priceFile from `python -m compactor prices --refresh`, which reads GPU "
+            "rates from the Cloud Billing Catalog"
         )
     return Price(
         round(price.per_hour + gpus * per_gpu, 6),

@@ -13,16 +13,18 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import orjson
 
 from compactor.core.prices import price_table
 from compactor.errors import ConfigError
+
+T = TypeVar("T")
 
 ON_DEMAND = "on-demand"
 SPOT = "spot"
@@ -309,46 +311,51 @@ def _table(document: Any, problems: list[str]) -> PriceTable | None:
 
 
 def _rates(value: Any, currency: str | None, problems: list[str]) -> dict[tuple[str, str, str], Rates] | None:
-    families = _object(value, "rates", problems)
-    if families is None:
-        return None
-    if not families:
-        problems.append("rates: no prices at all")
-    rates: dict[tuple[str, str, str], Rates] = {}
-    for family, regions_value in families.items():
-        path = f"rates.{family}"
-        if not _FAMILY.fullmatch(family):
-            problems.append(f"{path}: {family!r} is not a machine family (e2, n2d, ...)")
-        regions = _object(regions_value, path, problems)
-        if regions is None:
-            continue
-        if not regions:
-            problems.append(f"{path}: no regions")
-        for region, models_value in regions.items():
-            region_path = f"{path}.{region}"
-            if not _REGION.fullmatch(region):
-                problems.append(f"{region_path}: {region!r} is not a region (us-central1, ...)")
-            models = _object(models_value, region_path, problems, allowed=MODELS)
-            if models is None:
-                continue
-            if not models:
-                problems.append(f"{region_path}: neither {ON_DEMAND} nor {SPOT}")
-            for model, rate_value in models.items():
-                rate = _rate(rate_value, f"{region_path}.{model}", currency, problems)
-                if rate is not None:
-                    rates[(family, region, model)] = rate
-    return rates
+    return _by_region_and_model(
+        value,
+        "rates",
+        _FAMILY,
+        "is not a machine family (e2, n2d, ...)",
+        lambda rate, path: _rate(rate, path, currency, problems),
+        problems,
+        empty="no prices at all",
+    )
 
 
 def _gpus(value: Any, currency: str | None, problems: list[str]) -> dict[tuple[str, str, str], float] | None:
-    accelerators = _object(value, "gpus", problems)
-    if accelerators is None:
+    def gpu_hour(rate: Any, path: str) -> float | None:
+        fields = _object(rate, path, problems, allowed=_GPU_FIELDS, required=_GPU_FIELDS)
+        if fields is None or "gpuHour" not in fields:
+            return None
+        return _price(fields["gpuHour"], f"{path}.gpuHour", currency, problems, what="GPU")
+
+    return _by_region_and_model(
+        value, "gpus", _ACCELERATOR, "is not a GKE accelerator name (nvidia-tesla-t4, ...)", gpu_hour, problems
+    )
+
+
+def _by_region_and_model(
+    value: Any,
+    root: str,
+    name_pattern: re.Pattern[str],
+    not_a_name: str,
+    read: Callable[[Any, str], T | None],
+    problems: list[str],
+    *,
+    empty: str | None = None,
+) -> dict[tuple[str, str, str], T] | None:
+    """A price file's `root` object: name (a machine family or an accelerator) -> region -> provisioning model ->
+    what `read` makes of the value there; every problem named by its path."""
+    names = _object(value, root, problems)
+    if names is None:
         return None
-    gpus: dict[tuple[str, str, str], float] = {}
-    for accelerator, regions_value in accelerators.items():
-        path = f"gpus.{accelerator}"
-        if not _ACCELERATOR.fullmatch(accelerator):
-            problems.append(f"{path}: {accelerator!r} is not a GKE accelerator name (nvidia-tesla-t4, ...)")
+    if not names and empty is not None:
+        problems.append(f"{root}: {empty}")
+    found: dict[tuple[str, str, str], T] = {}
+    for name, regions_value in names.items():
+        path = f"{root}.{name}"
+        if not name_pattern.fullmatch(name):
+            problems.append(f"{path}: {name!r} {not_a_name}")
         regions = _object(regions_value, path, problems)
         if regions is None:
             continue
@@ -364,14 +371,10 @@ def _gpus(value: Any, currency: str | None, problems: list[str]) -> dict[tuple[s
             if not models:
                 problems.append(f"{region_path}: neither {ON_DEMAND} nor {SPOT}")
             for model, rate_value in models.items():
-                model_path = f"{region_path}.{model}"
-                fields = _object(rate_value, model_path, problems, allowed=_GPU_FIELDS, required=_GPU_FIELDS)
-                if fields is None or "gpuHour" not in fields:
-                    continue
-                price = _price(fields["gpuHour"], f"{model_path}.gpuHour", currency, problems, what="GPU")
-                if price is not None:
-                    gpus[(accelerator, region, model)] = price
-    return gpus
+                read_value = read(rate_value, f"{region_path}.{model}")
+                if read_value is not None:
+                    found[(name, region, model)] = read_value
+    return found
 
 
 def _rate(value: Any, path: str, currency: str | None, problems: list[str]) -> Rates | None:

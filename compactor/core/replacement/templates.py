@@ -152,13 +152,7 @@ def _from_gke(
     price = costs.machine_price(view.config, table, pool_name, machine_type, region, autoscaling.spot)
     if isinstance(price, str):
         return f"target pool {pool_name}: {price}"
-    new = Node(
-        TEMPLATE_NAME,
-        Resources(max(0, cpu - daemonset_requests.cpu_millis), max(0, memory - daemonset_requests.memory_bytes)),
-        machines.MAX_PODS,
-        labels,
-        taints=autoscaling.taints,
-    )
+    new = _formula_node(cpu, memory, daemonset_requests, labels, autoscaling.taints)
     return Template(pool_name, new, machine_type, zone, price, "GKE's node pool config (the pool has no node yet)")
 
 
@@ -202,14 +196,16 @@ def machine_template(
     price = costs.machine_price(view.config, table, "", machine_type, region, spot)
     if isinstance(price, str):
         return f"machine type {machine_type}: {price}"
-    new = Node(
-        TEMPLATE_NAME,
-        Resources(max(0, cpu - daemonset_requests.cpu_millis), max(0, memory - daemonset_requests.memory_bytes)),
-        machines.MAX_PODS,
-        labels,
-        taints=taints,
-    )
+    new = _formula_node(cpu, memory, daemonset_requests, labels, taints)
     return Template(machine_type, new, machine_type, zone, price, "a pool GKE creates for the machine type", True)
+
+
+def _formula_node(
+    cpu: int, memory: int, daemonset_requests: Resources, labels: dict[str, str], taints: tuple[Taint, ...]
+) -> Node:
+    """A new node whose allocatable comes from GKE's formula (already within the margin), less its DaemonSets."""
+    room = Resources(max(0, cpu - daemonset_requests.cpu_millis), max(0, memory - daemonset_requests.memory_bytes))
+    return Node(TEMPLATE_NAME, room, machines.MAX_PODS, labels, taints=taints)
 
 
 def total_requests(requests: Iterable[Resources]) -> Resources:

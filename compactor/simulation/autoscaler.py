@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import operator
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -54,7 +53,7 @@ from compactor.simulation.controllers import Controllers
 from compactor.simulation.metrics import CLUSTER_AUTOSCALER
 from compactor.simulation.model import AutoscalerSettings, PoolSpec, Setup
 from compactor.simulation.scheduler import NOWHERE, node_state, prepared
-from compactor.simulation.world import World
+from compactor.simulation.world import World, same_records
 
 TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler"
 # The soft taint on unneeded nodes (cluster-autoscaler/utils/taints) and how many nodes a loop may (un)taint
@@ -672,14 +671,8 @@ class Autoscaler:
             return False
         if last.next_ready is not None and last.next_ready <= now:
             return False
-        pods, nodes, scales = self.world.records()
-        last_pods, last_nodes, last_scales = last.records
         return (
-            len(pods) == len(last_pods)
-            and len(nodes) == len(last_nodes)
-            and all(map(operator.is_, pods, last_pods))
-            and all(map(operator.is_, nodes, last_nodes))
-            and scales == last_scales
+            same_records(last.records, self.world.records())
             and len(self.world.pdbs) == last.pdbs
             and draining == last.draining
             and frozenset(self.unneeded_since) == last.unneeded

@@ -29,7 +29,6 @@ pool no class with optimizeRulePriority owns.
 
 from __future__ import annotations
 
-import operator
 import random
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -45,7 +44,7 @@ from compactor.settings.config import Config
 from compactor.simulation import objects
 from compactor.simulation.model import ComputeClass, MigrationSettings, PoolSpec, Setup
 from compactor.simulation.scheduler import NOWHERE
-from compactor.simulation.world import World
+from compactor.simulation.world import World, same_records
 
 # The taints defrag puts on its candidates (pkg/defrag/defrag.go, HardTaint and SoftTaint).
 HARD_TAINT = "autoscaling.gke.io/defrag-candidate"
@@ -205,21 +204,6 @@ class _LastView:
     rules: Config
 
 
-def _same_records(
-    last: tuple[tuple[Pod, ...], tuple[Any, ...], tuple[Any, ...]],
-    now: tuple[tuple[Pod, ...], tuple[Any, ...], tuple[Any, ...]],
-) -> bool:
-    """Pod and node records are replaced, never changed: the same records by identity are the same cluster."""
-    (pods, nodes, scales), (last_pods, last_nodes, last_scales) = now, last
-    return (
-        len(pods) == len(last_pods)
-        and len(nodes) == len(last_nodes)
-        and all(map(operator.is_, pods, last_pods))
-        and all(map(operator.is_, nodes, last_nodes))
-        and scales == last_scales
-    )
-
-
 @dataclass(frozen=True)
 class Pick:
     """The candidate whose pods the scale-up gets in this loop, and the pools it may grow for them."""
@@ -304,7 +288,7 @@ class Migration:
             and (last.next_ready is None or last.next_ready > now)
             and last.rules is autoscaler.rules
             and last.pdbs == len(world.pdbs)
-            and _same_records(last.records, records)
+            and same_records(last.records, records)
         ):
             view = last.view
             view.start_heaps.clear()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import math
+import operator
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -585,3 +586,19 @@ def _scaled(value: int | str, expected: int) -> int:
     if isinstance(value, str) and value.endswith("%"):
         return math.ceil(int(value[:-1]) * expected / 100)
     return int(value)
+
+
+Records = tuple[tuple[Pod, ...], tuple[Node, ...], tuple[tuple[OwnerKey, int], ...]]
+
+
+def same_records(last: Records, now: Records) -> bool:
+    """Pod and node records are replaced, never changed (`World.records`): the same records by identity, and the
+    same scales, are the same cluster."""
+    (pods, nodes, scales), (last_pods, last_nodes, last_scales) = now, last
+    return (
+        len(pods) == len(last_pods)
+        and len(nodes) == len(last_nodes)
+        and all(map(operator.is_, pods, last_pods))
+        and all(map(operator.is_, nodes, last_nodes))
+        and scales == last_scales
+    )

@@ -1,11 +1,12 @@
-"""Node replacement's writes (DESIGN "Node replacement"): the placeholder pod and the replaced nodes' annotations.
+"""Node replacement's writes (DESIGN "Node replacement"): the placeholder pods and the replaced nodes' annotations.
 
-node-compactor never creates a VM: it asks the Cluster Autoscaler for the new node with a placeholder
-pod, as GKE documents for spare capacity. The pod is bare, in `placeholderNamespace`, with the
+node-compactor never creates a VM: it asks the Cluster Autoscaler for each new node with a placeholder
+pod, as GKE documents for spare capacity. A pod is bare, in `placeholderNamespace`, with the
 PriorityClass `node-compactor-placeholder` (value -10, `preemptionPolicy: Never`: the autoscaler
 scales up for it, kube-scheduler lets any other pod preempt it, and it never preempts anything), and
-requests what the moving pods request, capped at the new node's allocatable, selecting the target
-pool (and the zone of the first replaced node) and tolerating the pool's taints.
+requests what the pods the proof put on its node request, capped at the node's allocatable, selecting the
+target (a pool, or a machine family and type) and the zone of the first replaced node, tolerating the
+target's taints, repelling the other placeholders of its replacement and kept off the nodes that exist.
 
 Order of the writes, so that a run stopped at any point leaves state the next one reads: the placeholders
 are created first, one per new node, then the nodes get `replaced-by` naming them all (a placeholder no node

@@ -1,16 +1,20 @@
 """Rule 10: which nodes to replace, by what, and whether their pods provably fit (DESIGN "Node replacement").
 
-Karpenter's second consolidation mechanism, on GKE without creating a VM: a set of 1..`maxNodes` of a pool's
-candidates (each passing rule 4 but for the fit) is replaced when their pods fit on the other nodes plus one new
-node of a target pool (`templates`), and the new node costs at least `minSavingsPercent` less than they do.
-node-compactor asks the Cluster Autoscaler for that node with a placeholder pod (priority -10: the lowest the
-autoscaler still scales up for, and any other pod preempts it); once the placeholder runs on a Ready node, the
-replaced nodes are drained one at a time under rules 0-8 (`underway`). Every proof keeps the placeholder's room
-taken until a pod that fits on no node as it is preempts it, as kube-scheduler does (the evicted pods'
-replacements go where they fit first).
+Karpenter's consolidation by price, on GKE without creating a VM: a set of 1..`maxNodes` of a pool's candidates
+(each passing rule 4 but for underutilization, the mark and the fit) is replaced when their pods fit on the other
+nodes plus 1..`maxNewNodes` new nodes of one target (`templates`: a target pool, or a machine type GKE creates a
+pool for, Spot where allowed), and the new nodes together cost at least `minSavingsPercent` less than they do.
+Each set is sized to the fewest new nodes its pods' requests need; one more is proven only when those do not fit.
+node-compactor asks the Cluster Autoscaler for the nodes with one placeholder pod each (priority -10: the lowest
+the autoscaler still scales up for, and any other pod preempts it); once every placeholder runs on a Ready node,
+the replaced nodes are drained one at a time under rules 0-8 (`underway`). Every proof keeps the placeholders'
+room taken until a pod that fits on no node as it is preempts one, as kube-scheduler does (the evicted pods'
+replacements go where they fit first). With `ranking: "savings"` the search runs beside the run's deletion and
+wins only by saving more per disrupted pod (`to_beat`).
 
 The search is bounded: at most `MAX_CANDIDATES` candidates a pool, cheapest first by rule 8, and `MAX_PROOFS`
-fit proofs a run; the sets are tried by saving per disrupted pod, then rule 8's order.
+fit proofs a run; the sets are tried by saving per disrupted pod, then rule 8's order, then fewer new nodes, and a
+set that a cheap necessary check already rules out (`_fewest_new_nodes`) spends no proof.
 
 Pure: never reads a clock; the caller passes `now`.
 """

@@ -1,9 +1,10 @@
 """The node replacement under way (DESIGN "Node replacement", "Steps"): which step it is at, and what to clear.
 
-A replacement lives on the cluster as its placeholder pod and the `replaced-by` annotation of each node it
-replaces; this module reads them back, run after run, and says whether to wait for the new node, drain the
-replaced nodes, delete the placeholder or give the replacement up. A placeholder no node points to, and a
-`replaced-by` that names no placeholder, are leftovers to clear.
+A replacement lives on the cluster as its placeholder pods (one per new node, labelled with its id) and the
+`replaced-by` annotation of each node it replaces, naming them all; this module reads them back, run after run,
+and says whether to wait for the new nodes, drain the replaced nodes, delete the placeholders or give the
+replacement up. A placeholder no node points to is a leftover to clear; a named placeholder missing before the
+first drain has disappeared and gives the replacement up.
 
 Pure: never reads a clock; the caller passes `now`.
 """

@@ -22,6 +22,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as a script: `python bench/bound_solvers.py`
+    sys.path.insert(0, str(REPO))
+
 
 @dataclass(frozen=True)
 class Lp:
@@ -90,25 +94,11 @@ def representative(groups: int, pools: int, zones: int, seed: int = 1) -> Lp:
 def solve_highspy(lp: Lp) -> float:
     import highspy
 
+    from compactor.simulation import bound  # the program built as the simulator builds it
+
     highs = highspy.Highs()  # type: ignore[no-untyped-call]  # its __init__ is unannotated
     highs.setOptionValue("output_flag", False)
-    model = highspy.HighsLp()
-    model.num_col_ = len(lp.cost)
-    model.num_row_ = len(lp.rows)
-    model.col_cost_ = lp.cost
-    model.col_lower_ = lp.col_lower
-    model.col_upper_ = lp.col_upper
-    model.row_lower_ = lp.row_lower
-    model.row_upper_ = lp.row_upper
-    model.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    start, index, value = [0], list[int](), list[float]()
-    for row in lp.rows:
-        index.extend(row)
-        value.extend(row.values())
-        start.append(len(index))
-    model.a_matrix_.start_ = start
-    model.a_matrix_.index_ = index
-    model.a_matrix_.value_ = value
+    model = bound.highs_lp(lp.cost, lp.col_lower, lp.col_upper, lp.rows, lp.row_lower, lp.row_upper)
     highs.passModel(model)
     highs.run()
     assert highs.getModelStatus() == highspy.HighsModelStatus.kOptimal

@@ -34,6 +34,15 @@ class NodeState:
         return self.requested.memory_bytes / allocatable if allocatable > 0 else None
 
     @property
+    def free(self) -> Resources:
+        """The cpu and memory its pods leave free (none below zero)."""
+        allocatable, requested = self.node.allocatable, self.requested
+        return Resources(
+            max(0, allocatable.cpu_millis - requested.cpu_millis),
+            max(0, allocatable.memory_bytes - requested.memory_bytes),
+        )
+
+    @property
     def schedulable(self) -> bool:
         """A node new pods may land on: Ready, not cordoned, and not being removed by the autoscaler."""
         node = self.node

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from compactor.core.model import PoolAutoscaling, Snapshot
 from compactor.core.wording import names
-from compactor.settings.config import Config
+from compactor.settings.config import Config, Replacement
 
 
 def for_snapshot(snapshot: Snapshot, config: Config) -> tuple[str, ...]:
@@ -86,10 +86,8 @@ def unknown_target_pools(config: Config, pools: Sequence[str], where: str) -> li
     """Where every pool is known (a simulated cluster, `where` says which): one problem per target pool of an
     enabled pool's replacement that is none of `pools`, naming it and them."""
     problems = []
-    for name, pool in sorted(config.node_pools.items()):
-        if not pool.enabled or pool.replacement is None or not pool.replacement.enabled:
-            continue
-        for target in pool.replacement.target_pools:
+    for name, replacement in _replacing(config):
+        for target in replacement.target_pools:
             if target not in pools:
                 problems.append(
                     f"nodePools.{name}.replacement.targetPools: {target!r} is not a pool of {where}; its pools are "
@@ -102,10 +100,8 @@ def unknown_machine_types(config: Config, created: Sequence[str], where: str) ->
     """Where the shapes GKE creates pools for are known (a simulated cluster: `created`, empty when it creates
     none): one problem per `machineTypes` entry of an enabled pool's replacement that is none of them."""
     problems = []
-    for name, pool in sorted(config.node_pools.items()):
-        if not pool.enabled or pool.replacement is None or not pool.replacement.enabled:
-            continue
-        for machine_type in pool.replacement.machine_types:
+    for name, replacement in _replacing(config):
+        for machine_type in replacement.machine_types:
             if machine_type in created:
                 continue
             there = (
@@ -123,10 +119,14 @@ def unknown_machine_types(config: Config, created: Sequence[str], where: str) ->
 def targets(config: Config) -> list[str]:
     """The target pools of every enabled pool's replacement, each once, in the configuration's order."""
     found: dict[str, None] = {}
-    for _, pool in sorted(config.node_pools.items()):
-        if pool.enabled and pool.replacement is not None and pool.replacement.enabled:
-            found.update(dict.fromkeys(pool.replacement.target_pools))
+    for _, replacement in _replacing(config):
+        found.update(dict.fromkeys(replacement.target_pools))
     return list(found)
+
+
+def _replacing(config: Config) -> list[tuple[str, Replacement]]:
+    """Each pool that replaces nodes, by name, with its replacement settings."""
+    return [(name, pool.replacing) for name, pool in sorted(config.node_pools.items()) if pool.replacing is not None]
 
 
 def pool_warnings(config: Config, pools: Iterable[str], unlabeled: Sequence[str] = ()) -> tuple[str, ...]:

@@ -347,7 +347,7 @@ def plan(
 
 def _replaces(config: Config, pool: str | None) -> bool:
     settings = config.enabled_pool(pool)
-    return settings is not None and settings.replacement is not None and settings.replacement.enabled
+    return settings is not None and settings.replacing is not None
 
 
 def _replaceable_changes(
@@ -416,8 +416,7 @@ def _price_warnings(view: ClusterView, node_costs: costs.Costs, found: tuple[str
     """A pool whose nodes have no price, when replacement or its report needs them: replacement is off there."""
     warnings = []
     for pool, why in sorted(node_costs.unknown.items()):
-        settings = view.config.enabled_pool(pool)
-        if settings is not None and settings.replacement is not None and settings.replacement.enabled:
+        if _replaces(view.config, pool):
             warnings.append(f"pool {pool}: replacement is off, a node has no price: {why}")
     return (*warnings, *found)
 
@@ -524,8 +523,11 @@ def _choose(
     else:
         ranked = sorted(eligible, key=lambda state: ranking.savings_order(state, prices[state.name]))
     targets = fit.targets_for(view)
-    free_cpu = sum(max(0, t.node.allocatable.cpu_millis - t.requested.cpu_millis) for t in targets)
-    free_memory = sum(max(0, t.node.allocatable.memory_bytes - t.requested.memory_bytes) for t in targets)
+    free_cpu = free_memory = 0
+    for target in targets:
+        free = target.free
+        free_cpu += free.cpu_millis
+        free_memory += free.memory_bytes
     chosen: Decision | None = None
     unproven: list[NodeState] = []
     simulations = 0
@@ -544,8 +546,7 @@ def _choose(
         if movable and not any(target.name != state.name for target in targets):
             blockers[state.name].append(Blocker("no-fit", "no other Ready, schedulable node to move its pods to"))
             continue
-        own_free_cpu = max(0, state.node.allocatable.cpu_millis - state.requested.cpu_millis)
-        own_free_memory = max(0, state.node.allocatable.memory_bytes - state.requested.memory_bytes)
+        own_free_cpu, own_free_memory = state.free.cpu_millis, state.free.memory_bytes
         need_cpu = sum(pod.requests.cpu_millis for pod in movable)
         need_memory = sum(pod.requests.memory_bytes for pod in movable)
         if need_cpu > free_cpu - own_free_cpu or need_memory > free_memory - own_free_memory:

@@ -189,6 +189,13 @@ class PoolConfig(BaseModel):
             )
         return self
 
+    @property
+    def replacing(self) -> Replacement | None:
+        """The pool's replacement settings when it replaces nodes (the pool and its replacement enabled); else None."""
+        if self.enabled and self.replacement is not None and self.replacement.enabled:
+            return self.replacement
+        return None
+
     @model_validator(mode="after")
     def _replacement_needs_the_pool(self) -> PoolConfig:
         if self.replacement is not None and self.replacement.enabled and not self.enabled:

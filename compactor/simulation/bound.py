@@ -207,23 +207,7 @@ class CheapestCapacity:
                 rows.append(dict.fromkeys(indexes, 1.0))
                 row_lower.append(float(minimum))
                 row_upper.append(inf)
-        model = highspy.HighsLp()
-        model.num_col_ = len(cost)
-        model.num_row_ = len(rows)
-        model.col_cost_ = cost
-        model.col_lower_ = lower
-        model.col_upper_ = upper
-        model.row_lower_ = row_lower
-        model.row_upper_ = row_upper
-        model.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-        starts, columns_of, values = [0], list[int](), list[float]()
-        for row in rows:
-            columns_of.extend(row)
-            values.extend(row.values())
-            starts.append(len(columns_of))
-        model.a_matrix_.start_ = starts
-        model.a_matrix_.index_ = columns_of
-        model.a_matrix_.value_ = values
+        model = highs_lp(cost, lower, upper, rows, row_lower, row_upper)
         highs = self._highs
         highs.clearModel()
         highs.passModel(model)
@@ -232,6 +216,38 @@ class CheapestCapacity:
         if status != highspy.HighsModelStatus.kOptimal:
             raise RuntimeError(f"the cost lower bound's program was not solved: {highs.modelStatusToString(status)}")
         return float(highs.getInfo().objective_function_value)
+
+
+def highs_lp(
+    cost: list[float],
+    lower: list[float],
+    upper: list[float],
+    rows: list[dict[int, float]],
+    row_lower: list[float],
+    row_upper: list[float],
+) -> highspy.HighsLp:
+    """A linear program for HiGHS: minimise `cost` over columns within [lower, upper], each row (column -> factor)
+    within [row_lower, row_upper], the matrix given row by row."""
+    import highspy
+
+    model = highspy.HighsLp()
+    model.num_col_ = len(cost)
+    model.num_row_ = len(rows)
+    model.col_cost_ = cost
+    model.col_lower_ = lower
+    model.col_upper_ = upper
+    model.row_lower_ = row_lower
+    model.row_upper_ = row_upper
+    model.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    starts, columns_of, values = [0], list[int](), list[float]()
+    for row in rows:
+        columns_of.extend(row)
+        values.extend(row.values())
+        starts.append(len(columns_of))
+    model.a_matrix_.start_ = starts
+    model.a_matrix_.index_ = columns_of
+    model.a_matrix_.value_ = values
+    return model
 
 
 def require() -> None:

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from compactor.core.model import HOSTNAME_LABEL, ZONE_LABELS, Node
+from compactor.core.prices import pricing
 from compactor.core.timing import format_stamp
 from compactor.kube import snapshot as parsing
 from compactor.simulation.model import PoolSpec
@@ -20,9 +21,9 @@ from compactor.simulation.model import PoolSpec
 JsonObject = dict[str, Any]
 
 ZONE_LABEL = ZONE_LABELS[0]
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+INSTANCE_TYPE_LABEL = pricing.INSTANCE_TYPE_LABEL
 # GKE labels every node with its machine family (e2, n2, ...): what a ComputeClass rule or a nodeSelector matches.
-MACHINE_FAMILY_LABEL = "cloud.google.com/machine-family"
+MACHINE_FAMILY_LABEL = pricing.MACHINE_FAMILY_LABEL
 
 
 def uid(*parts: str) -> str:
@@ -60,7 +61,7 @@ def node_object(
         "topology.kubernetes.io/region": zone.rsplit("-", 1)[0],
         HOSTNAME_LABEL: name,
         INSTANCE_TYPE_LABEL: machine_type,
-        MACHINE_FAMILY_LABEL: machine_type.split("-", 1)[0],
+        MACHINE_FAMILY_LABEL: pricing.machine_family(machine_type),
         "kubernetes.io/os": "linux",
         "kubernetes.io/arch": "amd64",
     }

@@ -48,6 +48,9 @@ BETA_REGION_LABEL = "failure-domain.beta.kubernetes.io/region"
 BETA_ZONE_LABEL = "failure-domain.beta.kubernetes.io/zone"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 BETA_INSTANCE_TYPE_LABEL = "beta.kubernetes.io/instance-type"
+# GKE labels every node with its machine family (e2, n2, ...): what a nodeSelector selects to make GKE create a pool
+# of that family (cloud.google.com/kubernetes-engine/docs/concepts/node-auto-provisioning).
+MACHINE_FAMILY_LABEL = "cloud.google.com/machine-family"
 SPOT_LABEL = "cloud.google.com/gke-spot"
 PROVISIONING_LABEL = "cloud.google.com/gke-provisioning"
 PREEMPTIBLE_LABEL = "cloud.google.com/gke-preemptible"
@@ -164,10 +167,15 @@ class _Shape(NamedTuple):
     custom: bool
 
 
+def machine_family(machine_type: str) -> str:
+    """A predefined machine type's family, as GKE's machine-family label has it: e2-standard-4's e2."""
+    return machine_type.split("-", 1)[0]
+
+
 def _shape(machine_type: str) -> _Shape | None:
     known = _PREDEFINED.get(machine_type)
     if known is not None:
-        return _Shape(machine_type.split("-", 1)[0], float(known[0]), float(known[1]), custom=False)
+        return _Shape(machine_family(machine_type), float(known[0]), float(known[1]), custom=False)
     custom = _CUSTOM.fullmatch(machine_type)
     if custom is None:
         return None

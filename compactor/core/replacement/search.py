@@ -44,8 +44,6 @@ from compactor.core.model import (
 from compactor.core.plan import Replacement
 from compactor.core.prices import costs, pricing
 from compactor.core.replacement.templates import (
-    INSTANCE_TYPE_LABEL,
-    MACHINE_FAMILY_LABEL,
     TEMPLATE_NAME,
     Template,
     machine_template,
@@ -150,7 +148,7 @@ def choose(
     by_pool: dict[str, list[NodeState]] = {}
     for state in fit_blocked:
         pool = config.enabled_pool(state.pool)
-        if pool is None or pool.replacement is None or not pool.replacement.enabled or state.pool is None:
+        if pool is None or pool.replacing is None or state.pool is None:
             continue
         backoff = backing_off(state, pool, now)
         if backoff is not None:
@@ -164,8 +162,8 @@ def choose(
     free = _free_room(view)
     for pool_name, members in sorted(by_pool.items()):
         pool = config.enabled_pool(pool_name)
-        assert pool is not None and pool.replacement is not None
-        settings = pool.replacement
+        assert pool is not None and pool.replacing is not None
+        settings = pool.replacing
         ordered = sorted(members, key=lambda state: _savings_order(state, node_costs))
         ranked = ordered[:MAX_CANDIDATES]
         for state in ordered[MAX_CANDIDATES:]:
@@ -203,7 +201,7 @@ def choose(
                         )
                         continue
                     saving = removed - first * made.price.per_hour
-                    if removed <= 0 or saving < removed * settings.min_savings_percent / 100:
+                    if not _saves_enough(removed, saving, settings.min_savings_percent):
                         _note_price(notes, group, made, first, removed, saving, settings.min_savings_percent)
                         continue
                     # One node more is tried only when the pods do not fit on the fewest, and only when each of
@@ -211,8 +209,8 @@ def choose(
                     spare = (
                         everywhere
                         and first < settings.max_new_nodes
-                        and (
-                            removed - (first + 1) * made.price.per_hour >= removed * settings.min_savings_percent / 100
+                        and _saves_enough(
+                            removed, removed - (first + 1) * made.price.per_hour, settings.min_savings_percent
                         )
                     )
                     per_pod = -ranking.saving_per_pod(saving, pods)
@@ -356,14 +354,7 @@ def _fewest_new_nodes(
     affinity it does not meet) need more than the other nodes have free. Both are necessary conditions only,
     cheap enough to spare the run's proofs the sets that cannot fit. With the count, whether every pod could run
     on a new node."""
-    own = total_requests(
-        Resources(
-            max(0, state.node.allocatable.cpu_millis - state.requested.cpu_millis),
-            max(0, state.node.allocatable.memory_bytes - state.requested.memory_bytes),
-        )
-        for state in group
-        if state.schedulable
-    )
+    own = total_requests(state.free for state in group if state.schedulable)
     others_cpu = free.cpu_millis - own.cpu_millis
     others_memory = free.memory_bytes - own.memory_bytes
     elsewhere = [pod for state in group for pod in state.movable_pods if not fit.could_use(pod, made.node)]
@@ -386,16 +377,14 @@ def _fewest_new_nodes(
     return count, not elsewhere
 
 
+def _saves_enough(removed: float, saving: float, percent: float) -> bool:
+    """Whether the new nodes save at least `minSavingsPercent` of the replaced nodes' price."""
+    return removed > 0 and saving >= removed * percent / 100
+
+
 def _free_room(view: ClusterView) -> Resources:
     """The free cpu and memory of every schedulable node together."""
-    return total_requests(
-        Resources(
-            max(0, state.node.allocatable.cpu_millis - state.requested.cpu_millis),
-            max(0, state.node.allocatable.memory_bytes - state.requested.memory_bytes),
-        )
-        for state in view.nodes.values()
-        if state.schedulable
-    )
+    return total_requests(state.free for state in view.nodes.values() if state.schedulable)
 
 
 def _prove(
@@ -477,7 +466,8 @@ def _replacement(
     target = made.pool
     selector: list[tuple[str, str]] = []
     if made.auto_created:
-        selector += [(MACHINE_FAMILY_LABEL, made.node.labels[MACHINE_FAMILY_LABEL]), (INSTANCE_TYPE_LABEL, target)]
+        family = made.node.labels[pricing.MACHINE_FAMILY_LABEL]
+        selector += [(pricing.MACHINE_FAMILY_LABEL, family), (pricing.INSTANCE_TYPE_LABEL, target)]
     else:
         selector.append((pool_label, target))
     if made.zone is not None:

@@ -143,7 +143,7 @@ def _from_gke(
         **autoscaling.labels,
         pool_label: pool_name,
         HOSTNAME_LABEL: TEMPLATE_NAME,
-        "node.kubernetes.io/instance-type": machine_type,
+        pricing.INSTANCE_TYPE_LABEL: machine_type,
         ZONE_LABELS[0]: zone,
         "topology.kubernetes.io/region": region,
     }
@@ -154,12 +154,6 @@ def _from_gke(
         return f"target pool {pool_name}: {price}"
     new = _formula_node(cpu, memory, daemonset_requests, labels, autoscaling.taints)
     return Template(pool_name, new, machine_type, zone, price, "GKE's node pool config (the pool has no node yet)")
-
-
-# The labels GKE puts on a node of a machine type, which a pod selects to make GKE create a pool of it
-# (cloud.google.com/kubernetes-engine/docs/concepts/node-auto-provisioning, "workload separation").
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
-MACHINE_FAMILY_LABEL = "cloud.google.com/machine-family"
 
 
 def machine_template(
@@ -184,8 +178,8 @@ def machine_template(
     region = zone.rsplit("-", 1)[0]
     labels = {
         HOSTNAME_LABEL: TEMPLATE_NAME,
-        INSTANCE_TYPE_LABEL: machine_type,
-        MACHINE_FAMILY_LABEL: machine_type.split("-", 1)[0],
+        pricing.INSTANCE_TYPE_LABEL: machine_type,
+        pricing.MACHINE_FAMILY_LABEL: pricing.machine_family(machine_type),
         ZONE_LABELS[0]: zone,
         "topology.kubernetes.io/region": region,
     }

@@ -26,7 +26,7 @@ from compactor.core.model import (
     Pod,
 )
 from compactor.core.plan import Replacement, ReplacementStep
-from compactor.core.replacement.templates import INSTANCE_TYPE_LABEL
+from compactor.core.prices import pricing
 from compactor.core.timing import human, parse_stamp, seconds_between
 
 
@@ -74,10 +74,16 @@ def in_flight(view: ClusterView, placeholders: Sequence[Pod], now: datetime, run
     # Placeholders are created before any node points at them: a `replaced-by` none of whose placeholders exists
     # names placeholders that disappeared. Once a drain of theirs started, that is preemption by the pods moved
     # there, and the pointer just goes; before, the replacement is given up (DESIGN: never made again as is).
-    vanished = [(names, nodes) for names, nodes in pointing.items() if not any(n in existing for n in names)]
-    started = [(names, nodes) for names, nodes in vanished if _any_started(view, nodes)]
-    gone = sorted((names, sorted(nodes)) for names, nodes in vanished if not _any_started(view, nodes))
-    replaced_by_remove = tuple(sorted(node for _, nodes in started for node in nodes))
+    started: list[str] = []
+    gone: list[tuple[tuple[str, ...], list[str]]] = []
+    for names, nodes in pointing.items():
+        if not any(name in existing for name in names):
+            if _any_started(view, nodes):
+                started.extend(nodes)
+            else:
+                gone.append((names, sorted(nodes)))
+    gone.sort()
+    replaced_by_remove = tuple(sorted(started))
     groups = [(names, nodes) for names, nodes in pointing.items() if any(name in existing for name in names)]
     # The oldest replacement (by its oldest placeholder) goes on.
     groups.sort(key=lambda group: min(_age_order(existing[name]) for name in group[0] if name in existing))
@@ -86,12 +92,8 @@ def in_flight(view: ClusterView, placeholders: Sequence[Pod], now: datetime, run
     remove = tuple(pod.name for pod in ours if pod.name not in kept)
     if active is None and gone:
         names, nodes = gone[0]
-        reason = (
-            f"{', '.join(names)} is gone before any replaced node was drained (deleted or preempted): the "
-            "replacement needs every one of its new nodes"
-        )
         failed = tuple(nodes)
-        given_up = Replacement("give-up", names[0], failed, "", reason, failed=failed, placeholders=names)
+        given_up = Replacement("give-up", names[0], failed, "", _gone(names), failed=failed, placeholders=names)
         return InFlight(given_up, False, frozenset(), remove, replaced_by_remove)
     if active is None:
         return InFlight(None, False, frozenset(), remove, replaced_by_remove)
@@ -128,7 +130,7 @@ def _step(
     age = seconds_between(created, now) if created is not None else float(timeout)
     selector = tuple(first_pod.node_selector)  # what the placeholders select: the report says Spot from it
     pool_target = dict(selector).get(view.config.pool_label)
-    target = pool_target or dict(selector).get(INSTANCE_TYPE_LABEL, "")
+    target = pool_target or dict(selector).get(pricing.INSTANCE_TYPE_LABEL, "")
     started = [name for name in nodes if DRAIN_STARTED_AT in view.nodes[name].node.annotations]
     left = [name for name in nodes if name not in started]
     failed_back = [name for name in left if _failed_since(view.nodes[name].node.annotations, created_at or None)]
@@ -162,12 +164,7 @@ def _step(
     if missing and not started:
         # Deleted by a person or preempted before its node was used (placeholders are all created before a
         # node points at them): the replacement cannot count on its new nodes, and is never made again as is.
-        return done(
-            "give-up",
-            f"{', '.join(missing)} is gone before any replaced node was drained (deleted or preempted): the "
-            "replacement needs every one of its new nodes",
-            tuple(left),
-        )
+        return done("give-up", _gone(missing), tuple(left))
     waiting = [pod for pod in pods if not _runs_on_ready(view, pod)]
     if waiting and not started:
         if age >= timeout:
@@ -212,6 +209,13 @@ def _step(
         frozenset(left),
         remove,
         replaced_by_remove,
+    )
+
+
+def _gone(names: Sequence[str]) -> str:
+    return (
+        f"{', '.join(names)} is gone before any replaced node was drained (deleted or preempted): the replacement "
+        "needs every one of its new nodes"
     )
 
 

@@ -12,6 +12,8 @@ from typing import Any
 
 from compactor.core import planner
 from compactor.core.model import (
+    PLACEHOLDER_LABEL,
+    REPLACEMENT_LABEL,
     UNDERUTILIZED_SINCE,
     Claim,
     Deployment,
@@ -20,6 +22,7 @@ from compactor.core.model import (
     Node,
     NodeSelectorTerm,
     Pdb,
+    Placeholder,
     Pod,
     PodAffinityTerm,
     PoolAutoscaling,
@@ -127,6 +130,37 @@ def make_pod(
         controller_kind=owner,
         controller_name=f"{name}-owner" if owner else None,
         **fields,
+    )
+
+
+def make_placeholder(
+    name: str,
+    replaces: tuple[str, ...],
+    *,
+    node: str | None = None,
+    created: float = 60,
+    phase: str | None = None,
+    cpu: str = "4",
+    pool: str = "small-pool",
+    replacement: str | None = None,
+) -> Pod:
+    """Node replacement's placeholder pod in node-compactor's namespace, made `created` seconds ago, selecting
+    `pool`; Running when bound to `node`; labelled with its replacement's id unless made before several new nodes
+    (`replacement` None)."""
+    labels = {PLACEHOLDER_LABEL: "true"}
+    if replacement is not None:
+        labels[REPLACEMENT_LABEL] = replacement
+    return make_pod(
+        name,
+        node=node,
+        namespace="node-compactor",
+        owner=None,
+        cpu=cpu,
+        memory="4Gi",
+        labels=labels,
+        phase=phase or ("Running" if node else "Pending"),
+        node_selector=(("cloud.google.com/gke-nodepool", pool),),
+        placeholder=Placeholder(replaces, stamp(ago(created))),
     )
 
 

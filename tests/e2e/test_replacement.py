@@ -113,6 +113,25 @@ def web(scenario: Scenario, group: str, replicas: int, cpu: str = "1200m") -> li
     return scenario.cluster.wait_deployment(scenario.namespace, "web", replicas)
 
 
+def replacing(big: str, replacement: dict[str, Any], small: str | None = None, **pool: Any) -> dict[str, Any]:
+    """node-compactor's configuration: `big` compacted at once (marked for MARKED_SECONDS, no age or cooldown) with
+    node replacement on; with a target pool `small`, `big` priced at 0.40/h and `small` at 0.13/h."""
+    settings: dict[str, Any] = {
+        "enabled": True,
+        "scaleDownCPURequestRatioLimit": 0.75,
+        "neededMarkedTimeSeconds": MARKED_SECONDS,
+        "minimumNodeAgeSeconds": 0,
+        "scaleUpCooldownSeconds": 0,
+        **pool,
+        "replacement": {"enabled": True, **replacement},
+    }
+    pools: dict[str, Any] = {big: settings}
+    if small is not None:
+        settings["pricePerHour"] = 0.40
+        pools[small] = {"pricePerHour": 0.13}
+    return {"nodePools": pools}
+
+
 def test_a_replacement_drains_onto_the_new_node_the_scheduler_preempts_the_placeholder_for(
     scenario: Scenario,
 ) -> None:
@@ -128,21 +147,7 @@ def test_a_replacement_drains_onto_the_new_node_the_scheduler_preempts_the_place
     pods = web(scenario, group, 8)
     assert [node_of(pod) for pod in pods].count(bigs[0]) == 4, [node_of(pod) for pod in pods]
     scenario.pdb("web", "web", max_unavailable=1)
-    config = {
-        "nodePools": {
-            big: {
-                "enabled": True,
-                "scaleDownCPURequestRatioLimit": 0.75,
-                "neededMarkedTimeSeconds": MARKED_SECONDS,
-                "minimumNodeAgeSeconds": 0,
-                "scaleUpCooldownSeconds": 0,
-                "drainTimeoutSeconds": 300,
-                "pricePerHour": 0.40,
-                "replacement": {"enabled": True, "targetPools": [small], "timeoutSeconds": 300},
-            },
-            small: {"pricePerHour": 0.13},
-        }
-    }
+    config = replacing(big, {"targetPools": [small], "timeoutSeconds": 300}, small, drainTimeoutSeconds=300)
     env = {"COMPACTOR_RUN_BUDGET_SECONDS": "60"}
 
     marks = cluster.compactor("run", config=config, env=env)
@@ -219,20 +224,7 @@ def test_a_placeholder_that_never_runs_is_deleted_and_nothing_is_drained(scenari
     scenario.deployment("filler", replicas=1, cpu="3500m", pool=small)
     bigs = scenario.add_pool(big, 2, cpu="8", memory="32Gi", instance_type="n2-standard-8", labels=tagged)
     web(scenario, group, 8)
-    config = {
-        "nodePools": {
-            big: {
-                "enabled": True,
-                "scaleDownCPURequestRatioLimit": 0.75,
-                "neededMarkedTimeSeconds": MARKED_SECONDS,
-                "minimumNodeAgeSeconds": 0,
-                "scaleUpCooldownSeconds": 0,
-                "pricePerHour": 0.40,
-                "replacement": {"enabled": True, "targetPools": [small], "timeoutSeconds": 60},
-            },
-            small: {"pricePerHour": 0.13},
-        }
-    }
+    config = replacing(big, {"targetPools": [small], "timeoutSeconds": 60}, small)
     assert cluster.compactor("run", config=config).exit_code == 0
     time.sleep(MARKED_SECONDS + 1)
     asked = cluster.compactor("run", config=config)
@@ -293,22 +285,8 @@ def test_a_busy_node_is_replaced_by_two_new_nodes_its_placeholders_hold_apart_un
     pods = web(scenario, group, 16, cpu="450m")
     assert {node_of(pod) for pod in pods} == {b1}, [node_of(pod) for pod in pods]
     scenario.pdb("web", "web", max_unavailable=2)
-    config = {
-        "nodePools": {
-            big: {
-                "enabled": True,
-                "scaleDownCPURequestRatioLimit": 0.75,
-                "minNodes": 0,
-                "neededMarkedTimeSeconds": MARKED_SECONDS,
-                "minimumNodeAgeSeconds": 0,
-                "scaleUpCooldownSeconds": 0,
-                "drainTimeoutSeconds": 300,
-                "pricePerHour": 0.40,
-                "replacement": {"enabled": True, "targetPools": [small], "maxNewNodes": 2, "timeoutSeconds": 300},
-            },
-            small: {"pricePerHour": 0.13},
-        }
-    }
+    replacement = {"targetPools": [small], "maxNewNodes": 2, "timeoutSeconds": 300}
+    config = replacing(big, replacement, small, minNodes=0, drainTimeoutSeconds=300)
     env = {"COMPACTOR_RUN_BUDGET_SECONDS": "60"}
 
     found = cluster.compactor("run", config=config, env=env)
@@ -441,24 +419,8 @@ def test_a_machine_type_target_asks_gke_for_the_instance_type_and_drains_onto_th
     pods = scenario.deployment("web", replicas=3, cpu="1200m")
     assert {node_of(pod) for pod in pods} == {b1}
     scenario.pdb("web", "web", max_unavailable=1)
-    config = {
-        "nodePools": {
-            big: {
-                "enabled": True,
-                "scaleDownCPURequestRatioLimit": 0.75,
-                "minNodes": 0,
-                "neededMarkedTimeSeconds": MARKED_SECONDS,
-                "minimumNodeAgeSeconds": 0,
-                "scaleUpCooldownSeconds": 0,
-                "drainTimeoutSeconds": 300,
-                "replacement": {
-                    "enabled": True,
-                    "machineTypes": ["e2-standard-8", "e2-standard-4"],
-                    "timeoutSeconds": 300,
-                },
-            }
-        }
-    }
+    replacement = {"machineTypes": ["e2-standard-8", "e2-standard-4"], "timeoutSeconds": 300}
+    config = replacing(big, replacement, minNodes=0, drainTimeoutSeconds=300)
     env = {"COMPACTOR_RUN_BUDGET_SECONDS": "60"}
 
     def run() -> dict[str, Any]:

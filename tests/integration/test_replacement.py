@@ -71,8 +71,13 @@ def placeholders(api: FakeApiServer) -> list[dict[str, Any]]:
 
 
 def the_autoscaler_adds_a_node_and_the_placeholder_runs_there(api: FakeApiServer, node: str = "s2") -> None:
-    api.add(k8s.node(node, pool=SMALL, created="2026-11-21T11:59:00Z"))
     (placeholder,) = placeholders(api)
+    runs_on(api, placeholder, node)
+
+
+def runs_on(api: FakeApiServer, placeholder: dict[str, Any], node: str) -> None:
+    """The test plays the Cluster Autoscaler (a node for the placeholder) and kube-scheduler (binding it)."""
+    api.add(k8s.node(node, pool=SMALL, created="2026-11-21T11:59:00Z"))
     placeholder["spec"]["nodeName"] = node
     placeholder["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
     api.add(placeholder)
@@ -316,14 +321,6 @@ def busy_cluster(api: FakeApiServer) -> None:
         api.add(k8s.pod(f"web-{index}", node="b1", cpu="1800m", memory="1Gi"))
     api.add(k8s.node("s1", pool=SMALL))
     api.add(k8s.pod("small-0", node="s1", cpu="4"))
-
-
-def runs_on(api: FakeApiServer, placeholder: dict[str, Any], node: str) -> None:
-    """The test plays the Cluster Autoscaler (a node for the placeholder) and kube-scheduler (binding it)."""
-    api.add(k8s.node(node, pool=SMALL, created="2026-11-21T11:59:00Z"))
-    placeholder["spec"]["nodeName"] = node
-    placeholder["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
-    api.add(placeholder)
 
 
 def test_a_busy_node_asks_for_two_new_nodes_with_two_placeholders_and_drains_once_both_run(

@@ -15,12 +15,10 @@ from compactor.core.cluster import ClusterView
 from compactor.core.model import (
     DRAIN_FAILED_AT,
     DRAIN_STARTED_AT,
-    PLACEHOLDER_LABEL,
     REPLACEABLE_SINCE,
     REPLACED_BY,
     REPLACEMENT_FAILED_AT,
     Node,
-    Placeholder,
     Pod,
     PoolAutoscaling,
     Snapshot,
@@ -34,6 +32,7 @@ from tests.builders import (
     ago,
     make_config,
     make_node,
+    make_placeholder,
     make_pod,
     make_snapshot,
     node_report,
@@ -332,28 +331,11 @@ def test_a_node_whose_replacement_failed_recently_is_not_replaced_again() -> Non
     assert "its replacement failed 1m ago" in (node_report(plan, "b1").replacement or "")
 
 
-def placeholder(
-    name: str, replaces: tuple[str, ...], *, node: str | None = None, created: float = 60, phase: str | None = None
-) -> Pod:
-    return make_pod(
-        name,
-        node=node,
-        namespace=NAMESPACE,
-        owner=None,
-        cpu="4",
-        memory="4Gi",
-        labels={PLACEHOLDER_LABEL: "true"},
-        phase=phase or ("Running" if node else "Pending"),
-        node_selector=(("cloud.google.com/gke-nodepool", SMALL),),
-        placeholder=Placeholder(replaces, stamp(ago(created))),
-    )
-
-
 def test_while_the_placeholder_waits_for_its_node_nothing_else_is_drained() -> None:
     nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
     name = search.placeholder_name(["b1"], SMALL)
     nodes = [big("b1", annotations={REPLACED_BY: name}), *nodes[1:], big("b9")]  # b9 alone could be drained
-    plan = plan_for(nodes, pods, config(), placeholders=(placeholder(name, ("b1",)),))
+    plan = plan_for(nodes, pods, config(), placeholders=(make_placeholder(name, ("b1",)),))
     assert plan.replacement is not None
     assert plan.replacement.step == "wait"
     assert plan.decision.action == "none"
@@ -366,7 +348,9 @@ def test_a_placeholder_not_running_within_the_timeout_is_given_up() -> None:
     nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
     name = search.placeholder_name(["b1"], SMALL)
     nodes = [big("b1", annotations={REPLACED_BY: name}), *nodes[1:]]
-    plan = plan_for(nodes, pods, config(timeoutSeconds=600), placeholders=(placeholder(name, ("b1",), created=601),))
+    plan = plan_for(
+        nodes, pods, config(timeoutSeconds=600), placeholders=(make_placeholder(name, ("b1",), created=601),)
+    )
     assert plan.replacement is not None
     assert plan.replacement.step == "give-up"
     assert plan.replacement.failed == ("b1",)
@@ -379,7 +363,7 @@ def test_once_the_placeholder_runs_the_replaced_node_is_drained_onto_the_new_nod
     new = small("s2", created=ago(60))  # the node the autoscaler added: too young to be drained itself
     nodes = [big("b1", annotations={REPLACED_BY: name}), *nodes[1:], new]
     # The placeholder holds all 4 cpu of s2; its room is free to the proof (any pod preempts it).
-    plan = plan_for(nodes, pods, config(), placeholders=(placeholder(name, ("b1",), node="s2"),))
+    plan = plan_for(nodes, pods, config(), placeholders=(make_placeholder(name, ("b1",), node="s2"),))
     assert plan.decision.action == "drain"
     assert plan.decision.node == "b1"
     assert f"the new node of {name}" in plan.decision.reason
@@ -395,7 +379,7 @@ def test_the_placeholder_is_deleted_once_every_replaced_node_is_drained() -> Non
     drained = big("b1", annotations={REPLACED_BY: name, DRAIN_STARTED_AT: stamp(ago(120))}, unschedulable=True)
     nodes = [drained, *nodes[1:], small("s2", created=ago(600))]
     pods = [pod for pod in pods if pod.node_name != "b1"]
-    plan = plan_for(nodes, pods, config(), placeholders=(placeholder(name, ("b1",), node="s2"),))
+    plan = plan_for(nodes, pods, config(), placeholders=(make_placeholder(name, ("b1",), node="s2"),))
     assert plan.replacement is not None
     assert plan.replacement.step == "delete"
 
@@ -404,7 +388,7 @@ def test_a_replaced_node_given_back_gives_the_replacement_up() -> None:
     nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
     name = search.placeholder_name(["b1"], SMALL)
     nodes = [big("b1", annotations={REPLACED_BY: name, DRAIN_FAILED_AT: stamp(ago(10))}), *nodes[1:]]
-    plan = plan_for(nodes, pods, config(), placeholders=(placeholder(name, ("b1",), node="s1", created=120),))
+    plan = plan_for(nodes, pods, config(), placeholders=(make_placeholder(name, ("b1",), node="s1", created=120),))
     assert plan.replacement is not None
     assert plan.replacement.step == "give-up"
 
@@ -414,7 +398,7 @@ def test_a_replaced_node_a_person_opted_out_gives_the_replacement_up() -> None:
     name = search.placeholder_name(["b1"], SMALL)
     opted_out = big("b1", annotations={REPLACED_BY: name, "node-compactor.dev/disabled": "true"})
     nodes = [opted_out, *nodes[1:], small("s2", created=ago(60))]
-    plan = plan_for(nodes, pods, config(), placeholders=(placeholder(name, ("b1",), node="s2"),))
+    plan = plan_for(nodes, pods, config(), placeholders=(make_placeholder(name, ("b1",), node="s2"),))
     assert plan.replacement is not None
     assert plan.replacement.step == "give-up"
     assert plan.replacement.failed == ("b1",)
@@ -424,7 +408,7 @@ def test_a_replaced_node_a_person_opted_out_gives_the_replacement_up() -> None:
 def test_an_orphan_placeholder_of_a_stopped_run_is_deleted() -> None:
     nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
     # A run stopped between creating the placeholder and pointing the nodes at it.
-    orphan = placeholder("node-compactor-placeholder-orphan", ("b7",))
+    orphan = make_placeholder("node-compactor-placeholder-orphan", ("b7",))
     plan = plan_for(nodes, pods, config(), placeholders=(orphan,))
     assert plan.placeholders_remove == ("node-compactor-placeholder-orphan",)
 
@@ -446,7 +430,7 @@ def test_a_placeholder_gone_before_its_drain_gives_the_replacement_up_and_after_
 
 def test_a_placeholder_in_another_namespace_is_not_node_compactor_s() -> None:
     nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
-    foreign = msgspec.structs.replace(placeholder("node-compactor-placeholder-x", ("b1",)), namespace="other")
+    foreign = msgspec.structs.replace(make_placeholder("node-compactor-placeholder-x", ("b1",)), namespace="other")
     plan = plan_for(nodes, pods, config(), placeholders=(foreign,))
     assert plan.placeholders_remove == ()
 
@@ -468,13 +452,13 @@ def test_a_replaced_node_that_never_becomes_drainable_does_not_hold_the_cluster_
     nodes = [big("b1", annotations={REPLACED_BY: name}), *nodes[1:], small("s2", created=ago(3600))]
     # b1 got more pods since: they no longer fit, even with the new node.
     pods = [*pods, *pods_of("b1", "3", "3")]
-    placeholder_pod = placeholder(name, ("b1",), node="s2", created=60)
+    placeholder_pod = make_placeholder(name, ("b1",), node="s2", created=60)
     held = plan_for(nodes, pods, config(timeoutSeconds=600), placeholders=(placeholder_pod,))
     assert held.replacement is not None
     assert held.replacement.step == "drain"
     assert held.decision.action == "none"
     # timeoutSeconds (600) and drainTimeoutSeconds (900) later, it is given up.
-    late = placeholder(name, ("b1",), node="s2", created=1500)
+    late = make_placeholder(name, ("b1",), node="s2", created=1500)
     given_up = plan_for(nodes, pods, config(timeoutSeconds=600), placeholders=(late,))
     assert given_up.replacement is not None
     assert given_up.replacement.step == "give-up"
@@ -483,7 +467,7 @@ def test_a_replaced_node_that_never_becomes_drainable_does_not_hold_the_cluster_
 
 def test_a_labelled_pod_without_the_placeholder_name_is_left_alone() -> None:
     nodes, pods = two_big_nodes_that_cannot_take_each_others_pods()
-    plan = plan_for(nodes, pods, config(), placeholders=(placeholder("someone-elses-pod", ("b1",)),))
+    plan = plan_for(nodes, pods, config(), placeholders=(make_placeholder("someone-elses-pod", ("b1",)),))
     assert plan.placeholders_remove == ()
 
 
@@ -499,7 +483,7 @@ def test_a_placeholder_holds_its_room_until_a_pod_that_fits_nowhere_else_preempt
     batch = make_pod("batch", node="n1", cpu="1500m", tolerations=tolerates)
     service = make_pod("service", node="n1", cpu="1")
     pods = [batch, service, make_pod("filler", node="n2", cpu="2500m")]  # n2: 1.5 cpu free
-    held = placeholder("node-compactor-placeholder-a", ("n1",), node="s2")  # 4 cpu: s2 is full
+    held = make_placeholder("node-compactor-placeholder-a", ("n1",), node="s2")  # 4 cpu: s2 is full
     snapshot = Snapshot(tuple(nodes), tuple(pods), placeholders=(held,))
     view = ClusterView(snapshot, make_config())
     targets = fit.targets_for(view)
@@ -621,7 +605,7 @@ def test_once_its_new_node_runs_a_busy_replaced_node_is_drained() -> None:
     name = search.placeholder_name(["b1"], SMALL)
     new = small("s2", created=ago(60))
     nodes = [big("b1", marked_since=None, annotations={REPLACED_BY: name}), nodes[1], new]
-    plan = plan_for(nodes, pods, config(min_nodes=0), placeholders=(placeholder(name, ("b1",), node="s2"),))
+    plan = plan_for(nodes, pods, config(min_nodes=0), placeholders=(make_placeholder(name, ("b1",), node="s2"),))
     assert plan.decision.action == "drain", plan.decision.reason
     assert plan.decision.node == "b1"
     assert "s2" in dict(plan.decision.placements).values()

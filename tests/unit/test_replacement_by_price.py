@@ -15,11 +15,9 @@ from compactor.actuation import placeholders
 from compactor.core import planner
 from compactor.core.model import (
     DRAIN_STARTED_AT,
-    PLACEHOLDER_LABEL,
     REPLACED_BY,
     REPLACEMENT_LABEL,
     Node,
-    Placeholder,
     Pod,
     Snapshot,
 )
@@ -28,7 +26,18 @@ from compactor.core.prices import machines
 from compactor.core.replacement import search, templates
 from compactor.errors import ConfigError
 from compactor.settings.config import Config, parse
-from tests.builders import LONG_AGO, NOW, ago, make_config, make_node, make_pod, node_report, stamp, toleration
+from tests.builders import (
+    LONG_AGO,
+    NOW,
+    ago,
+    make_config,
+    make_node,
+    make_placeholder,
+    make_pod,
+    node_report,
+    stamp,
+    toleration,
+)
 
 BIG = "big-pool"
 SMALL = "small-pool"
@@ -261,24 +270,12 @@ def test_spot_takes_only_the_pods_that_tolerate_spot() -> None:
 # -- a replacement by several new nodes under way ----------------------------------------------------------
 
 
-def held(
-    name: str, replaces: tuple[str, ...], *, node: str | None = None, created: float = 60, replacement: str = "r1"
-) -> Pod:
-    return make_pod(
-        name,
-        node=node,
-        namespace=NAMESPACE,
-        owner=None,
-        cpu="3",
-        memory="4Gi",
-        labels={PLACEHOLDER_LABEL: "true", REPLACEMENT_LABEL: replacement},
-        phase="Running" if node else "Pending",
-        node_selector=(("cloud.google.com/gke-nodepool", SMALL),),
-        placeholder=Placeholder(replaces, stamp(ago(created))),
-    )
+def held(name: str, replaces: tuple[str, ...], *, node: str | None = None, created: float = 60) -> Pod:
+    """A placeholder of replacement r1 (one of several new nodes)."""
+    return make_placeholder(name, replaces, node=node, created=created, cpu="3", replacement="r1")
 
 
-def two_placeholders(**first: Any) -> tuple[list[Node], list[Pod], tuple[str, str]]:
+def two_placeholders() -> tuple[list[Node], list[Pod], tuple[str, str]]:
     nodes, pods = a_busy_big_node_whose_pods_need_two_small_ones()
     names = (search.placeholder_name(["b1"], SMALL), search.placeholder_name(["b1"], SMALL, 1))
     nodes[0] = big("b1", annotations={REPLACED_BY: ",".join(names)})
@@ -332,16 +329,7 @@ def test_a_replaced_by_with_one_name_as_before_is_read_and_adopted() -> None:
     name = search.placeholder_name(["b1"], SMALL)
     nodes[0] = big("b1", annotations={REPLACED_BY: name})
     nodes.append(small("s2"))
-    old = make_pod(
-        name,
-        node="s2",
-        namespace=NAMESPACE,
-        owner=None,
-        cpu="3",
-        labels={PLACEHOLDER_LABEL: "true"},  # no replacement id: made before several new nodes
-        node_selector=(("cloud.google.com/gke-nodepool", SMALL),),
-        placeholder=Placeholder(("b1",), stamp(ago(60))),
-    )
+    old = make_placeholder(name, ("b1",), node="s2", cpu="3")  # no replacement id: made before several new nodes
     plan = plan_for(nodes, pods, config(), held=(old,))
     assert plan.replacement is not None and plan.replacement.step == "drain"
     assert plan.replacement.placeholders == (name,) and plan.placeholders_remove == ()

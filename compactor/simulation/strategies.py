@@ -38,6 +38,7 @@ from compactor.actuation import executor as live
 from compactor.core import planner
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.plan import Plan
+from compactor.core.prices import pricing
 from compactor.core.timing import format_stamp
 from compactor.errors import RunFailedError
 from compactor.settings.config import Config
@@ -263,7 +264,7 @@ class NodeCompactor:
                     "nodes": list(started.nodes),
                     "target": started.target_pool,
                     "newNodes": started.new_nodes,
-                    "spot": ("cloud.google.com/gke-spot", "true") in started.node_selector,
+                    "spot": pricing.is_spot(dict(started.node_selector)),
                     "removedPricePerHour": started.removed_price_per_hour,
                     "pricePerHour": started.price_per_hour,
                     "savingsPerHour": started.savings_per_hour,

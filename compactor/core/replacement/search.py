@@ -62,7 +62,7 @@ MAX_CANDIDATES = 6
 MAX_PROOFS = 12
 
 
-_SPOT_LABELS = {"cloud.google.com/gke-spot": "true", "cloud.google.com/gke-provisioning": "spot"}
+_SPOT_LABELS = {pricing.SPOT_LABEL: "true", pricing.PROVISIONING_LABEL: "spot"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -145,10 +145,10 @@ def _from_gke(
         HOSTNAME_LABEL: TEMPLATE_NAME,
         pricing.INSTANCE_TYPE_LABEL: machine_type,
         ZONE_LABELS[0]: zone,
-        "topology.kubernetes.io/region": region,
+        pricing.REGION_LABEL: region,
     }
     if autoscaling.spot:
-        labels["cloud.google.com/gke-spot"] = "true"
+        labels[pricing.SPOT_LABEL] = "true"
     price = costs.machine_price(view.config, table, pool_name, machine_type, region, autoscaling.spot)
     if isinstance(price, str):
         return f"target pool {pool_name}: {price}"
@@ -181,7 +181,7 @@ def machine_template(
         pricing.INSTANCE_TYPE_LABEL: machine_type,
         pricing.MACHINE_FAMILY_LABEL: pricing.machine_family(machine_type),
         ZONE_LABELS[0]: zone,
-        "topology.kubernetes.io/region": region,
+        pricing.REGION_LABEL: region,
     }
     taints: tuple[Taint, ...] = ()
     if spot:

@@ -141,6 +141,7 @@ class Autoscaler:
     # Where the removal simulation put each pod in this pass and in the one before (its scheduling hints).
     _hints: dict[str, str] = field(default_factory=dict)
     _old_hints: dict[str, str] = field(default_factory=dict)
+    _passes: int = 0  # scale-down passes run (not skipped as unchanged)
 
     def __post_init__(self) -> None:
         self.pools = {pool.name: pool for pool in self.setup.pools}
@@ -248,7 +249,7 @@ class Autoscaler:
         waiting = self._waiting()
         if not waiting:
             return None
-        view = ClusterView(self.world.snapshot(now), self.rules)
+        view = self.world.view(now, self.rules)
         # Pods the scheduler will place on nodes that are there or on their way need no new node.
         existing = sorted((state for state in view.nodes.values() if state.schedulable), key=lambda s: s.name)
         arriving = [self.template_for(up) for up in self.upcoming]
@@ -429,7 +430,7 @@ class Autoscaler:
         else:
             # Defrag hands the scale-up its candidate's pods in place of the waiting ones, and `BestOptions` keeps
             # the options of a higher rung only (pkg/defrag/processor/processor.go, `Process`, `BestOptions`).
-            view = ClusterView(self.world.snapshot(now), self.rules)
+            view = self.world.view(now, self.rules)
             grew = self._grow(now, pick.pods, view, allowed=pick.pools)
             pick.candidate.scale_up_no_options = not grew
         if self.removal is not None:
@@ -437,6 +438,52 @@ class Autoscaler:
         self._update_unneeded(now)
         self._start_removals(now)
         self._soft_taint(now)
+
+    # -- quiet loops ----------------------------------------------------------------------------
+
+    def state(self) -> tuple[object, ...]:
+        """What a loop may change besides the world (`World.changes`): VMs on their way, the drain under way,
+        the last scale-up, the scale-down passes run, the unneeded and unremovable nodes, the pods no pool
+        takes, and every draw of the seeded orders. Two equal states and an unchanged world mean the loop in
+        between did nothing."""
+        return (
+            len(self.upcoming),
+            self.removal,
+            self.last_scale_up,
+            self._passes,
+            self._last_match,
+            len(self.unneeded_since),
+            len(self.unremovable_until),
+            len(self.world.recorder.unplaceable),
+            self._order.getstate(),
+            self._lister.getstate(),
+            self._class_order.getstate(),
+        )
+
+    def quiet_loops(self) -> bool:
+        """Whether a loop that did nothing is followed by loops that do nothing until a timer is due: not
+        with GKE's active migration (its loops count towards admissions) nor with a kube-system pod's blocking
+        time (it runs on the clock)."""
+        return (
+            self.migration is None and not self.settings.classes and self.settings.system_pod_blocking_seconds is None
+        )
+
+    def next_timers(self, after: datetime) -> tuple[datetime | None, datetime | None]:
+        """When a loop on an unchanged cluster could first act differently than at `after`: (the first moment
+        at or after which a VM is ready, a drain times out, an unremovable node is simulated again or the
+        scale-down cooldown ends; the last moment before an unneeded node is ripe, which it is strictly
+        after its unneeded time). Pods turning Ready and Job pods ending are the world's and controllers'."""
+        at_or_after = [up.ready_at for up in self.upcoming]
+        if self.removal is not None:
+            at_or_after.append(self.removal.started + timedelta(seconds=self.settings.max_pod_eviction_seconds))
+        at_or_after.extend(self.unremovable_until.values())
+        if self.last_scale_up is not None:
+            at_or_after.append(self.last_scale_up + timedelta(seconds=self.settings.delay_after_add_seconds))
+        ripe = (since + self._unneeded_time(name) for name, since in self.unneeded_since.items())
+        return (
+            min((moment for moment in at_or_after if moment > after), default=None),
+            min((moment for moment in ripe if moment >= after), default=None),
+        )
 
     def _in_cooldown(self, now: datetime) -> bool:
         if self.upcoming:
@@ -547,7 +594,8 @@ class Autoscaler:
         self.unremovable_until = {name: until for name, until in self.unremovable_until.items() if until > now}
         if self._unchanged_since_last_pass(now, draining):
             return
-        view = ClusterView(self.world.snapshot(now), self.rules)
+        self._passes += 1
+        view = self.world.view(now, self.rules)
         self._old_hints, self._hints = self._hints, {}
         targets = [t for t in fit.targets_for(view) if t.name != draining]
         booked: dict[str, list[Pod]] = {}  # destination -> pods placed on it before any node is judged

@@ -67,6 +67,8 @@ class Controllers:
         self.rollouts.reconcile(desired_at, at)
         # Each controller reacts to its own pods' deletion: replacements come in the order pods went.
         disrupted, self.world.disrupted = self.world.disrupted, []
+        if disrupted:
+            self.world.changes += 1
         for owner in disrupted:
             spec = self._by_key.get(owner) or self.rollouts.spec_of(owner)
             if spec is not None and not spec.ordinal:
@@ -82,7 +84,24 @@ class Controllers:
             if job.succeeded >= job.cron.parallelism:
                 del self.jobs[job_key]
         for owner in list(self.world.owed):
-            self.world.owed[owner].clear()  # nothing left to replace (the owner scaled down meanwhile)
+            if self.world.owed[owner]:
+                self.world.owed[owner].clear()  # nothing left to replace (the owner scaled down meanwhile)
+                self.world.changes += 1
+
+    def state(self) -> tuple[object, ...]:
+        """What a reconcile may change besides the world's objects (`World.changes`): the Jobs and their
+        successes, the draws of names and run times, and the replicas of Deployments in a rollout."""
+        return (
+            tuple((key, job.succeeded) for key, job in self.jobs.items()),
+            self._names.getstate(),
+            self._durations.getstate(),
+            self.rollouts.state(),
+        )
+
+    def next_timer(self, after: datetime) -> datetime | None:
+        """The first moment after `after` at which a reconcile with the same desired replicas could act
+        differently on an unchanged world: a Job pod's work done (`World.finish_jobs`)."""
+        return min((end for end in self.world.finish_at.values() if end > after), default=None)
 
     # -- ReplicaSets ------------------------------------------------------------------------------
 

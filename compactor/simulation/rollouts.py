@@ -120,6 +120,18 @@ class Rollouts:
     def spec_of(self, owner: OwnerKey) -> WorkloadSpec | None:
         return self._specs.get(owner)
 
+    def state(self) -> tuple[object, ...]:
+        """What a reconcile may change besides the world: the generation it saw, and the replicas of each
+        ReplicaSet of a Deployment in a rollout (one ReplicaSet follows the curve)."""
+        return (
+            self._resource_version,
+            tuple(
+                (found.observed_generation, len(found.revisions), tuple(found.replicas.values()))
+                for found in self._deployments.values()
+                if len(found.revisions) > 1
+            ),
+        )
+
     # -- the Deployment controller --------------------------------------------------------------------
 
     def reconcile(self, desired_at: datetime, at: datetime) -> None:

@@ -110,12 +110,51 @@ class Cluster:
         self.settle(now, now)
         step_seconds = self.autoscaler.setup.step_seconds
         interval = max(1, self.autoscaler.settings.scan_interval_seconds)
+        quiet: _Quiet | None = None
+        state = self._state()
         for offset in range(0, max(1, step_seconds), interval):
             at = now + timedelta(seconds=offset)
+            if quiet is not None and quiet.holds_at(at):
+                continue  # the same as the loop that changed nothing: nothing again
             self.world.now = at
+            before = state
             self.autoscaler.step(at)
             self.settle(now, at)
+            state = self._state()
+            quiet = self._quiet_after(at) if state == before and self.autoscaler.quiet_loops() else None
         self.world.now = now
+
+    def _state(self) -> tuple[object, ...]:
+        return (
+            self.world.changes,
+            self.autoscaler.state(),
+            self.controllers.state(),
+            self.scheduler.state(),
+        )
+
+    def _quiet_after(self, at: datetime) -> _Quiet:
+        """A loop at `at` changed nothing: so will every later loop of the step (the same desired replicas, the
+        same cluster) until a timer is due: a pod turns Ready (budgets and rollouts read it), a Job pod ends, or
+        one of the autoscaler's timers (`Autoscaler.next_timers`)."""
+        at_or_after, ripe = self.autoscaler.next_timers(at)
+        moments = [
+            moment
+            for moment in (at_or_after, self.world.next_ready(at), self.controllers.next_timer(at))
+            if moment is not None
+        ]
+        return _Quiet(min(moments, default=None), ripe)
+
+
+@dataclass(frozen=True, slots=True)
+class _Quiet:
+    """Until when loops after one that changed nothing change nothing either: before `until` (a timer due at
+    or after it), and not after `ripe` (a node ripe strictly after its unneeded time)."""
+
+    until: datetime | None
+    ripe: datetime | None
+
+    def holds_at(self, at: datetime) -> bool:
+        return (self.until is None or at < self.until) and (self.ripe is None or at <= self.ripe)
 
 
 @dataclass
@@ -201,11 +240,14 @@ def run(
             progress("warm-up", index / max(1, warmup_steps))
     results = Results(setup, [], [], {}, start_nodes=base.autoscaler.billed_nodes())
     # The lower bound is measured on the first strategy's run, whichever process runs it.
+    names = applicable(setup, strategies)
+    # A forked worker has the warm cluster to itself: it measures on it, without a copy.
+    forked = jobs > 1 and len(names) > 1
     tasks = [
-        (name, functools.partial(_measure_copy, setup, base, name, index == 0))
-        for index, name in enumerate(applicable(setup, strategies))
+        (name, functools.partial(_measure_copy, setup, base, name, index == 0, not forked))
+        for index, name in enumerate(names)
     ]
-    if jobs > 1 and len(tasks) > 1:
+    if forked:
         measured = workers.run_all(tasks, jobs, progress)
     else:
         measured = [task(progress) for _, task in tasks]
@@ -230,10 +272,11 @@ class Bounds:
 
 
 def _measure_copy(
-    setup: Setup, base: Cluster, name: str, with_bounds: bool, progress: Progress | None
+    setup: Setup, base: Cluster, name: str, with_bounds: bool, copied: bool, progress: Progress | None
 ) -> tuple[StrategyResult, Bounds | None]:
-    """`name` measured on a copy of `base`, and with `with_bounds` the lower bounds beside it."""
-    cluster = copy.deepcopy(base)
+    """`name` measured on a copy of `base` (on `base` itself when not `copied`: a forked worker's own), and with
+    `with_bounds` the lower bounds beside it."""
+    cluster = copy.deepcopy(base) if copied else base
     cluster.world.recorder = Recorder()
     bounds = Bounds() if with_bounds else None
     return _measure(setup, cluster, name, bounds, progress), bounds
@@ -395,10 +438,18 @@ def pod_demand(setup: Setup, cluster: Cluster) -> list[bound.Demand]:
     world = cluster.world
     groups: dict[tuple[str, object, str | None], bound.Demand] = {}
     first_pool = setup.pools[0].name if setup.pools else ""
+    node_pools: dict[str, str | None] = {}
     for key, pod in world.pod_records():
         if pod.stays_on_node or pod.is_terminal or pod.placeholder is not None:
             continue
-        home = (world.node_pool(pod.node_name) if pod.node_name is not None else world.pool_hint.get(key)) or first_pool
+        if pod.node_name is not None:
+            if pod.node_name in node_pools:
+                home = node_pools[pod.node_name]
+            else:
+                home = node_pools[pod.node_name] = world.node_pool(pod.node_name)
+        else:
+            home = world.pool_hint.get(key)
+        home = home or first_pool
         owner = world.pod_owner(key) or key
         zone = world.volume_zone(key) if pod.pvc_names else None
         group = groups.get((home, owner, zone))

@@ -102,6 +102,10 @@ class Scheduler:
         self.balanced_allocation = balanced_allocation
         self._ties = random.Random(f"{seed}:scheduler")
 
+    def state(self) -> tuple[object, ...]:
+        """What a round may change besides the world: its draws among tied nodes."""
+        return self._ties.getstate()
+
     def schedule(self, at: datetime) -> int:
         """Place what can be placed; returns how many pods were bound. A preemption ends a round (its
         victims are gone, the view changed) and the next round reads the cluster again."""
@@ -116,7 +120,7 @@ class Scheduler:
         pending = self.world.pending()
         if not pending:
             return 0, False
-        view = ClusterView(self.world.snapshot(at), self.config)
+        view = self.world.view(at, self.config)
         targets = sorted((state for state in view.nodes.values() if state.schedulable), key=lambda s: s.name)
         simulation = fit.Simulation(view, NOWHERE, targets)
         used = {t.name: [t.requested.cpu_millis, t.requested.memory_bytes] for t in targets}

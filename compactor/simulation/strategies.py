@@ -129,7 +129,7 @@ class Estafette:
             return
         seconds = RUN_INTERVAL.total_seconds()
         self.next_run = now + timedelta(seconds=seconds * 0.75 + self._jitter.random() * seconds * 0.5)
-        view = ClusterView(self.world.snapshot(now), self.config)
+        view = self.world.view(now, self.config)
         for pool_name in sorted(name for name in view.nodes_by_pool if name is not None):
             self._pool(view, pool_name, now)
 

@@ -28,11 +28,13 @@ import math
 import operator
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from msgspec import structs
 
+from compactor.core.cluster import ClusterView
 from compactor.core.model import (
     PLACEHOLDER_PRIORITY_CLASS,
     Deployment,
@@ -48,6 +50,7 @@ from compactor.core.selectors import selector_matches
 from compactor.core.timing import format_stamp
 from compactor.kube import snapshot as parsing
 from compactor.kube.client import ConflictError, EvictionResult, NotFoundError
+from compactor.settings.config import Config
 from compactor.simulation import availability, objects
 from compactor.simulation.metrics import Recorder
 from compactor.simulation.model import JsonObject, PoolSpec
@@ -95,6 +98,10 @@ class World:
         self.pool_autoscaling = {pool.name: _autoscaling(pool, pool_label, creates) for pool in pools}
         self.recorder = Recorder()
         self._resource_version = 0
+        # Bumped by every change to the objects, their bookkeeping or the recorder's counts: a loop that leaves
+        # it (and the actors' own state) as it found it changed nothing (`runner.Cluster.step` skips the
+        # loops after it until a timer is due).
+        self.changes = 0
         self.nodes: dict[str, JsonObject] = {}
         self._node_records: dict[str, Node] = {}
         self.pods: dict[str, JsonObject] = {}
@@ -128,11 +135,18 @@ class World:
         self._workload: dict[OwnerKey, OwnerKey] = {}
         self._parts: dict[OwnerKey, list[OwnerKey]] = {}
         self.workload_records: Callable[[datetime], tuple[tuple[Deployment, ...], tuple[ReplicaSet, ...]]] | None = None
+        # Each budget as last computed (`_budget`): the changes count and moment it was computed at, its
+        # figures, and when the next of its pods turns Ready after that moment (None: none will).
+        self._budgets: dict[str, tuple[int, datetime, tuple[int, int, int] | None, datetime | None]] = {}
+        # The last view made for each configuration (`view`): the changes count and moment, the view, and
+        # when the next pod turns Ready after that moment (computed when first asked).
+        self._views: dict[int, _View] = {}
 
     # -- bookkeeping --------------------------------------------------------------------------
 
     def _bump(self) -> str:
         self._resource_version += 1
+        self.changes += 1
         return str(self._resource_version)
 
     def _patched(self, current: JsonObject | None, patch: Mapping[str, Any], what: str) -> JsonObject:
@@ -170,6 +184,7 @@ class World:
         return updated
 
     def delete_node(self, name: str, *, actor: str, at: datetime) -> None:
+        self.changes += 1
         for key in list(self._on_node.get(name, ())):
             record = self._pod_records[key]
             self._remove_pod(key, actor=actor, at=at, disrupted=not record.stays_on_node)
@@ -191,6 +206,7 @@ class World:
         key = pod_key(obj)
         if key in self.pods:
             raise ValueError(f"pod {key} exists")
+        self.changes += 1
         record = parsing.parse_pod(obj)
         self.pods[key] = obj
         self._pod_records[key] = record
@@ -284,6 +300,7 @@ class World:
         return ready is not None and ready <= at
 
     def bind(self, key: str, node_name: str, at: datetime) -> None:
+        self.changes += 1
         obj = self.pods[key]
         status = {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}]}
         self.pods[key] = {**obj, "spec": {**obj["spec"], "nodeName": node_name}, "status": status}
@@ -311,6 +328,8 @@ class World:
             self.pods[key] = {**obj, "status": {"phase": "Pending", "conditions": [condition]}}
             self._pod_records[key] = structs.replace(record, unschedulable=True)
         first = key not in self._tried
+        if first or not record.unschedulable:
+            self.changes += 1
         self._tried.add(key)
         return first
 
@@ -384,6 +403,7 @@ class World:
         return jobs
 
     def _remove_pod(self, key: str, *, actor: str, at: datetime, disrupted: bool) -> None:
+        self.changes += 1
         availability.removed(self, key, actor=actor, disrupted=disrupted, at=at)
         record = self._pod_records.pop(key)
         del self.pods[key]
@@ -420,6 +440,7 @@ class World:
         metadata = obj["metadata"]
         key = f"{metadata.get('namespace', 'default')}/{metadata['name']}"
         record = parsing.parse_pdb(obj)
+        self.changes += 1
         self.pdbs[key] = obj
         self._pdb_records[key] = record
         self._pdb_members[key] = {
@@ -432,10 +453,13 @@ class World:
         return [pdb_key for pdb_key, members in self._pdb_members.items() if key in members]
 
     def set_scale(self, owner: OwnerKey, replicas: int) -> None:
-        self.scales[owner] = replicas
+        if self.scales.get(owner) != replicas:
+            self.changes += 1
+            self.scales[owner] = replicas
 
     def link_owner(self, owner: OwnerKey, workload: OwnerKey) -> None:
         """`owner` (a ReplicaSet) is part of `workload` (its Deployment), whose scale its PDBs expect."""
+        self.changes += 1
         self._workload[owner] = workload
         parts = self._parts.setdefault(workload, [])
         if owner not in parts:
@@ -449,9 +473,27 @@ class World:
         return [key for part in self._parts.get(workload, [workload]) for key in self._by_owner.get(part, ())]
 
     def _budget(self, pdb_key: str, at: datetime) -> tuple[int, int, int] | None:
-        """(currentHealthy, desiredHealthy, expectedPods), or None for a budget with no spec to compute."""
+        """(currentHealthy, desiredHealthy, expectedPods), or None for a budget with no spec to compute; the
+        last figures again while nothing changed and none of its pods turned Ready since."""
+        known = self._budgets.get(pdb_key)
+        if known is not None and known[0] == self.changes and known[1] <= at and (known[3] is None or at < known[3]):
+            return known[2]
         members = self._pdb_members[pdb_key]
-        healthy = sum(1 for key in members if self.is_ready(key, at))
+        healthy = 0
+        next_ready: datetime | None = None
+        for key in members:
+            ready = self.ready_at.get(key)
+            if ready is None:
+                continue
+            if ready <= at:
+                healthy += 1
+            elif next_ready is None or ready < next_ready:
+                next_ready = ready
+        budget = self._compute_budget(pdb_key, members, healthy)
+        self._budgets[pdb_key] = (self.changes, at, budget, next_ready)
+        return budget
+
+    def _compute_budget(self, pdb_key: str, members: Mapping[str, None], healthy: int) -> tuple[int, int, int] | None:
         owners: dict[OwnerKey | None, int] = defaultdict(int)
         for key in members:
             owner = self._owner.get(key)
@@ -511,6 +553,29 @@ class World:
         """When the next pod becomes Ready after `at` (a PodDisruptionBudget's allowance may change then)."""
         return min((ready for ready in self.ready_at.values() if ready > at), default=None)
 
+    def view(self, at: datetime, config: Config) -> ClusterView:
+        """`ClusterView(self.snapshot(at), config)`, or the last one made for `config` when nothing changed since
+        and no pod turned Ready between (budgets count Ready pods): loops of a quiet cluster ask for the same
+        view several times. A view given again has its memos of simulations emptied, as a fresh one has none.
+        Not with Deployments in the snapshot (`workload_records`): their status changes apart from the world."""
+        known = self._views.get(id(config))
+        if known is not None and known.config is config and known.changes == self.changes:
+            if at != known.at and self.workload_records is None and known.at < at:
+                if known.next_ready is _UNKNOWN:
+                    known.next_ready = self.next_ready(known.at)
+                reusable = known.next_ready is None or at < known.next_ready
+            else:
+                reusable = at == known.at and self.workload_records is None
+            if reusable:
+                view = known.view
+                view.start_heaps.clear()
+                view.target_labels.clear()
+                view.spread_counts.clear()
+                return view
+        view = ClusterView(self.snapshot(at), config)
+        self._views[id(config)] = _View(config, self.changes, at, view)
+        return view
+
     def snapshot(self, at: datetime, *, placeholders_apart: bool = False) -> Snapshot:
         """The cluster as a Snapshot. With `placeholders_apart`, what a live run reads
         (`compactor.kube.snapshot`): placeholder pods in `placeholders`, not in `pods`; without, every pod
@@ -536,8 +601,21 @@ class World:
         )
 
     def event(self, at: datetime, node: str, reason: str, message: str) -> None:
+        self.changes += 1
         self.events.append((at, node, reason, message))
         self.recorder.events[reason] += 1
+
+
+_UNKNOWN: Any = object()
+
+
+@dataclass(slots=True)
+class _View:
+    config: Config
+    changes: int
+    at: datetime
+    view: ClusterView
+    next_ready: datetime | None = _UNKNOWN
 
 
 def admitted(pod: JsonObject) -> JsonObject:

@@ -1,0 +1,85 @@
+"""The model's shortcuts change nothing it computes: loops after one that changed nothing are skipped until a
+timer is due (`runner.Cluster.step`), a view is made again only when the cluster changed (`World.view`), and a
+budget is counted again only when its pods changed or one turned Ready (`World._budget`)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from compactor.settings.config import DEFAULT_POOL_LABEL, Config
+from compactor.simulation import runner
+from compactor.simulation.autoscaler import Autoscaler
+from compactor.simulation.strategies import ClusterAutoscalerAlone
+from tests.simulation.builders import START, add_node, add_pdb, add_pod, scenario_data, setup_from, world
+
+# Hours of the day and the share of the peak: the builders' scenario starts at 17:00.
+RISE_AND_FALL = [[17, 0.4], [17.4, 1.0], [18, 1.0], [18.2, 0.4], [24, 0.4]]
+CONFIG = Config.model_validate({"poolLabel": DEFAULT_POOL_LABEL})
+
+
+def test_a_view_is_made_again_only_when_the_cluster_changed_or_a_pod_turned_ready() -> None:
+    cluster = world()
+    add_node(cluster, "n1")
+    add_pod(cluster, "web-1", node="n1", app="web")
+    first = cluster.view(START, CONFIG)
+    first.spread_counts[("memo",)] = None  # type: ignore[assignment]
+    again = cluster.view(START + timedelta(seconds=10), CONFIG)
+    assert again is first and not again.spread_counts  # the same view, its memos emptied
+    add_pod(cluster, "web-2", node="n1", app="web", ready=False)  # Ready after its 30 s of startup
+    changed = cluster.view(START + timedelta(seconds=10), CONFIG)
+    assert changed is not first and len(changed.nodes["n1"].pods) == 2
+    assert cluster.view(START + timedelta(seconds=20), CONFIG) is changed
+    assert cluster.view(START + timedelta(seconds=40), CONFIG) is not changed  # web-2 turned Ready at 30 s
+    assert cluster.view(START + timedelta(seconds=40), Config.model_validate({"poolLabel": "other"})) is not changed
+
+
+def test_a_budget_counts_a_pod_that_turned_ready_since_it_was_last_counted() -> None:
+    cluster = world()
+    add_node(cluster, "n1")
+    add_pod(cluster, "web-1", node="n1", app="web")
+    add_pod(cluster, "web-2", node="n1", app="web", ready=False)
+    cluster.set_scale(("default", "ReplicaSet", "rs"), 2)
+    key = add_pdb(cluster, "web", maxUnavailable=1)
+    assert cluster.disruptions_allowed(key, START + timedelta(seconds=29)) == 0
+    assert cluster.disruptions_allowed(key, START + timedelta(seconds=30)) == 1
+    assert cluster.evict("default/web-1", actor="test", at=START + timedelta(seconds=30)).status == "evicted"
+    assert cluster.disruptions_allowed(key, START + timedelta(seconds=30)) == 0  # one pod left of two
+
+
+def _run(quiet: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[runner.Cluster, int]:
+    """Two hours of the builders' scenario, its load rising from 40% to its peak and back (nodes added, then
+    removed), with or without quiet loops skipped; the cluster and how many autoscaler loops ran."""
+    loops = 0
+    step = Autoscaler.step
+
+    def counted(self: Autoscaler, now: object) -> None:
+        nonlocal loops
+        loops += 1
+        step(self, now)  # type: ignore[arg-type]
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Autoscaler, "step", counted)
+        if not quiet:
+            patched.setattr(Autoscaler, "quiet_loops", lambda self: False)
+        setup = setup_from(scenario_data(hours=2, profiles={"evening": RISE_AND_FALL}))
+        cluster = runner.build(setup)
+        strategy = ClusterAutoscalerAlone()
+        for index in range(120):
+            cluster.step(strategy, setup.start + timedelta(minutes=index))
+    return cluster, loops
+
+
+def test_skipping_quiet_loops_leaves_the_cluster_as_running_every_loop_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    every, every_loops = _run(False, monkeypatch)
+    skipping, skipping_loops = _run(True, monkeypatch)
+    assert every_loops == 120 * 6
+    assert skipping_loops < every_loops * 0.7  # most loops of a quiet evening are skipped
+    assert every.world.recorder.nodes_added > 0 and every.world.recorder.nodes_removed > 0  # timers were due
+    assert sorted(skipping.world.nodes) == sorted(every.world.nodes)
+    assert {key: pod.node_name for key, pod in skipping.world.pod_records()} == {
+        key: pod.node_name for key, pod in every.world.pod_records()
+    }
+    assert skipping.world.recorder == every.world.recorder
+    assert skipping.autoscaler.unneeded_since == every.autoscaler.unneeded_since

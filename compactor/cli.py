@@ -336,10 +336,12 @@ def _prices(args: argparse.Namespace) -> int:
             return EXIT_OK
         table = pricing.BUILT_IN
         families = sorted({family for family, _, _ in table.rates})
+        accelerators = sorted({accelerator for accelerator, _, _ in table.gpus})
         regions = sorted({region for _, region, _ in table.rates})
         sys.stdout.write(
             f"Built-in prices as of {table.as_of} ({table.currency} per hour, list prices without discounts)\n"
             f"Source: {table.source}\nFamilies ({len(families)}): {', '.join(families)}\n"
+            f"GPUs ({len(accelerators)}): {', '.join(accelerators)}\n"
             f"Regions ({len(regions)}): {', '.join(regions)}\n"
             "Spot prices change up to daily: `prices --refresh --out FILE`, then set priceFile (docs/prices.md).\n"
         )

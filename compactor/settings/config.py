@@ -64,9 +64,10 @@ MAX_PRICE_PER_HOUR = 10_000.0
 DEFAULT_PLACEHOLDER_NAMESPACE = "node-compactor"
 
 
-# A Compute Engine machine type's name (series-kind-size, as n2-standard-8 or c2d-highcpu-16); whether the price
-# table knows it is the planner's check (a warning), since a price file may add types.
-_MACHINE_TYPE = re.compile(r"[a-z][a-z0-9]*-[a-z0-9]+(-[0-9]+)?")
+# A Compute Engine machine type's name (series-kind-size, as n2-standard-8 or c2d-highcpu-16, or with its GPU count
+# as a2-highgpu-1g); whether the price table knows it is the planner's check (a warning), since a price file may add
+# types.
+_MACHINE_TYPE = re.compile(r"[a-z][a-z0-9]*-[a-z0-9]+(-[0-9]+g?)?")
 
 
 class Replacement(BaseModel):

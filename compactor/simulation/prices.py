@@ -2,9 +2,10 @@
 
 A pool's node price is the scenario's `pricePerHour`, else the configuration's, else the price table's (the
 built-in one, or the configuration's `priceFile`) for the pool's machine type, its region (from its zones) and
-Spot (the `cloud.google.com/gke-spot` label), as `core.prices.costs` prices a live node (a node with GPUs or TPUs, which
-the table leaves out, has no table price). It is resolved once, where the Setup is built (`of_pools`), and kept
-as plain data: a copy of the cluster copies no price table.
+Spot (the `cloud.google.com/gke-spot` label), as `core.prices.costs` prices a live node (a machine type that comes
+with GPUs, g2-standard-4, is priced with them; a node with GPUs attached, as T4s on an N1, or TPUs, which the table
+leaves out, has no table price). It is resolved once, where the Setup is built (`of_pools`), and kept as plain
+data: a copy of the cluster copies no price table.
 
 The cost lower bound, the cheapest fractional capacity that holds the requests, is `bound`'s; it reads the
 prices resolved here from the Setup.

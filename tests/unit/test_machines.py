@@ -11,15 +11,17 @@ GIB = 2**30
 MIB = 2**20
 
 
-def test_every_family_the_price_table_prices_has_its_machine_types() -> None:
+def test_every_family_the_price_table_prices_has_its_machine_types_but_those_with_gpus() -> None:
     known = {name.split("-", 1)[0] for name in machines.MACHINES}
-    assert known == set(price_table.FAMILIES)
+    with_gpus = {pricing.machine_family(name) for name in pricing.WITH_GPUS}
+    assert with_gpus == {"a2", "a3", "g2", "g4"}
+    assert known == set(price_table.FAMILIES) - with_gpus
 
 
-def test_every_priced_predefined_type_but_the_shared_core_ones_is_known() -> None:
-    priced = set(pricing.predefined_types()) - pricing.SHARED_CORE
+def test_every_priced_predefined_type_but_the_shared_core_ones_and_those_with_gpus_is_known() -> None:
+    priced = set(pricing.predefined_types()) - pricing.SHARED_CORE - pricing.WITH_GPUS
     assert priced == set(machines.MACHINES)
-    assert not pricing.SHARED_CORE & set(machines.MACHINES)
+    assert not (pricing.SHARED_CORE | pricing.WITH_GPUS) & set(machines.MACHINES)
 
 
 @pytest.mark.parametrize(
@@ -77,5 +79,13 @@ def test_allocatable_is_capacity_less_gkes_reservations_and_the_eviction_thresho
 
 @pytest.mark.parametrize("machine", ["e2-standard-64", "e2-medium", "c3-standard-2", "m1-ultramem-40"])
 def test_a_type_compute_engine_does_not_sell_or_gke_reserves_apart_for_is_unknown(machine: str) -> None:
+    with pytest.raises(BadInputError, match="give the pool an `allocatable`"):
+        machines.allocatable(machine)
+
+
+@pytest.mark.parametrize("machine", ["g2-standard-4", "a2-highgpu-1g", "a3-highgpu-8g", "g4-standard-48"])
+def test_a_type_that_comes_with_gpus_has_a_price_but_no_allocatable_from_the_formula(machine: str) -> None:
+    # Its nodes carry GPUs a shape of cpu and memory leaves out: neither a simulated pool nor a new node is made of it.
+    assert pricing.machine_shape(machine) is not None
     with pytest.raises(BadInputError, match="give the pool an `allocatable`"):
         machines.allocatable(machine)

@@ -50,6 +50,10 @@ def make_table(rates: dict[tuple[str, str, str], Rates] | None = None, **fields:
         pytest.param("n4-highcpu-2", ("n4", 2.0, 4.0), id="n4-highcpu"),
         pytest.param("n4d-standard-96", ("n4d", 96.0, 384.0), id="n4d"),
         pytest.param("c2d-highmem-56", ("c2d", 56.0, 448.0), id="c2d"),
+        pytest.param("a2-highgpu-2g", ("a2", 24.0, 170.0), id="a2-with-gpus"),
+        pytest.param("a3-megagpu-8g", ("a3", 208.0, 1872.0), id="a3-with-gpus"),
+        pytest.param("g2-standard-24", ("g2", 24.0, 96.0), id="g2-with-gpus"),
+        pytest.param("g4-standard-6", ("g4", 6.0, 22.0), id="g4-off-its-ratio"),
     ],
 )
 def test_a_predefined_machine_type_has_its_vcpus_and_memory(machine_type: str, shape: tuple[str, float, float]) -> None:
@@ -101,7 +105,8 @@ def test_a_custom_machine_type_has_the_vcpus_and_memory_its_name_gives(
         pytest.param("n2-custom-medium-4096", id="shared-core-custom-outside-e2"),
         pytest.param("n2-custom-0-1024", id="no-vcpu"),
         pytest.param("E2-STANDARD-4", id="upper-case"),
-        pytest.param("a2-highgpu-1g", id="gpu-machine"),
+        pytest.param("a3-ultragpu-8g", id="gpu-machine-not-in-the-table"),
+        pytest.param("n1-standard-4-t4", id="no-such-gpu-suffix"),
     ],
 )
 def test_an_unknown_machine_type_has_no_shape_and_no_price(machine_type: str) -> None:
@@ -145,10 +150,76 @@ def test_a_custom_machine_costs_five_percent_more_than_the_same_shape_predefined
         pytest.param("e2-standard-4", "mars-north1", id="unknown-region"),
         pytest.param("e2-standard-4", "", id="no-region"),
         pytest.param("c3-standard-4", "europe-north2", id="family-not-sold-there"),
+        pytest.param("a2-ultragpu-1g", "northamerica-northeast2", id="a2-where-no-a2-highgpu-fixes-its-rates"),
+        pytest.param("a3-megagpu-8g", "us-central1", id="gpu-not-sold-there"),
     ],
 )
 def test_a_region_without_prices_for_the_family_has_no_price(machine_type: str, region: str) -> None:
     assert pricing.node_price(pricing.BUILT_IN, machine_type=machine_type, region=region, spot=False) is None
+
+
+# --- machine types that come with GPUs -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("machine_type", "gpus"),
+    [
+        pytest.param("a2-highgpu-2g", ("nvidia-tesla-a100", 2), id="a2-highgpu"),
+        pytest.param("a2-megagpu-16g", ("nvidia-tesla-a100", 16), id="a2-megagpu"),
+        pytest.param("a2-ultragpu-4g", ("nvidia-a100-80gb", 4), id="a2-ultragpu"),
+        pytest.param("a3-highgpu-8g", ("nvidia-h100-80gb", 8), id="a3-highgpu"),
+        pytest.param("a3-megagpu-8g", ("nvidia-h100-mega-80gb", 8), id="a3-megagpu"),
+        pytest.param("g2-standard-32", ("nvidia-l4", 1), id="g2-one-gpu-many-vcpus"),
+        pytest.param("g2-standard-96", ("nvidia-l4", 8), id="g2-eight"),
+        pytest.param("g4-standard-6", ("nvidia-rtx-pro-6000", 0.125), id="g4-an-eighth"),
+        pytest.param("n1-standard-4", None, id="gpus-attached-apart"),
+        pytest.param("e2-standard-4", None, id="no-gpus"),
+    ],
+)
+def test_an_accelerator_optimized_machine_type_comes_with_its_gpus(
+    machine_type: str, gpus: tuple[str, float] | None
+) -> None:
+    assert pricing.bundled_gpus(machine_type) == gpus
+
+
+# Expected prices: `hour` and `hour_spot` of the machine type in us-central1 in pricing.yml of
+# github.com/Cyclenerd/google-cloud-pricing-cost-calculator at commit fd66b26ff84fee5cdd94f341ea89206e76c06b99, the
+# file price_table.py is read from. Where a price has more decimals than 6-decimal rates add up to (a3's Local SSD
+# at 1/730 of a month's rate, g2-standard-96's 9 decimals), within 5e-6 (3.2e-6 and 2.3e-6 off); else within 1e-6.
+@pytest.mark.parametrize(
+    ("machine_type", "on_demand", "spot", "within"),
+    [
+        pytest.param("g2-standard-4", 0.706832255, 0.397336, 1e-6, id="g2-standard-4"),
+        pytest.param("g2-standard-96", 8.003330296, 4.499264, 5e-6, id="g2-standard-96"),
+        pytest.param("a2-highgpu-2g", 7.34677, 3.85604, 1e-6, id="a2-highgpu-2g"),
+        pytest.param("a2-megagpu-16g", 55.739504, 29.25568, 1e-6, id="a2-megagpu-16g"),
+        pytest.param("a3-highgpu-8g", 88.4899999025753, 50.6095408219178, 5e-6, id="a3-highgpu-8g"),
+        pytest.param("g4-standard-6", 0.55955625, 0.2238035, 1e-6, id="g4-standard-6"),
+    ],
+)
+def test_a_machine_type_with_gpus_costs_its_list_price_gpus_included(
+    machine_type: str, on_demand: float, spot: float, within: float
+) -> None:
+    def price(spot: bool) -> float | None:
+        return pricing.node_price(pricing.BUILT_IN, machine_type=machine_type, region="us-central1", spot=spot)
+
+    assert price(False) == pytest.approx(on_demand, abs=within)
+    assert price(True) == pytest.approx(spot, abs=within)
+
+
+def test_a_machine_type_with_gpus_is_the_sum_of_its_vcpus_gib_and_gpus() -> None:
+    rates = pricing.BUILT_IN.rates[("a2", "us-central1", ON_DEMAND)]
+    a100 = pricing.BUILT_IN.gpus[("nvidia-tesla-a100", "us-central1", ON_DEMAND)]
+    price = pricing.node_price(pricing.BUILT_IN, machine_type="a2-highgpu-2g", region="us-central1", spot=False)
+    assert price == round(24 * rates.vcpu_hour + 170 * rates.gib_hour + 2 * a100, 6)
+
+
+def test_a_machine_type_whose_gpus_have_no_rate_has_no_price() -> None:
+    # Its vCPUs and memory alone would make an A100 machine look a tenth of its price.
+    table = replace(pricing.BUILT_IN, gpus={})
+    assert ("a2", "us-central1", ON_DEMAND) in table.rates
+    assert pricing.node_price(table, machine_type="a2-highgpu-1g", region="us-central1", spot=False) is None
+    assert pricing.node_price(table, machine_type="n1-standard-4", region="us-central1", spot=False) is not None
 
 
 def test_a_table_without_spot_rates_has_no_spot_price() -> None:
@@ -535,9 +606,39 @@ def test_the_built_in_table_says_when_and_where_its_prices_were_read() -> None:
 
 def test_every_built_in_family_has_machine_types_that_price() -> None:
     for family in price_table.FAMILIES:
-        machine_type = "t2d-standard-4" if family == "t2d" else f"{family}-standard-8"
-        assert pricing.machine_shape(machine_type) is not None, family
-        assert pricing.node_price(pricing.BUILT_IN, machine_type=machine_type, region="us-central1", spot=True)
+        machine_types = [name for name in pricing.predefined_types() if pricing.machine_family(name) == family]
+        priced = [
+            name
+            for name in machine_types
+            if pricing.node_price(pricing.BUILT_IN, machine_type=name, region="us-central1", spot=True)
+        ]
+        assert priced, family
+
+
+def test_every_built_in_gpu_rate_goes_with_its_machine_types_and_their_family_s_rates() -> None:
+    table = pricing.BUILT_IN
+    families: dict[str, set[str]] = {}  # accelerator -> the families whose machine types come with it
+    for machine_type in pricing.WITH_GPUS:
+        bundled = pricing.bundled_gpus(machine_type)
+        assert bundled is not None
+        families.setdefault(bundled[0], set()).add(pricing.machine_family(machine_type))
+    assert {accelerator for accelerator, _, _ in table.gpus} == set(families) == set(price_table.GPUS)
+    for (accelerator, region, model), per_hour in table.gpus.items():
+        assert 0 < per_hour < pricing.MAX_USD_RATE and round(per_hour, 6) == per_hour
+        assert all((family, region, model) in table.rates for family in families[accelerator]), (accelerator, region)
+    for family in {family for found in families.values() for family in found}:
+        accelerators = {accelerator for accelerator, found in families.items() if family in found}
+        for found_family, region, model in table.rates:
+            if found_family == family:
+                assert any((accelerator, region, model) in table.gpus for accelerator in accelerators), (family, region)
+
+
+def test_every_built_in_spot_gpu_rate_is_below_the_on_demand_one() -> None:
+    gpus = pricing.BUILT_IN.gpus
+    assert {key[:2] for key in gpus if key[2] == ON_DEMAND} == {key[:2] for key in gpus if key[2] == SPOT}
+    for accelerator, region, model in gpus:
+        if model == SPOT:
+            assert gpus[(accelerator, region, SPOT)] < gpus[(accelerator, region, ON_DEMAND)], (accelerator, region)
 
 
 # --- python -m compactor prices ------------------------------------------------------------------------------------
@@ -548,7 +649,9 @@ def test_the_prices_command_names_the_built_in_table_s_date_and_source(capsys: p
     out = capsys.readouterr().out
     assert f"Built-in prices as of {pricing.BUILT_IN.as_of} (USD per hour" in out
     assert f"Source: {pricing.BUILT_IN.source}" in out
-    assert "Families (11): c2d, c3, c3d, c4, e2, n1, n2, n2d, n4, n4d, t2d" in out
+    assert "Families (15): a2, a3, c2d, c3, c3d, c4, e2, g2, g4, n1, n2, n2d, n4, n4d, t2d" in out
+    gpus = ["nvidia-a100-80gb", "nvidia-h100-80gb", "nvidia-h100-mega-80gb", "nvidia-l4", "nvidia-rtx-pro-6000"]
+    assert f"GPUs (6): {', '.join(gpus)}, nvidia-tesla-a100" in out
 
 
 def test_the_prices_command_prints_the_built_in_table_as_a_price_file(capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,16 +13,20 @@ import pytest
 from compactor import report
 from compactor.actuation import placeholders
 from compactor.core import planner
+from compactor.core.cluster import ClusterView
 from compactor.core.model import (
     DRAIN_STARTED_AT,
     REPLACED_BY,
     REPLACEMENT_LABEL,
     Node,
     Pod,
+    PoolAutoscaling,
+    Resources,
     Snapshot,
+    Taint,
 )
 from compactor.core.plan import Plan
-from compactor.core.prices import machines
+from compactor.core.prices import machines, pricing
 from compactor.core.replacement import search, templates
 from compactor.errors import ConfigError
 from compactor.settings.config import Config, parse
@@ -363,6 +367,43 @@ def test_an_unknown_machine_type_is_a_warning_and_not_used() -> None:
     plan = plan_for(nodes, pods, settings, creates_pools=True)
     assert plan.replacement is None
     assert any("machine type zz9-standard-4 has no known allocatable" in text for text in plan.price_warnings)
+
+
+def test_a_machine_type_that_comes_with_gpus_is_a_warning_and_never_a_new_node() -> None:
+    # A new node of cpu and memory alone would leave out the GPUs its price includes (and GKE keeps pods that do
+    # not ask for GPUs off such nodes): node replacement makes none, though the machine type has a price.
+    nodes, pods = a_busy_big_node_whose_pods_need_two_small_ones()
+    settings = config(targets=(), machineTypes=["g2-standard-8", "a2-highgpu-1g"])
+    plan = plan_for(nodes, pods, settings, creates_pools=True)
+    assert plan.replacement is None
+    for machine_type, gpus in (("g2-standard-8", "1 x nvidia-l4"), ("a2-highgpu-1g", "1 x nvidia-tesla-a100")):
+        warning = f"machine type {machine_type} comes with GPUs ({gpus}), which node replacement does not model"
+        assert any(warning in text for text in plan.price_warnings), plan.price_warnings
+
+
+def test_a_target_pool_of_gpu_nodes_is_copied_from_its_node_gpus_taint_and_price_included() -> None:
+    gpu_taint = Taint("nvidia.com/gpu", "present", "NoSchedule")
+    labels = {"node.kubernetes.io/instance-type": "g2-standard-4", "cloud.google.com/gke-accelerator": "nvidia-l4"}
+    gpus = {"nvidia.com/gpu": "1"}
+    node = make_node("g1", pool="gpu-pool", zone=ZONE, labels=labels, extended=gpus, taints=[gpu_taint])
+    view = ClusterView(Snapshot((node,), ()), make_config())
+    made = templates.template(view, pricing.BUILT_IN, "gpu-pool", ZONE, Resources(0, 0))
+    assert not isinstance(made, str), made
+    assert made.node.allocatable.extended == (("nvidia.com/gpu", 1000),)
+    assert made.node.taints == (gpu_taint,)
+    # g2-standard-4's `hour` in europe-west1 in pricing.yml of Cyclenerd/google-cloud-pricing-cost-calculator at
+    # commit fd66b26ff84fee5cdd94f341ea89206e76c06b99 (the built-in table's source), its L4 included.
+    assert made.price.per_hour == pytest.approx(0.778293004, abs=1e-6)
+
+
+def test_a_target_pool_of_gpu_machines_with_no_node_to_copy_is_not_used() -> None:
+    empty = PoolAutoscaling(enabled=True, max_node_count=3, machine_type="g2-standard-4", locations=(ZONE,))
+    snapshot = Snapshot((), (), pool_autoscaling={"gpu-pool": empty})
+    made = templates.template(ClusterView(snapshot, make_config()), pricing.BUILT_IN, "gpu-pool", ZONE, Resources(0, 0))
+    assert made == (
+        "target pool gpu-pool: machine type g2-standard-4 comes with GPUs (1 x nvidia-l4), which node replacement "
+        "does not model on a new node (a pool with a node is copied from it)"
+    )
 
 
 def test_a_machine_type_s_new_node_is_taken_a_margin_below_gke_s_formula_so_its_placeholder_fits() -> None:

@@ -2,9 +2,11 @@
 
 The pool's `pricePerHour` wins over the price table (the built-in one, or the `priceFile` the shell read
 into it); a node whose machine type, family or region the table does not know has no price, and its
-pool says why. A GPU node (`cloud.google.com/gke-accelerator` and nvidia.com/gpu) costs its machine plus each GPU
-at the table's rate for that accelerator; other accelerators (TPUs), or a GPU the table has no rate for, leave the
-node unpriced. Pure: the table is handed in, nothing is read here.
+pool says why. A node of an accelerator-optimized machine type (g2-standard-4) costs its machine with the GPUs it
+comes with, whatever its nvidia.com/gpu says (GPU sharing and MIG partitions count one GPU many times there). Any
+other GPU node (`cloud.google.com/gke-accelerator` and nvidia.com/gpu) costs its machine plus each GPU at the
+table's rate for that accelerator; other accelerators (TPUs), or a GPU the table has no rate for, leave the node
+unpriced. Pure: the table is handed in, nothing is read here.
 """
 
 from __future__ import annotations
@@ -109,13 +111,22 @@ def _price(
     if region is None:
         return f"{machine_type}: no region or zone label; set the pool's pricePerHour"
     per_hour = pricing.node_price(table, machine_type=machine_type, region=region, spot=spot)
+    bundled = pricing.bundled_gpus(machine_type)
     if per_hour is None:
         model = pricing.SPOT if spot else pricing.ON_DEMAND
+        what = f"{machine_type} ({model}) in {region}"
+        if bundled is not None:
+            what += f" with its {bundled[0]} GPUs"
         return (
-            f"{machine_type} ({model}) in {region} is not in the price table ({table.source}, {table.as_of}); "
+            f"{what} is not in the price table ({table.source}, {table.as_of}); "
             "set the pool's pricePerHour or a priceFile"
         )
-    return Price(per_hour, f"{table.source}, {table.as_of}")
+    source = f"{table.source}, {table.as_of}"
+    if bundled is not None:
+        accelerator, gpus = bundled
+        per_gpu = pricing.gpu_price(table, accelerator=accelerator, region=region, spot=spot)
+        source += f"; {machine_type} with {gpus:g} x {accelerator} at {per_gpu:g}/h"
+    return Price(per_hour, source)
 
 
 def _with_accelerators(
@@ -129,10 +140,16 @@ def _with_accelerators(
     """The machine's table price plus the node's GPUs; why not when it has accelerators the table does not price.
 
     The table prices vCPUs and memory; GPUs and TPUs are billed apart and would make the node look cheap, so a
-    node with one the table has no rate for has no price. A pool's pricePerHour is the whole node's price."""
+    node with one the table has no rate for has no price. A pool's pricePerHour is the whole node's price, and an
+    accelerator-optimized machine's price has its GPUs already."""
     if not isinstance(price, Price) or price.source == PRICE_PER_HOUR:
         return price
-    accelerators = {name: amount for name, amount in node.allocatable.extended if amount and _accelerator(name)}
+    bundled = machine_type is not None and pricing.bundled_gpus(machine_type) is not None
+    accelerators = {
+        name: amount
+        for name, amount in node.allocatable.extended
+        if amount and _accelerator(name) and not (bundled and name == pricing.GPU_RESOURCE)
+    }
     if not accelerators:
         return price
     accelerator = pricing.accelerator_of(node.labels)

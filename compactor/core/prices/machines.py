@@ -4,7 +4,9 @@ The machine types are every predefined type the price table prices (`pricing.pre
 series and sizes as Compute Engine lists them, cloud.google.com/compute/docs/general-purpose-machines for E2,
 N1, N2, N2D, N4, N4D, C3, C3D, C4 and Tau T2D, cloud.google.com/compute/docs/compute-optimized-machines for
 C2D), so a family priced is a family known here, by one list. E2's shared-core types (e2-micro, e2-small,
-e2-medium) are left out: GKE reserves for them by other rules than these.
+e2-medium) are left out: GKE reserves for them by other rules than these. So are the accelerator-optimized types
+(a2, a3, g2, g4): their nodes carry GPUs and GKE's GPU taint, which a shape of cpu and memory does not give, so
+neither a simulated pool nor a new node of node replacement is made of them from the formula.
 
 Allocatable is capacity minus GKE's published reservations
 (cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes): CPU 6% of the
@@ -30,7 +32,7 @@ MAX_PODS = 110
 MACHINES: dict[str, tuple[int, Fraction]] = {
     name: (int(vcpus), Fraction(gib).limit_denominator(100))
     for name, (vcpus, gib) in pricing.predefined_types().items()
-    if name not in pricing.SHARED_CORE
+    if name not in pricing.SHARED_CORE and name not in pricing.WITH_GPUS
 }
 
 

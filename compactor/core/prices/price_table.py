@@ -1,5 +1,6 @@
 """The built-in price table: Compute Engine's list prices per vCPU-hour and per GiB-hour, per machine family and
-region, on-demand and Spot, in USD, as plain data (`compactor.core.prices.pricing` turns it into `pricing.BUILT_IN`).
+region, on-demand and Spot, and per GPU-hour for the GPUs that accelerator-optimized machine types come with, in
+USD, as plain data (`compactor.core.prices.pricing` turns it into `pricing.BUILT_IN`).
 
 Where the numbers come from (docs/prices.md tells the whole story):
 
@@ -21,13 +22,44 @@ Where the numbers come from (docs/prices.md tells the whole story):
 - T2D comes only with 4 GiB per vCPU, so its machine prices fix only vcpu_hour + 4 * gib_hour; that sum is the
   sourced figure in every region, and it is split in the ratio of GKE's us-central1 T2D rates
   (0.003686 / 0.027502 per GiB to per vCPU). Every T2D machine's price is exact; the split alone is assumed.
+- The accelerator-optimized families a2, a3, g2 and g4 come with their GPUs (which and how many: `pricing`'s
+  machine types). In the same pricing.yml each of their machine types costs `vCPUs * vcpu_hour + GiB * gib_hour
+  + GPUs * gpu_hour`; `GPUS` holds gpu_hour by accelerator, named as GKE labels nodes
+  (cloud.google.com/gke-accelerator; the names of GKE's Cluster Autoscaler, pkg/cloudprovider/gke/labels/
+  system_labels.go at the commit above). Their shapes leave part of the split open, so:
+  - a2: a2-megagpu-16g is 16 a2-highgpu-1g less 96 vCPUs, which fixes vcpu_hour (N1's figure in most regions,
+    on-demand); gib_hour is vcpu_hour times GKE's us-central1 A2 ratio (0.004237 / 0.031611, N1's too);
+    nvidia-tesla-a100 (A100 40GB) and nvidia-a100-80gb are what is left of a2-highgpu-1g and a2-ultragpu-1g.
+    In northamerica-northeast2 pricing.yml prices no a2-highgpu, so nothing fixes a2's rates there: left out.
+  - a3: every a3 type is n times 26 vCPUs, 234 GiB and one H100, so only that sum is sourced. vcpu_hour and
+    gib_hour are GKE's us-central1 A3 rates (on-demand 0.02466 and 0.002147, Spot 0.01036 and 0.002147 times
+    0.01036 / 0.02466) times the region's a3-highgpu-1g price over us-central1's, in the same provisioning model;
+    nvidia-h100-80gb and nvidia-h100-mega-80gb are what is left of a3-highgpu-1g and of an eighth of a3-megagpu-8g.
+  - g2: every g2 type has 4 GiB per vCPU, so g2-standard-8 less g2-standard-4 fixes vcpu_hour + 4 * gib_hour
+    alone; it is split in the ratio of GKE's us-central1 G2 rates (0.002927 / 0.024988), and nvidia-l4 is what is
+    left of g2-standard-4.
+  - g4: g4-standard-6 has 22 GiB, not 22.5, so g4-standard-12 less twice g4-standard-6 fixes gib_hour;
+    vcpu_hour is gib_hour over G2's ratio above (GKE's placeholder G4 rates, 0.049976 and 0.005854, have it too),
+    and nvidia-rtx-pro-6000 (RTX PRO 6000) is what is left of g4-standard-48. g4-standard-6, -12 and -24 come with
+    an eighth, a quarter and half of one.
+  - a2-ultragpu and a3 types come with Local SSD (375 GB per A100 80GB, 750 GB per H100), billed with them:
+    pricing.yml's price includes it at the region's Local SSD rate, and so do those GPUs' rates here.
+  Each figure is rounded to 6 decimals as it is found (each from the rounded ones before it), then moved by at
+  most 5 millionths where that brings its family's machine prices closer. Of the 1960 type, region and model
+  prices this gives, the 766 that pricing.yml gives to at most 6 decimals come out within 1e-6; the others,
+  whose SKU prices have more decimals than 6-decimal rates can add up to, within 1.5e-5 USD per hour (and 6e-6
+  of their price). The totals are sourced; only the split is assumed.
+- No GPU attached to a general-purpose machine (N1 with T4, V100, P4 or P100) and no TPU is priced here: the
+  pricing.yml above prices no such machine, so no per-GPU figure was sourced. A price file from `python -m
+  compactor prices --refresh` has the catalog's GPU rates.
 - Spot: "Spot prices are variable and can change up to once every day" (cloud.google.com/spot-vms/pricing).
   In that history an e2-standard-2 Spot VM in us-central1 cost 0.020103 USD/h through 2023, 0.026792 from late
   2024 through 2025, 0.035152 on 2026-07-02 and 0.040212 on 2026-07-30: Spot figures go stale within weeks.
   Refresh with `python -m compactor prices --refresh --out FILE` and set `priceFile` when it matters.
 
-A family or region that is not here has no built-in price (`pricing.node_price` answers None): nothing is
-guessed. Must never: import anything, or hold anything but these literals.
+A family, accelerator or region that is not here has no built-in price (`pricing.node_price` answers None):
+nothing is guessed. The module is past 800 lines and stays whole: it is one dated reading of one source, data
+only. Must never: import anything, or hold anything but these literals.
 """
 
 AS_OF = "2026-07-30"
@@ -523,6 +555,157 @@ T2D: _Family = {
     "us-west4": (0.030974, 0.004151, 0.00879, 0.001178),
 }
 
+A2: _Family = {
+    "africa-south1": (0.041347, 0.005542, 0.00561, 0.000752),
+    "asia-east1": (0.036602, 0.004906, 0.00429, 0.000575),
+    "asia-east2": (0.044231, 0.005929, 0.00398, 0.000533),
+    "asia-northeast1": (0.040618, 0.005444, 0.02437, 0.003266),
+    "asia-northeast2": (0.040618, 0.005444, 0.00369, 0.000495),
+    "asia-northeast3": (0.040618, 0.005444, 0.02158, 0.002892),
+    "asia-south1": (0.03797, 0.005089, 0.00538, 0.000721),
+    "asia-south2": (0.03797, 0.005089, 0.00378, 0.000507),
+    "asia-southeast1": (0.038999, 0.005227, 0.0234, 0.003136),
+    "asia-southeast2": (0.042509, 0.005698, 0.00538, 0.000721),
+    "australia-southeast1": (0.044856, 0.006012, 0.00407, 0.000546),
+    "australia-southeast2": (0.044856, 0.006012, 0.00447, 0.000599),
+    "europe-central2": (0.04073, 0.005459, 0.00367, 0.000492),
+    "europe-north1": (0.034806, 0.004665, 0.00315, 0.000422),
+    "europe-southwest1": (0.037301, 0.005, 0.0037, 0.000496),
+    "europe-west1": (0.034773, 0.004661, 0.00856, 0.001147),
+    "europe-west10": (0.048681, 0.006525, 0.00828, 0.00111),
+    "europe-west12": (0.040778, 0.005466, 0.00407, 0.000546),
+    "europe-west2": (0.04073, 0.005459, 0.00367, 0.000492),
+    "europe-west3": (0.04073, 0.005459, 0.00538, 0.000721),
+    "europe-west4": (0.034802, 0.004665, 0.01572, 0.002107),
+    "europe-west6": (0.044231, 0.005929, 0.00398, 0.000533),
+    "europe-west8": (0.036669, 0.004915, 0.00365, 0.000489),
+    "europe-west9": (0.036669, 0.004915, 0.00365, 0.000489),
+    "me-central1": (0.038407, 0.005148, 0.00522, 0.0007),
+    "me-central2": (0.050578, 0.006779, 0.01369, 0.001835),
+    "me-west1": (0.034772, 0.004661, 0.02086, 0.002796),
+    "northamerica-northeast1": (0.034802, 0.004665, 0.00315, 0.000422),
+    "southamerica-east1": (0.05018, 0.006726, 0.00452, 0.000606),
+    "southamerica-west1": (0.045204, 0.006059, 0.00769, 0.001031),
+    "us-central1": (0.031611, 0.004237, 0.01659, 0.002224),
+    "us-east1": (0.031611, 0.004237, 0.01659, 0.002224),
+    "us-east4": (0.035605, 0.004772, 0.02136, 0.002863),
+    "us-east5": (0.031611, 0.004237, 0.01257, 0.001685),
+    "us-south1": (0.037301, 0.005, 0.0037, 0.000496),
+    "us-west1": (0.031611, 0.004237, 0.01659, 0.002224),
+    "us-west2": (0.03797, 0.005089, 0.00342, 0.000458),
+    "us-west3": (0.03797, 0.005089, 0.02278, 0.003053),
+    "us-west4": (0.035605, 0.004772, 0.01644, 0.002204),
+}
+
+A3: _Family = {
+    "africa-south1": (0.032199, 0.002803, 0.002584, 0.000225),
+    "asia-east1": (0.028525, 0.002483, 0.009825, 0.000855),
+    "asia-east2": (0.034442, 0.002999, 0.002751, 0.000239),
+    "asia-northeast1": (0.035292, 0.003073, 0.005304, 0.000462),
+    "asia-northeast2": (0.031671, 0.002757, 0.00213, 0.000185),
+    "asia-northeast3": (0.031671, 0.002757, 0.007419, 0.000646),
+    "asia-south1": (0.025676, 0.002235, 0.007706, 0.000671),
+    "asia-south2": (0.029619, 0.002579, 0.00637, 0.000555),
+    "asia-southeast1": (0.031847, 0.002773, 0.010485, 0.000913),
+    "asia-southeast2": (0.033134, 0.002885, 0.002489, 0.000217),
+    "australia-southeast1": (0.030843, 0.002685, 0.005687, 0.000495),
+    "australia-southeast2": (0.032067, 0.002792, 0.002199, 0.000191),
+    "europe-central2": (0.031756, 0.002765, 0.002415, 0.00021),
+    "europe-north1": (0.027153, 0.002364, 0.002089, 0.000182),
+    "europe-southwest1": (0.029099, 0.002533, 0.001958, 0.000171),
+    "europe-west1": (0.027135, 0.002362, 0.007792, 0.000678),
+    "europe-west10": (0.037914, 0.003301, 0.003023, 0.000263),
+    "europe-west12": (0.031795, 0.002768, 0.00213, 0.000185),
+    "europe-west2": (0.028123, 0.002449, 0.002141, 0.000186),
+    "europe-west3": (0.029102, 0.002534, 0.008764, 0.000763),
+    "europe-west4": (0.031362, 0.002731, 0.009031, 0.000786),
+    "europe-west6": (0.034479, 0.003002, 0.002326, 0.000203),
+    "europe-west8": (0.028606, 0.002491, 0.003448, 0.0003),
+    "europe-west9": (0.028606, 0.002491, 0.004797, 0.000418),
+    "me-central1": (0.029962, 0.002609, 0.002008, 0.000175),
+    "me-central2": (0.039456, 0.003435, 0.002942, 0.000256),
+    "me-west1": (0.027126, 0.002362, 0.002184, 0.00019),
+    "northamerica-northeast1": (0.027153, 0.002364, 0.001856, 0.000162),
+    "northamerica-northeast2": (0.027153, 0.002364, 0.004201, 0.000366),
+    "southamerica-east1": (0.039142, 0.003408, 0.002651, 0.000231),
+    "southamerica-west1": (0.035264, 0.00307, 0.002368, 0.000206),
+    "us-central1": (0.02466, 0.002147, 0.01036, 0.000902),
+    "us-east1": (0.02466, 0.002147, 0.01036, 0.000902),
+    "us-east4": (0.024678, 0.002149, 0.007435, 0.000647),
+    "us-east5": (0.027751, 0.002416, 0.007631, 0.000664),
+    "us-south1": (0.029099, 0.002533, 0.005399, 0.00047),
+    "us-west1": (0.02466, 0.002147, 0.01036, 0.000902),
+    "us-west2": (0.029643, 0.002581, 0.002264, 0.000197),
+    "us-west3": (0.029643, 0.002581, 0.002375, 0.000207),
+    "us-west4": (0.02777, 0.002418, 0.00763, 0.000664),
+}
+
+G2: _Family = {
+    "africa-south1": (0.032685, 0.003829, 0.00326, 0.000382),
+    "asia-east1": (0.028933, 0.00339, 0.01368, 0.001602),
+    "asia-east2": (0.034953, 0.004096, 0.00347, 0.000407),
+    "asia-northeast1": (0.032088, 0.00376, 0.019254, 0.002255),
+    "asia-northeast2": (0.032088, 0.00376, 0.0032, 0.000375),
+    "asia-northeast3": (0.032088, 0.00376, 0.00958, 0.001122),
+    "asia-south1": (0.026013, 0.003047, 0.01147, 0.001344),
+    "asia-south2": (0.02601, 0.003048, 0.00695, 0.000814),
+    "asia-southeast1": (0.030826, 0.003612, 0.0185, 0.002167),
+    "asia-southeast2": (0.0336, 0.003937, 0.00334, 0.000391),
+    "australia-southeast1": (0.03122, 0.003659, 0.00354, 0.000414),
+    "australia-southeast2": (0.032471, 0.003805, 0.00412, 0.000483),
+    "europe-central2": (0.03023, 0.003543, 0.0032, 0.000375),
+    "europe-north1": (0.027512, 0.003224, 0.00273, 0.00032),
+    "europe-southwest1": (0.029484, 0.003455, 0.00502, 0.000588),
+    "europe-west1": (0.027512, 0.003224, 0.01264, 0.001481),
+    "europe-west10": (0.029447, 0.003451, 0.00382, 0.000447),
+    "europe-west12": (0.032232, 0.003777, 0.00321, 0.000376),
+    "europe-west2": (0.028448, 0.003334, 0.01707, 0.002),
+    "europe-west3": (0.029446, 0.003451, 0.01767, 0.00207),
+    "europe-west4": (0.026259, 0.003078, 0.013784, 0.001614),
+    "europe-west6": (0.032737, 0.003835, 0.01896, 0.002221),
+    "europe-west8": (0.028982, 0.003397, 0.00336, 0.000394),
+    "europe-west9": (0.028982, 0.003397, 0.00493, 0.000578),
+    "me-central1": (0.03036, 0.003557, 0.00516, 0.000605),
+    "me-central2": (0.039981, 0.004684, 0.02077, 0.002433),
+    "me-west1": (0.027484, 0.003221, 0.00319, 0.000373),
+    "northamerica-northeast1": (0.027512, 0.003224, 0.01451, 0.0017),
+    "northamerica-northeast2": (0.027512, 0.003224, 0.0148, 0.001734),
+    "southamerica-east1": (0.039677, 0.004649, 0.00461, 0.00054),
+    "southamerica-west1": (0.03573, 0.004187, 0.00356, 0.000417),
+    "us-central1": (0.02499, 0.002927, 0.01405, 0.001646),
+    "us-east1": (0.02499, 0.002927, 0.01405, 0.001646),
+    "us-east4": (0.024902, 0.002919, 0.01098, 0.001286),
+    "us-east5": (0.028145, 0.003297, 0.002814, 0.000329),
+    "us-south1": (0.029484, 0.003455, 0.00501, 0.000587),
+    "us-west1": (0.02499, 0.002927, 0.01405, 0.001646),
+    "us-west2": (0.030035, 0.00352, 0.002994, 0.00035),
+    "us-west3": (0.030035, 0.00352, 0.002994, 0.00035),
+    "us-west4": (0.028145, 0.003297, 0.01635, 0.001915),
+}
+
+G4: _Family = {
+    "asia-east1": (0.065146, 0.007631, 0.026123, 0.00306),
+    "asia-south1": (0.065138, 0.00763, 0.026055, 0.003052),
+    "asia-south2": (0.065146, 0.007631, 0.026055, 0.003052),
+    "asia-southeast1": (0.060135, 0.007044, 0.024057, 0.002818),
+    "asia-southeast2": (0.067383, 0.007893, 0.026952, 0.003157),
+    "europe-north1": (0.055124, 0.006457, 0.022051, 0.002583),
+    "europe-west1": (0.055124, 0.006457, 0.022051, 0.002583),
+    "europe-west10": (0.060101, 0.00704, 0.024075, 0.00282),
+    "europe-west2": (0.060135, 0.007044, 0.024057, 0.002818),
+    "europe-west4": (0.055124, 0.006457, 0.022051, 0.002583),
+    "europe-west8": (0.060135, 0.007044, 0.024057, 0.002818),
+    "me-central2": (0.060101, 0.00704, 0.02404, 0.002816),
+    "us-central1": (0.050113, 0.00587, 0.020045, 0.002348),
+    "us-east1": (0.050113, 0.00587, 0.020045, 0.002348),
+    "us-east4": (0.050113, 0.00587, 0.020045, 0.002348),
+    "us-east5": (0.055124, 0.006457, 0.022051, 0.002583),
+    "us-south1": (0.050113, 0.00587, 0.020045, 0.002348),
+    "us-west1": (0.050113, 0.00587, 0.020045, 0.002348),
+    "us-west3": (0.055124, 0.006457, 0.022051, 0.002583),
+    "us-west4": (0.055124, 0.006457, 0.022051, 0.002583),
+}
+
 # Machine family (the machine type's first part: e2-standard-4 -> e2) -> its regions.
 FAMILIES: dict[str, _Family] = {
     "e2": E2,
@@ -536,4 +719,226 @@ FAMILIES: dict[str, _Family] = {
     "c3d": C3D,
     "c4": C4,
     "t2d": T2D,
+    "a2": A2,
+    "a3": A3,
+    "g2": G2,
+    "g4": G4,
+}
+
+# region -> (on-demand GPU-hour, Spot GPU-hour), USD.
+_Gpu = dict[str, tuple[float, float]]
+
+NVIDIA_A100_80GB: _Gpu = {
+    "africa-south1": (5.179026, 1.483864),
+    "asia-east1": (4.58942, 0.500586),
+    "asia-east2": (5.540026, 1.996969),
+    "asia-northeast1": (5.093615, 1.850605),
+    "asia-northeast2": (5.093615, 0.679464),
+    "asia-northeast3": (5.093615, 0.681874),
+    "asia-south1": (4.767162, 0.64027),
+    "asia-south2": (4.767162, 0.517648),
+    "asia-southeast1": (4.891107, 2.434808),
+    "asia-southeast2": (5.331073, 0.573823),
+    "australia-southeast1": (5.631219, 0.604709),
+    "australia-southeast2": (5.631219, 0.764014),
+    "europe-central2": (5.110083, 0.695373),
+    "europe-north1": (4.370244, 0.601423),
+    "europe-southwest1": (4.683569, 1.336212),
+    "europe-west1": (4.366305, 0.596456),
+    "europe-west10": (6.098554, 2.197773),
+    "europe-west12": (5.116494, 1.841716),
+    "europe-west2": (5.110083, 0.693729),
+    "europe-west3": (5.110083, 0.699123),
+    "europe-west4": (4.370244, 2.398377),
+    "europe-west6": (5.548246, 0.742815),
+    "europe-west8": (4.604227, 0.621901),
+    "europe-west9": (4.604227, 0.632072),
+    "me-central1": (4.822544, 0.64139),
+    "me-central2": (6.350709, 2.281691),
+    "me-west1": (4.366043, 1.578342),
+    "northamerica-northeast1": (4.370244, 1.255371),
+    "southamerica-east1": (6.298872, 0.674688),
+    "southamerica-west1": (5.675902, 2.039201),
+    "us-central1": (3.969176, 2.182386),
+    "us-east1": (3.969176, 2.182386),
+    "us-east4": (4.469232, 1.624223),
+    "us-east5": (4.465293, 1.340558),
+    "us-south1": (4.683569, 0.639392),
+    "us-west1": (3.969176, 2.182386),
+    "us-west2": (4.77126, 0.653607),
+    "us-west3": (4.77126, 0.652374),
+    "us-west4": (4.469232, 0.611633),
+}
+
+NVIDIA_H100_80GB: _Gpu = {
+    "africa-south1": (12.949726, 1.457771),
+    "asia-east1": (11.472176, 5.544269),
+    "asia-east2": (13.851753, 1.552143),
+    "asia-northeast1": (14.19375, 2.992742),
+    "asia-northeast2": (12.737572, 1.202084),
+    "asia-northeast3": (12.737572, 4.185949),
+    "asia-south1": (10.326282, 4.348194),
+    "asia-south2": (11.912, 3.594539),
+    "asia-southeast1": (12.807883, 5.916081),
+    "asia-southeast2": (13.325512, 1.404353),
+    "australia-southeast1": (12.404575, 3.208877),
+    "australia-southeast2": (12.896669, 1.241008),
+    "europe-central2": (12.771387, 1.362963),
+    "europe-north1": (10.920296, 1.178783),
+    "europe-southwest1": (11.702979, 1.104953),
+    "europe-west1": (10.913013, 4.397031),
+    "europe-west10": (15.248184, 1.705737),
+    "europe-west12": (12.787233, 1.202013),
+    "europe-west2": (11.310495, 1.208113),
+    "europe-west3": (11.704311, 4.945455),
+    "europe-west4": (12.613094, 5.096117),
+    "europe-west6": (13.866527, 1.31234),
+    "europe-west8": (11.504401, 1.945559),
+    "europe-west9": (11.504401, 2.706444),
+    "me-central1": (12.049902, 1.133263),
+    "me-central2": (15.868353, 1.660018),
+    "me-west1": (10.909395, 1.232108),
+    "northamerica-northeast1": (10.920296, 1.047066),
+    "northamerica-northeast2": (10.920296, 2.370128),
+    "southamerica-east1": (15.741768, 1.495981),
+    "southamerica-west1": (14.182346, 1.336203),
+    "us-central1": (9.917692, 5.845765),
+    "us-east1": (9.917692, 5.845765),
+    "us-east4": (9.924976, 4.195397),
+    "us-east5": (11.16103, 4.305981),
+    "us-south1": (11.702979, 3.046409),
+    "us-west1": (9.917692, 5.845765),
+    "us-west2": (11.921881, 1.277538),
+    "us-west3": (11.921881, 1.340182),
+    "us-west4": (11.168287, 4.305699),
+}
+
+NVIDIA_H100_MEGA_80GB: _Gpu = {
+    "asia-northeast1": (13.272872, 3.468742),
+    "asia-southeast1": (13.519927, 6.222681),
+    "australia-southeast1": (13.089225, 4.306577),
+    "europe-west1": (11.516113, 4.651831),
+    "europe-west3": (12.350631, 6.212255),
+    "europe-west4": (13.325138, 5.361717),
+    "us-east4": (10.472705, 2.564697),
+    "us-east5": (10.47146, 4.046581),
+    "us-west4": (11.785197, 2.503599),
+}
+
+NVIDIA_L4: _Gpu = {
+    "africa-south1": (0.732533, 0.0731),
+    "asia-east1": (0.648466, 0.3065),
+    "asia-east2": (0.783438, 0.0778),
+    "asia-northeast1": (0.719198, 0.4315),
+    "asia-northeast2": (0.719198, 0.0718),
+    "asia-northeast3": (0.719198, 0.2146),
+    "asia-south1": (0.582975, 0.2571),
+    "asia-south2": (0.672669, 0.1797),
+    "asia-southeast1": (0.690926, 0.4146),
+    "asia-southeast2": (0.753084, 0.0749),
+    "australia-southeast1": (0.699808, 0.0792),
+    "australia-southeast2": (0.727791, 0.0923),
+    "europe-central2": (0.721559, 0.0764),
+    "europe-north1": (0.616662, 0.0612),
+    "europe-southwest1": (0.660843, 0.1125),
+    "europe-west1": (0.616662, 0.2832),
+    "europe-west10": (0.862461, 0.1119),
+    "europe-west12": (0.722458, 0.072),
+    "europe-west2": (0.637652, 0.3826),
+    "europe-west3": (0.660027, 0.396),
+    "europe-west4": (0.588636, 0.3089),
+    "europe-west6": (0.78344, 0.4537),
+    "europe-west8": (0.649643, 0.0754),
+    "europe-west9": (0.649643, 0.1105),
+    "me-central1": (0.68045, 0.1158),
+    "me-central2": (0.896062, 0.4655),
+    "me-west1": (0.616042, 0.0714),
+    "northamerica-northeast1": (0.616662, 0.3252),
+    "northamerica-northeast2": (0.616662, 0.3316),
+    "southamerica-east1": (0.889285, 0.1032),
+    "southamerica-west1": (0.800859, 0.0798),
+    "us-central1": (0.56004, 0.3148),
+    "us-east1": (0.56004, 0.3148),
+    "us-east4": (0.558205, 0.2461),
+    "us-east5": (0.630773, 0.0631),
+    "us-south1": (0.660843, 0.1123),
+    "us-west1": (0.56004, 0.3148),
+    "us-west2": (0.67322, 0.0671),
+    "us-west3": (0.67322, 0.0671),
+    "us-west4": (0.630773, 0.3664),
+}
+
+NVIDIA_RTX_PRO_6000: _Gpu = {
+    "asia-east1": (1.349321, 0.536956),
+    "asia-south1": (1.349566, 0.5397),
+    "asia-south2": (1.349321, 0.5397),
+    "asia-southeast1": (1.245516, 0.498204),
+    "asia-southeast2": (1.395933, 0.558484),
+    "europe-north1": (1.141711, 0.456612),
+    "europe-west1": (1.141711, 0.456612),
+    "europe-west10": (1.247052, 0.49735),
+    "europe-west2": (1.245516, 0.498204),
+    "europe-west4": (1.141711, 0.456612),
+    "europe-west8": (1.245516, 0.498204),
+    "me-central2": (1.247052, 0.49902),
+    "us-central1": (1.037906, 0.41502),
+    "us-east1": (1.037906, 0.41502),
+    "us-east4": (1.037906, 0.41502),
+    "us-east5": (1.141711, 0.456612),
+    "us-south1": (1.037906, 0.41502),
+    "us-west1": (1.037906, 0.41502),
+    "us-west3": (1.141711, 0.456612),
+    "us-west4": (1.141711, 0.456612),
+}
+
+NVIDIA_TESLA_A100: _Gpu = {
+    "africa-south1": (3.837553, 0.521),
+    "asia-east1": (2.933908, 0.3437),
+    "asia-east2": (3.688257, 0.332285),
+    "asia-northeast1": (3.099435, 1.859625),
+    "asia-northeast2": (3.099435, 0.281445),
+    "asia-northeast3": (3.099435, 1.646695),
+    "asia-south1": (3.436779, 0.4871),
+    "asia-south2": (3.520605, 0.350315),
+    "asia-southeast1": (3.101475, 1.8609),
+    "asia-southeast2": (3.380555, 0.4279),
+    "australia-southeast1": (3.688257, 0.334315),
+    "australia-southeast2": (4.166064, 0.414715),
+    "europe-central2": (3.436779, 0.3099),
+    "europe-north1": (2.933823, 0.2653),
+    "europe-southwest1": (3.461982, 0.3434),
+    "europe-west1": (2.933908, 0.722485),
+    "europe-west10": (4.518216, 0.7683),
+    "europe-west12": (3.784719, 0.377515),
+    "europe-west2": (3.436779, 0.3099),
+    "europe-west3": (3.436779, 0.454),
+    "europe-west4": (2.933823, 1.3251),
+    "europe-west6": (3.772082, 0.339885),
+    "europe-west8": (3.403324, 0.3388),
+    "europe-west9": (3.403324, 0.3388),
+    "me-central1": (3.564697, 0.484115),
+    "me-central2": (4.694267, 1.2709),
+    "me-west1": (3.227274, 1.9364),
+    "northamerica-northeast1": (3.101475, 0.2805),
+    "southamerica-east1": (4.02356, 0.3626),
+    "southamerica-west1": (4.195479, 0.7137),
+    "us-central1": (2.933908, 1.5399),
+    "us-east1": (2.933908, 1.5399),
+    "us-east4": (3.101475, 1.8609),
+    "us-east5": (2.933908, 1.167),
+    "us-south1": (3.461982, 0.3434),
+    "us-west1": (2.933908, 1.5399),
+    "us-west2": (3.436864, 0.3093),
+    "us-west3": (3.436864, 2.0621),
+    "us-west4": (3.101475, 1.432215),
+}
+
+# Accelerator, as GKE labels a node with it (cloud.google.com/gke-accelerator) -> its regions.
+GPUS: dict[str, _Gpu] = {
+    "nvidia-tesla-a100": NVIDIA_TESLA_A100,
+    "nvidia-a100-80gb": NVIDIA_A100_80GB,
+    "nvidia-h100-80gb": NVIDIA_H100_80GB,
+    "nvidia-h100-mega-80gb": NVIDIA_H100_MEGA_80GB,
+    "nvidia-l4": NVIDIA_L4,
+    "nvidia-rtx-pro-6000": NVIDIA_RTX_PRO_6000,
 }

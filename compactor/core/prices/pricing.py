@@ -1,7 +1,8 @@
 """What a node costs per hour: its machine type's vCPUs and GiB times its family's rates in its region, on-demand or
-Spot, plus each GPU at its accelerator's rate there, from a dated `PriceTable` (the built-in one, or a price file
-written by `python -m compactor prices --refresh`). Also the price file format itself: a strict reader and its
-writer (docs/prices.md).
+Spot, plus each GPU at its accelerator's rate there (the GPUs an accelerator-optimized type such as g2-standard-4
+comes with, or those attached to another), from a dated `PriceTable` (the built-in one, or a price file written by
+`python -m compactor prices --refresh`). Also the price file format itself: a strict reader and its writer
+(docs/prices.md).
 
 Prices are money, not scheduling quantities: floats in the table's currency per hour, rounded to 6 decimals in
 files. Must never: read a file, the network or the clock (the caller hands in the bytes and the date), or guess a
@@ -141,9 +142,46 @@ _ODD_SHAPES: dict[str, tuple[float, float]] = {
     "c4-standard-2": (2, 7),
     "c4-highmem-2": (2, 15),
 }
+# Accelerator-optimized types come with their GPUs: name -> (vCPUs, GiB, the accelerator as GKE labels it, GPUs),
+# the `cpu`, `ram` and GPU count of each in the same pricing.yml (GKE's Cluster Autoscaler lists the same shapes and
+# GPUs in deprecated_machine_types_config.go). g4-standard-6, -12 and -24 come with a share of one RTX PRO 6000 (a
+# vGPU; GKE names and counts it as a whole one on the node). a2-ultragpu and a3 come with Local SSD, billed with them:
+# their GPUs' rates in price_table.py include it.
+_WITH_GPUS: dict[str, tuple[float, float, str, float]] = {
+    "a2-highgpu-1g": (12, 85, "nvidia-tesla-a100", 1),
+    "a2-highgpu-2g": (24, 170, "nvidia-tesla-a100", 2),
+    "a2-highgpu-4g": (48, 340, "nvidia-tesla-a100", 4),
+    "a2-highgpu-8g": (96, 680, "nvidia-tesla-a100", 8),
+    "a2-megagpu-16g": (96, 1360, "nvidia-tesla-a100", 16),
+    "a2-ultragpu-1g": (12, 170, "nvidia-a100-80gb", 1),
+    "a2-ultragpu-2g": (24, 340, "nvidia-a100-80gb", 2),
+    "a2-ultragpu-4g": (48, 680, "nvidia-a100-80gb", 4),
+    "a2-ultragpu-8g": (96, 1360, "nvidia-a100-80gb", 8),
+    "a3-highgpu-1g": (26, 234, "nvidia-h100-80gb", 1),
+    "a3-highgpu-2g": (52, 468, "nvidia-h100-80gb", 2),
+    "a3-highgpu-4g": (104, 936, "nvidia-h100-80gb", 4),
+    "a3-highgpu-8g": (208, 1872, "nvidia-h100-80gb", 8),
+    "a3-megagpu-8g": (208, 1872, "nvidia-h100-mega-80gb", 8),
+    "g2-standard-4": (4, 16, "nvidia-l4", 1),
+    "g2-standard-8": (8, 32, "nvidia-l4", 1),
+    "g2-standard-12": (12, 48, "nvidia-l4", 1),
+    "g2-standard-16": (16, 64, "nvidia-l4", 1),
+    "g2-standard-24": (24, 96, "nvidia-l4", 2),
+    "g2-standard-32": (32, 128, "nvidia-l4", 1),
+    "g2-standard-48": (48, 192, "nvidia-l4", 4),
+    "g2-standard-96": (96, 384, "nvidia-l4", 8),
+    "g4-standard-6": (6, 22, "nvidia-rtx-pro-6000", 0.125),
+    "g4-standard-12": (12, 45, "nvidia-rtx-pro-6000", 0.25),
+    "g4-standard-24": (24, 90, "nvidia-rtx-pro-6000", 0.5),
+    "g4-standard-48": (48, 180, "nvidia-rtx-pro-6000", 1),
+    "g4-standard-96": (96, 360, "nvidia-rtx-pro-6000", 2),
+    "g4-standard-192": (192, 720, "nvidia-rtx-pro-6000", 4),
+    "g4-standard-384": (384, 1440, "nvidia-rtx-pro-6000", 8),
+}
 _PREDEFINED: dict[str, tuple[float, float]] = {
     **{f"{series}-{vcpus}": (vcpus, ratio * vcpus) for series, (ratio, sizes) in _SERIES.items() for vcpus in sizes},
     **_ODD_SHAPES,
+    **{name: (vcpus, gib) for name, (vcpus, gib, _, _) in _WITH_GPUS.items()},
 }
 # custom-2-7680 (N1), n2-custom-4-16384, e2-custom-medium-4096; -ext (extended memory) is billed apart: unknown.
 _CUSTOM = re.compile(
@@ -153,11 +191,20 @@ _CUSTOM = re.compile(
 _SHARED_CORE_VCPUS = {"micro": 0.25, "small": 0.5, "medium": 1.0}
 # E2's shared-core types: billed for a fraction of a vCPU (`_ODD_SHAPES`), shown to the guest as 2.
 SHARED_CORE = frozenset({"e2-micro", "e2-small", "e2-medium"})
+# The accelerator-optimized types, which come with GPUs (`bundled_gpus`).
+WITH_GPUS = frozenset(_WITH_GPUS)
 
 
 def predefined_types() -> Mapping[str, tuple[float, float]]:
     """Every predefined machine type the table prices: name -> (billed vCPUs, GiB of memory)."""
     return MappingProxyType(_PREDEFINED)
+
+
+def bundled_gpus(machine_type: str) -> tuple[str, float] | None:
+    """The GPUs an accelerator-optimized machine type comes with: (the accelerator as GKE labels it, how many;
+    a2-highgpu-2g's ("nvidia-tesla-a100", 2)); None for a machine type without them."""
+    known = _WITH_GPUS.get(machine_type)
+    return None if known is None else (known[2], known[3])
 
 
 class _Shape(NamedTuple):
@@ -196,8 +243,9 @@ def machine_shape(machine_type: str) -> tuple[str, float, float] | None:
 
 
 def node_price(table: PriceTable, *, machine_type: str, region: str, spot: bool) -> float | None:
-    """What a node of this machine type costs per hour in the region, in the table's currency; None when the type,
-    or its family in that region and provisioning model, is unknown."""
+    """What a node of this machine type costs per hour in the region, in the table's currency, the GPUs an
+    accelerator-optimized type comes with included; None when the type, its family in that region and provisioning
+    model, or the rate of the GPUs it comes with there, is unknown."""
     shape = _shape(machine_type)
     if shape is None:
         return None
@@ -205,6 +253,13 @@ def node_price(table: PriceTable, *, machine_type: str, region: str, spot: bool)
     if rates is None:
         return None
     price = shape.vcpus * rates.vcpu_hour + shape.gib * rates.gib_hour
+    bundled = bundled_gpus(machine_type)
+    if bundled is not None:
+        accelerator, gpus = bundled
+        per_gpu = gpu_price(table, accelerator=accelerator, region=region, spot=spot)
+        if per_gpu is None:  # the machine alone would look far cheaper than it is
+            return None
+        price += gpus * per_gpu
     return round(price * CUSTOM_PREMIUM if shape.custom else price, 6)
 
 
@@ -500,7 +555,14 @@ def _built_in() -> PriceTable:
         for region, (vcpu_hour, gib_hour, spot_vcpu_hour, spot_gib_hour) in regions.items():
             rates[(family, region, ON_DEMAND)] = Rates(vcpu_hour, gib_hour)
             rates[(family, region, SPOT)] = Rates(spot_vcpu_hour, spot_gib_hour)
-    return PriceTable(as_of=price_table.AS_OF, source=price_table.SOURCE, currency=price_table.CURRENCY, rates=rates)
+    gpus: dict[tuple[str, str, str], float] = {}
+    for accelerator, gpu_regions in price_table.GPUS.items():
+        for region, (gpu_hour, spot_gpu_hour) in gpu_regions.items():
+            gpus[(accelerator, region, ON_DEMAND)] = gpu_hour
+            gpus[(accelerator, region, SPOT)] = spot_gpu_hour
+    return PriceTable(
+        as_of=price_table.AS_OF, source=price_table.SOURCE, currency=price_table.CURRENCY, rates=rates, gpus=gpus
+    )
 
 
 # The dated table in price_table.py; `priceFile` and a pool's `pricePerHour` win over it (DESIGN, "Node

@@ -3,7 +3,9 @@
 A target pool's new node is a template: a node of the pool as it is (minus its DaemonSets' requests), or, for a
 pool with no node, what GKE says of the pool's machine type, labels and taints, with the allocatable GKE leaves
 on that machine type (`prices.machines`). Also why a pool cannot take one: not in the cluster, not autoscaled,
-at its maximum, or a machine type, zone or price that cannot be known.
+at its maximum, or a machine type, zone or price that cannot be known. A machine type that comes with GPUs (a2,
+a3, g2, g4) is never such a formula node: its GPUs are priced but not modelled, so a new node of it is made only by
+copying a node of its pool, GPUs, labels and taints included; never for `machineTypes`.
 """
 
 from __future__ import annotations
@@ -130,6 +132,9 @@ def _from_gke(
     daemonset_requests: Resources,
 ) -> Template | str:
     machine_type = autoscaling.machine_type or ""
+    with_gpus = _with_gpus(machine_type)
+    if with_gpus is not None:
+        return f"target pool {pool_name}: {with_gpus} (a pool with a node is copied from it)"
     try:
         cpu, memory = (_within_margin(amount) for amount in machines.allocatable_amounts(machine_type))
     except BadInputError:
@@ -169,6 +174,9 @@ def machine_template(
     GKE labels it with its machine type and family and, for Spot, `cloud.google.com/gke-spot: "true"` with the
     taint `cloud.google.com/gke-spot=true:NoSchedule` on the pool it creates for Spot pods (GKE's "Spot VMs"
     page, "node auto-provisioning"): only pods that tolerate Spot go there, as rule 6 checks."""
+    with_gpus = _with_gpus(machine_type)
+    if with_gpus is not None:
+        return with_gpus
     try:
         cpu, memory = (_within_margin(amount) for amount in machines.allocatable_amounts(machine_type))
     except BadInputError:
@@ -192,6 +200,20 @@ def machine_template(
         return f"machine type {machine_type}: {price}"
     new = _formula_node(cpu, memory, daemonset_requests, labels, taints)
     return Template(machine_type, new, machine_type, zone, price, "a pool GKE creates for the machine type", True)
+
+
+def _with_gpus(machine_type: str) -> str | None:
+    """Why no new node of this machine type is made from GKE's formula: it comes with GPUs, which a node of cpu and
+    memory alone would leave out (pods that need them could not move there, and GKE may keep other pods off it);
+    None for a machine type without GPUs."""
+    bundled = pricing.bundled_gpus(machine_type)
+    if bundled is None:
+        return None
+    accelerator, gpus = bundled
+    return (
+        f"machine type {machine_type} comes with GPUs ({gpus:g} x {accelerator}), which node replacement does not "
+        "model on a new node"
+    )
 
 
 def _formula_node(

@@ -111,17 +111,18 @@ class Cluster:
         step_seconds = self.autoscaler.setup.step_seconds
         interval = max(1, self.autoscaler.settings.scan_interval_seconds)
         quiet: _Quiet | None = None
-        state = self._state()
+        skipping = self.autoscaler.quiet_loops()
+        state = self._state() if skipping else None
         for offset in range(0, max(1, step_seconds), interval):
             at = now + timedelta(seconds=offset)
             if quiet is not None and quiet.holds_at(at):
                 continue  # the same as the loop that changed nothing: nothing again
             self.world.now = at
-            before = state
             self.autoscaler.step(at)
             self.settle(now, at)
-            state = self._state()
-            quiet = self._quiet_after(at) if state == before and self.autoscaler.quiet_loops() else None
+            if skipping:
+                before, state = state, self._state()
+                quiet = self._quiet_after(at) if state == before else None
         self.world.now = now
 
     def _state(self) -> tuple[object, ...]:
@@ -247,10 +248,7 @@ def run(
         (name, functools.partial(_measure_copy, setup, base, name, index == 0, not forked))
         for index, name in enumerate(names)
     ]
-    if forked:
-        measured = workers.run_all(tasks, jobs, progress)
-    else:
-        measured = [task(progress) for _, task in tasks]
+    measured = workers.run_all(tasks, jobs, progress) if forked else [task(progress) for _, task in tasks]
     for result, bounds in measured:
         if bounds is not None:
             results.lower_bound, results.lower_bound_by_pool = bounds.nodes, bounds.nodes_by_pool

@@ -57,6 +57,8 @@ class ClusterView:
         pdbs: PdbIndex | None = None,
         earlier: ClusterView | None = None,
         moved: Mapping[str, Sequence[Pod]] | None = None,
+        *,
+        same_classes: bool = True,
     ) -> None:
         """`earlier` may be the view of a snapshot this one was made from (the consolidation path's
         previous step): a node that holds the same pods as there takes what was derived from them.
@@ -64,7 +66,11 @@ class ClusterView:
         With `moved` too, the snapshot is `earlier`'s after a drain (`core.path`): the same pods but
         for those of nodes it no longer lists, and the drained pods, which `moved` gives by their new
         node and the snapshot lists after every other pod. Each node's pods are then its pods in
-        `earlier` followed by those moved to it, exactly what regrouping every pod would find."""
+        `earlier` followed by those moved to it, exactly what regrouping every pod would find.
+
+        `same_classes` False: `earlier` is a view of the same cluster at another moment (the simulator's
+        last one), whose nodes may differ: only its per-node sums are taken, not its verdicts on the
+        ComputeClasses."""
         self.snapshot = snapshot
         self.config = config
         # After a drain, what `pods_by_namespace` is made from: the view before's (when it made them),
@@ -76,7 +82,7 @@ class ClusterView:
         # A view made from an earlier one (a drain on the consolidation path) keeps its verdicts on the
         # ComputeClasses: the classes and the pools' labels are the same.
         self._coexistence_before: coexistence.Coexistence | None = (
-            earlier.__dict__.get("coexistence") if earlier is not None else None
+            earlier.__dict__.get("coexistence") if earlier is not None and same_classes else None
         )
         if earlier is not None and moved is not None:
             self.unschedulable_pods: list[Pod] = earlier.unschedulable_pods

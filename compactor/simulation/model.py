@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,15 +32,24 @@ class Curve:
         return Curve(((0.0, float(replicas)),))
 
     def at(self, moment: datetime) -> int:
+        """The replicas at `moment`; the last moment's answer is kept (each loop of a step asks again)."""
+        last = self.__dict__.get("_last")
+        if last is not None and last[0] == moment:
+            return int(last[1])
         hour = moment.hour + moment.minute / 60 + moment.second / 3600
-        return int(self.value(hour) + 0.5)
+        replicas = int(self.value(hour) + 0.5)
+        object.__setattr__(self, "_last", (moment, replicas))
+        return replicas
+
+    @functools.cached_property
+    def _hours(self) -> list[float]:
+        return [point[0] for point in self.points]
 
     def value(self, hour: float) -> float:
         points = self.points
         if len(points) == 1:
             return points[0][1]
-        hours = [point[0] for point in points]
-        index = bisect.bisect_right(hours, hour)
+        index = bisect.bisect_right(self._hours, hour)
         before = points[index - 1] if index > 0 else (points[-1][0] - 24, points[-1][1])
         after = points[index] if index < len(points) else (points[0][0] + 24, points[0][1])
         span = after[0] - before[0]

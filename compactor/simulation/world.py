@@ -572,7 +572,9 @@ class World:
                 view.target_labels.clear()
                 view.spread_counts.clear()
                 return view
-        view = ClusterView(self.snapshot(at), config)
+        # The nodes whose pods are the same as in the last view take their sums from it.
+        earlier = known.view if known is not None and known.config is config else None
+        view = ClusterView(self.snapshot(at), config, earlier=earlier, same_classes=False)
         self._views[id(config)] = _View(config, self.changes, at, view)
         return view
 

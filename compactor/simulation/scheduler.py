@@ -33,6 +33,12 @@ PodTopologySpread scores too (weight 2), with the system default constraints for
 none (`_DefaultSpread`): a ReplicaSet's pods lean away from the nodes and zones that already hold
 many of them. `"scheduler": {"topologySpread": false}` turns it off.
 
+On 100 nodes or more, a pod's filters stop once enough feasible nodes are found, as kube-scheduler's do
+(`percentageOfNodesToScore` at its default: 50% less one point per 125 nodes, at least 5% and at least
+100 nodes; `numFeasibleNodesToFind` and `findNodesThatPassFilters` in pkg/scheduler/schedule_one.go,
+kubernetes v1.36.3), the search starting where the last pod's left off. Below 100 nodes every node is
+filtered, in name order.
+
 A pod that fits no node as it is may preempt pods of lower priority on one node when its own
 preemptionPolicy allows it (`Scheduler._preempt`, DefaultPreemption as far as node replacement needs
 it: the placeholder, at -10, gives way to any pod and, with `Never`, never takes another's place).
@@ -60,6 +66,11 @@ KUBE_SCHEDULER = "kube-scheduler"  # the actor of a preemption
 TAINT_TOLERATION_WEIGHT = 3
 NODE_AFFINITY_WEIGHT = fit.NODE_AFFINITY_WEIGHT
 TOPOLOGY_SPREAD_WEIGHT = 2
+# kube-scheduler's search for feasible nodes (pkg/scheduler/schedule_one.go, v1.36.3): every node below 100; else
+# 50% less one point per 125 nodes, at least 5%, at least 100 nodes.
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE = 5
+BASE_PERCENTAGE_OF_NODES_TO_SCORE = 50
 
 
 def node_state(node: Node, pods: tuple[Pod, ...] = (), config: Config = _NO_POOLS) -> NodeState:
@@ -101,10 +112,12 @@ class Scheduler:
         self.most_allocated = most_allocated
         self.balanced_allocation = balanced_allocation
         self._ties = random.Random(f"{seed}:scheduler")
+        # Where the next pod's search for feasible nodes starts (`nextStartNodeIndex`), on 100 nodes or more.
+        self._next_start = 0
 
     def state(self) -> tuple[object, ...]:
         """What a round may change besides the world: its draws among tied nodes."""
-        return self._ties.getstate()
+        return self._ties.getstate(), self._next_start
 
     def schedule(self, at: datetime) -> int:
         """Place what can be placed; returns how many pods were bound. A preemption ends a round (its
@@ -133,7 +146,7 @@ class Scheduler:
         recorder = self.world.recorder
         for key in pending:
             pod = prepared(self.world, key, simulation)
-            feasible = [target for target in simulation.targets if simulation.why_not(pod, target) is None]
+            feasible = self._feasible(pod, simulation)
             if not feasible:
                 if lowest_anywhere is not None and lowest_anywhere < pod.priority:
                     chosen = self._preempt(key, pod, view, simulation, lowest, at)
@@ -174,6 +187,28 @@ class Scheduler:
                 spread.bound(key, best.name)
             bound += 1
         return bound, False
+
+    def _feasible(self, pod: Pod, simulation: fit.Simulation) -> list[NodeState]:
+        """The nodes that pass the pod's filters: all of them below `MIN_FEASIBLE_NODES_TO_FIND` nodes; else the
+        first `feasible_nodes_to_find` from where the last search stopped, which moves past the nodes it
+        filtered (a search that finds too few filters every node)."""
+        targets = simulation.targets
+        count = len(targets)
+        if count < MIN_FEASIBLE_NODES_TO_FIND:
+            return [target for target in targets if simulation.why_not(pod, target) is None]
+        wanted = feasible_nodes_to_find(count)
+        start = self._next_start % count
+        feasible: list[NodeState] = []
+        processed = count
+        for offset in range(count):
+            target = targets[(start + offset) % count]
+            if simulation.why_not(pod, target) is None:
+                feasible.append(target)
+                if len(feasible) == wanted:
+                    processed = offset + 1
+                    break
+        self._next_start = (start + processed) % count
+        return feasible
 
     # -- preemption ---------------------------------------------------------------------------------
 
@@ -346,6 +381,15 @@ class _DefaultSpread:
         if highest == 0:
             return [100] * len(raw)
         return [100 * (highest + lowest - score) // highest for score in raw]
+
+
+def feasible_nodes_to_find(count: int) -> int:
+    """How many feasible nodes kube-scheduler looks for among `count` (`numFeasibleNodesToFind`, with
+    percentageOfNodesToScore at its default of 0: adaptive)."""
+    if count < MIN_FEASIBLE_NODES_TO_FIND:
+        return count
+    percentage = max(MIN_FEASIBLE_NODES_PERCENTAGE, BASE_PERCENTAGE_OF_NODES_TO_SCORE - count // 125)
+    return max(MIN_FEASIBLE_NODES_TO_FIND, count * percentage // 100)
 
 
 def _selects(pod: Pod, node: Node) -> bool:

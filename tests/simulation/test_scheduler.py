@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
+from compactor.core import fit
 from compactor.core.model import ZERO, Node
 from compactor.kube.snapshot import parse_pod
 from compactor.settings.config import Config
 from compactor.simulation import objects
-from compactor.simulation.scheduler import Scheduler, node_affinity_scores, node_state
+from compactor.simulation.scheduler import NOWHERE, Scheduler, feasible_nodes_to_find, node_affinity_scores, node_state
 from compactor.simulation.world import World
 from tests.simulation.builders import START, add_node, add_pod, world
 
@@ -240,3 +241,63 @@ def pod_object(**template: Any) -> dict[str, Any]:
         created=START,
         node_name=None,
     )
+
+
+@pytest.mark.parametrize(
+    ("nodes", "wanted"),
+    [
+        pytest.param(99, 99, id="below-100-every-node"),
+        pytest.param(100, 100, id="100-at-least-100"),
+        pytest.param(1_000, 420, id="1000-at-42-percent"),
+        pytest.param(5_000, 500, id="5000-at-10-percent"),
+        pytest.param(10_000, 500, id="10000-at-the-5-percent-floor"),
+    ],
+)
+def test_kube_scheduler_looks_for_fewer_feasible_nodes_on_larger_clusters(nodes: int, wanted: int) -> None:
+    assert feasible_nodes_to_find(nodes) == wanted
+
+
+def test_on_100_nodes_or_more_the_search_stops_at_enough_feasible_nodes_and_the_next_starts_past_it() -> None:
+    cluster = world()
+    names = [f"n{index:03}" for index in range(150)]
+    for name in names:
+        add_node(cluster, name)
+    scheduler = Scheduler(cluster, CONFIG, seed=1)
+    view = cluster.view(START, CONFIG)
+    targets = sorted(view.nodes.values(), key=lambda state: state.name)
+    simulation = fit.Simulation(view, NOWHERE, targets)
+    pod = parse_pod(
+        objects.stamp_pod(
+            objects.pod_template(namespace="default", labels={}, requests={"cpu": "100m"}),
+            name="p",
+            owner_kind=None,
+            owner_name=None,
+            created=START,
+        )
+    )
+    first = scheduler._feasible(pod, simulation)
+    assert [state.name for state in first] == names[:100]  # 150 x (50 - 1)% = 73, at least 100
+    second = scheduler._feasible(pod, simulation)
+    assert [state.name for state in second] == names[100:] + names[:50]  # round the list
+    third = scheduler._feasible(pod, simulation)
+    assert [state.name for state in third] == names[50:]
+
+
+def test_below_100_nodes_every_feasible_node_is_found_in_name_order() -> None:
+    cluster = world()
+    for index in range(40):
+        add_node(cluster, f"n{index:02}")
+    scheduler = Scheduler(cluster, CONFIG, seed=1)
+    view = cluster.view(START, CONFIG)
+    simulation = fit.Simulation(view, NOWHERE, sorted(view.nodes.values(), key=lambda state: state.name))
+    pod = parse_pod(
+        objects.stamp_pod(
+            objects.pod_template(namespace="default", labels={}, requests={"cpu": "100m"}),
+            name="p",
+            owner_kind=None,
+            owner_name=None,
+            created=START,
+        )
+    )
+    assert len(scheduler._feasible(pod, simulation)) == 40
+    assert [state.name for state in scheduler._feasible(pod, simulation)][:2] == ["n00", "n01"]

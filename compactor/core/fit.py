@@ -877,7 +877,10 @@ class Simulation:
 
     def _spread_counts_before(self, pod: Pod, constraint: SpreadConstraint) -> Counter[str]:
         """`_spread_counts_for` before the simulation placed anything: the same for every order and
-        tie-break a node's proof tries, so found once per view and source node (do not change it)."""
+        tie-break a node's proof tries, so found once per view and source node (do not change it).
+
+        Made from the counts with every node a domain (`_spread_counts_everywhere`, once per view): a source
+        node that is no domain takes its domain out only when no other node the pod may use has it."""
         shared_key = (
             self.source.name,
             self.source_is_domain,
@@ -888,19 +891,32 @@ class Simulation:
         )
         counts = self.view.spread_counts.get(shared_key)
         if counts is None:
-            counts = Counter()
+            everywhere, nodes_per_domain = self._spread_counts_everywhere(pod, constraint)
+            counts = everywhere
+            source = self.view.nodes.get(self.source.name)
+            if not self.source_is_domain and source is not None:
+                domain = self._domain_for(pod, constraint, source.node)
+                if domain is not None and nodes_per_domain[domain] == 1:
+                    counts = Counter(everywhere)
+                    del counts[domain]
+            self.view.spread_counts[shared_key] = counts
+        return counts
+
+    def _spread_counts_everywhere(self, pod: Pod, constraint: SpreadConstraint) -> tuple[Counter[str], Counter[str]]:
+        """Matching pods per domain over every node the pod may use (each node a domain: the domains of the nodes
+        that match its node selector and required affinity, an empty one counting for the minimum), and how many
+        such nodes each domain has. Once per view."""
+        key = ("everywhere", pod.namespace, constraint, pod.node_selector, pod.node_affinity)
+        nodes_key = ("nodes", *key[1:])
+        counts = self.view.spread_counts.get(key)
+        nodes_per_domain = self.view.spread_counts.get(nodes_key)
+        if counts is None or nodes_per_domain is None:
+            counts, nodes_per_domain = Counter(), Counter()
             for state in self.view.nodes.values():
-                if state.name == self.source.name and not self.source_is_domain:
-                    continue
-                node = state.node
-                domain = node.labels.get(constraint.topology_key)
-                if domain is None:
-                    continue
-                if any(node.labels.get(k) != v for k, v in pod.node_selector):
-                    continue
-                if not node_affinity_matches(pod.node_affinity, node.name, node.labels):
-                    continue
-                counts[domain] += 0  # an empty domain still counts for the minimum
+                domain = self._domain_for(pod, constraint, state.node)
+                if domain is not None:
+                    counts[domain] += 0
+                    nodes_per_domain[domain] += 1
             for other in self.view.pods_by_namespace.get(pod.namespace, ()):
                 if not selector_matches(constraint.selector, other.labels):
                     continue
@@ -908,8 +924,18 @@ class Simulation:
                 domain = holder.node.labels.get(constraint.topology_key) if holder is not None else None
                 if domain is not None and domain in counts:
                     counts[domain] += 1
-            self.view.spread_counts[shared_key] = counts
-        return counts
+            self.view.spread_counts[key] = counts
+            self.view.spread_counts[nodes_key] = nodes_per_domain
+        return counts, nodes_per_domain
+
+    @staticmethod
+    def _domain_for(pod: Pod, constraint: SpreadConstraint, node: Node) -> str | None:
+        """The node's domain for the constraint when the pod may use the node (its node selector and required
+        affinity), else None."""
+        domain = node.labels.get(constraint.topology_key)
+        if domain is None or any(node.labels.get(k) != v for k, v in pod.node_selector):
+            return None
+        return domain if node_affinity_matches(pod.node_affinity, node.name, node.labels) else None
 
     # -- explanation --------------------------------------------------------------------------
 

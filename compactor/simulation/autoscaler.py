@@ -646,8 +646,7 @@ class Autoscaler:
                 simulation = fit.Simulation(view, state, destinations, source_is_domain=False)
                 for target_name, pods in booked.items():
                     if target_name != state.name:
-                        for pod in pods:
-                            simulation.place(pod, by_name[target_name])
+                        simulation.place_all(pods, by_name[target_name])
                 placements = self._place(simulation, movable, listed)
                 if placements is None:
                     self.unremovable_until[state.name] = now + self._recheck

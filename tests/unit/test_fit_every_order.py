@@ -123,3 +123,33 @@ def test_pod_affinity_is_left_to_the_runs() -> None:
     plan = planner.plan(snapshot, make_config(), now=NOW)
     assert plan.decision.action == "none"
     assert "pod affinity" in blockers_of(plan, "src") and "breaks ties" in blockers_of(plan, "src")
+
+
+def test_placing_pods_at_once_leaves_a_target_as_placing_them_one_by_one() -> None:
+    nodes = [source(), target("t1", cpu="8"), target("t2", cpu="8")]
+    booked = [
+        make_pod(
+            f"b{index}",
+            node="elsewhere",
+            cpu=f"{100 + index}m",
+            extended={"example.com/dongle": "1"} if index % 2 else None,
+        )
+        for index in range(5)
+    ]
+    view = ClusterView(make_snapshot(nodes=nodes, pods=[make_pod("own", node="t1", cpu="500m")]), make_config())
+
+    def simulated(at_once: bool) -> fit.Simulation:
+        simulation = fit.Simulation(view, view.nodes["src"], fit.targets_for(view))
+        if at_once:
+            simulation.place_all(booked, view.nodes["t1"])
+        else:
+            for pod in booked:
+                simulation.place(pod, view.nodes["t1"])
+        return simulation
+
+    one_by_one, at_once = simulated(False), simulated(True)
+    assert at_once.usage == one_by_one.usage
+    assert at_once.usage["t1"].cpu == 500 + sum(100 + index for index in range(5))
+    assert at_once.usage["t1"].extended == {"example.com/dongle": 2000}
+    probe = make_pod("probe", node="src", cpu="7")
+    assert at_once.why_not(probe, view.nodes["t1"]) == one_by_one.why_not(probe, view.nodes["t1"]) is not None

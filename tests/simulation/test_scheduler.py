@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from compactor.core import fit
-from compactor.core.model import ZERO, Node
+from compactor.core.model import ZERO, Node, Pod
 from compactor.kube.snapshot import parse_pod
 from compactor.settings.config import Config
 from compactor.simulation import objects
@@ -257,24 +257,21 @@ def test_kube_scheduler_looks_for_fewer_feasible_nodes_on_larger_clusters(nodes:
     assert feasible_nodes_to_find(nodes) == wanted
 
 
-def test_on_100_nodes_or_more_the_search_stops_at_enough_feasible_nodes_and_the_next_starts_past_it() -> None:
+def _search(nodes: int) -> tuple[Scheduler, fit.Simulation, Pod, list[str]]:
+    """A scheduler over `nodes` empty nodes named in order, a simulation of them, a small pod, the names."""
     cluster = world()
-    names = [f"n{index:03}" for index in range(150)]
+    names = [f"n{index:03}" for index in range(nodes)]
     for name in names:
         add_node(cluster, name)
-    scheduler = Scheduler(cluster, CONFIG, seed=1)
     view = cluster.view(START, CONFIG)
-    targets = sorted(view.nodes.values(), key=lambda state: state.name)
-    simulation = fit.Simulation(view, NOWHERE, targets)
-    pod = parse_pod(
-        objects.stamp_pod(
-            objects.pod_template(namespace="default", labels={}, requests={"cpu": "100m"}),
-            name="p",
-            owner_kind=None,
-            owner_name=None,
-            created=START,
-        )
-    )
+    simulation = fit.Simulation(view, NOWHERE, sorted(view.nodes.values(), key=lambda state: state.name))
+    template = objects.pod_template(namespace="default", labels={}, requests={"cpu": "100m"})
+    pod = parse_pod(objects.stamp_pod(template, name="p", owner_kind=None, owner_name=None, created=START))
+    return Scheduler(cluster, CONFIG, seed=1), simulation, pod, names
+
+
+def test_on_100_nodes_or_more_the_search_stops_at_enough_feasible_nodes_and_the_next_starts_past_it() -> None:
+    scheduler, simulation, pod, names = _search(150)
     first = scheduler._feasible(pod, simulation)
     assert [state.name for state in first] == names[:100]  # 150 x (50 - 1)% = 73, at least 100
     second = scheduler._feasible(pod, simulation)
@@ -284,20 +281,6 @@ def test_on_100_nodes_or_more_the_search_stops_at_enough_feasible_nodes_and_the_
 
 
 def test_below_100_nodes_every_feasible_node_is_found_in_name_order() -> None:
-    cluster = world()
-    for index in range(40):
-        add_node(cluster, f"n{index:02}")
-    scheduler = Scheduler(cluster, CONFIG, seed=1)
-    view = cluster.view(START, CONFIG)
-    simulation = fit.Simulation(view, NOWHERE, sorted(view.nodes.values(), key=lambda state: state.name))
-    pod = parse_pod(
-        objects.stamp_pod(
-            objects.pod_template(namespace="default", labels={}, requests={"cpu": "100m"}),
-            name="p",
-            owner_kind=None,
-            owner_name=None,
-            created=START,
-        )
-    )
-    assert len(scheduler._feasible(pod, simulation)) == 40
-    assert [state.name for state in scheduler._feasible(pod, simulation)][:2] == ["n00", "n01"]
+    scheduler, simulation, pod, names = _search(40)
+    assert [state.name for state in scheduler._feasible(pod, simulation)] == names
+    assert [state.name for state in scheduler._feasible(pod, simulation)] == names  # no search moved on

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, TypeVar
 
 import msgspec
+import orjson
 
 from compactor.core import requests as pod_requests
 from compactor.core import timing
@@ -1319,6 +1320,24 @@ def read_stream(stream: BinaryIO, *, name: str = "snapshot") -> Snapshot:
                 f"`kubectl get nodes,pods,poddisruptionbudgets -A -o json`"
             )
         return _read_document(stream.read(), name)
+
+
+def read_items(path: str) -> list[Any] | None:
+    """The `items` of the kubectl List in `path` as plain JSON values, read item by item when kubectl laid the
+    file out, at any size (what `simulate --snapshot` models from); None when the file is not in that layout or
+    its items do not decode, for the caller to read it as one document, which says what is wrong with it."""
+    try:
+        with open(path, "rb") as stream, paused_gc():
+            head = stream.read(_HEAD_BYTES)
+            match = _ITEMS_START.search(head)
+            if match is None:
+                return None
+            items: list[Any] = []
+            for batch in _item_batches(stream, head, match):
+                items.extend(orjson.loads(batch))
+            return items
+    except (OSError, _UnexpectedLayoutError, orjson.JSONDecodeError, RecursionError):
+        return None
 
 
 # A file not laid out as kubectl prints it is decoded as one document, so it must fit in memory

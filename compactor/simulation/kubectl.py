@@ -15,7 +15,6 @@ from __future__ import annotations
 import copy
 from collections import Counter, defaultdict
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from compactor.core import coexistence, timing
 from compactor.core.model import MIRROR_POD
@@ -45,10 +44,14 @@ TRANSIENT_TAINTS = ("node.kubernetes.io/", "ToBeDeletedByClusterAutoscaler", "De
 
 
 def load(path: str, *, config: Config | None, hours: float) -> Setup:
-    data = jsonfiles.read_object(path, what="snapshot", limit=MAX_SNAPSHOT_BYTES, error=SnapshotError)
-    if not isinstance(data.get("items"), list):
-        raise SnapshotError(f"{path}: expected a List with an `items` array (kubectl get ... -o json)")
-    items: list[Any] = data["items"]
+    """The Setup a kubectl snapshot describes: read item by item when kubectl laid it out (any size, as
+    `plan --snapshot` reads it), else as one document of at most `MAX_SNAPSHOT_BYTES`."""
+    items = parsing.read_items(path)
+    if items is None:
+        data = jsonfiles.read_object(path, what="snapshot", limit=MAX_SNAPSHOT_BYTES, error=SnapshotError)
+        if not isinstance(data.get("items"), list):
+            raise SnapshotError(f"{path}: expected a List with an `items` array (kubectl get ... -o json)")
+        items = data["items"]
     builder = parsing.SnapshotBuilder()
     builder.add_mixed(items)
     parsed = builder.build()  # every problem at once, before anything else

@@ -225,13 +225,25 @@ class Controllers:
             else:
                 pod = objects.stamp_pod(
                     daemon.template,
-                    name=f"{daemon.name}-{objects.short_hash(daemon.name, node_name, length=5)}",
+                    name=self._daemon_pod_name(daemon, node_name),
                     owner_kind="DaemonSet",
                     owner_name=daemon.name,
                     created=at,
                     node_name=node_name,
                 )
             self.world.add_pod(pod, startup_seconds=0)
+
+    def _daemon_pod_name(self, daemon: DaemonSetSpec, node_name: str) -> str:
+        """The DaemonSet's name and five characters from the node's name; others when a pod has that name
+        already (on thousands of nodes five characters collide, as generateName's do, and the API server's
+        answer is another name)."""
+        namespace = (daemon.template.get("metadata") or {}).get("namespace") or "default"
+        name = f"{daemon.name}-{objects.short_hash(daemon.name, node_name, length=5)}"
+        attempt = 0
+        while f"{namespace}/{name}" in self.world.pods:
+            attempt += 1
+            name = f"{daemon.name}-{objects.short_hash(daemon.name, node_name, str(attempt), length=5)}"
+        return name
 
     def daemon_templates(self, pool: str | None) -> list[DaemonSetSpec]:
         return [daemon for daemon in self.daemonsets if _runs_in(daemon, pool)]

@@ -7,8 +7,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from compactor.simulation import objects
 from compactor.simulation.model import Curve
-from tests.simulation.builders import POOL, add_pod, cluster_from, scenario_data
+from tests.simulation.builders import POOL, add_node, add_pod, cluster_from, scenario_data
 
 EVENING = datetime.fromisoformat("2026-11-20T17:00:00+00:00")
 
@@ -131,3 +132,21 @@ def test_within_a_log2_bucket_the_replica_set_picks_at_random_not_the_newest() -
     picks = [scale_in_first(seed, [80, 100, 120, 140]) for seed in range(1, 13)]
     assert len(set(picks)) > 1, "newest first would always pick web-0"
     assert picks == [scale_in_first(seed, [80, 100, 120, 140]) for seed in range(1, 13)], "the seed fixes it"
+
+
+def test_a_daemonset_pod_whose_name_is_taken_gets_another(monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster = cluster_from(scenario_data())  # the builders' scenario runs an `agent` DaemonSet on every node
+    world = cluster.world
+    hashed = objects.short_hash
+
+    def colliding(*parts: str, length: int = 9) -> str:
+        # Five characters from the node's name collide on thousands of nodes; here on every node.
+        return "xxxxx" if len(parts) == 2 else hashed(*parts, length=length)
+
+    monkeypatch.setattr(objects, "short_hash", colliding)
+    for name in ("node-a", "node-b", "node-c"):
+        add_node(world, name)
+        cluster.controllers.add_daemon_pods(name, EVENING)
+    on_new = {key for name in ("node-a", "node-b", "node-c") for key in world.pods_on(name)}
+    assert len(on_new) == 3 and all(world.pod_record(key).controller_kind == "DaemonSet" for key in on_new)
+    assert {key.split("/")[1] for key in on_new} >= {"agent-xxxxx"}

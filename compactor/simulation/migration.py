@@ -44,7 +44,7 @@ from compactor.settings.config import Config
 from compactor.simulation import objects
 from compactor.simulation.model import ComputeClass, MigrationSettings, PoolSpec, Setup
 from compactor.simulation.scheduler import NOWHERE
-from compactor.simulation.world import World, same_records
+from compactor.simulation.world import World
 
 # The taints defrag puts on its candidates (pkg/defrag/defrag.go, HardTaint and SoftTaint).
 HARD_TAINT = "autoscaling.gke.io/defrag-candidate"
@@ -194,17 +194,6 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class _LastView:
-    """The view a loop made, and what it was made of (`Migration._view`)."""
-
-    view: ClusterView
-    records: tuple[tuple[Pod, ...], tuple[Any, ...], tuple[Any, ...]]
-    pdbs: int
-    next_ready: datetime | None  # the first moment after the view when a pod turns Ready
-    rules: Config
-
-
-@dataclass(frozen=True)
 class Pick:
     """The candidate whose pods the scale-up gets in this loop, and the pools it may grow for them."""
 
@@ -233,7 +222,6 @@ class Migration:
         self._booked: dict[str, list[Pod]] = {}
         self._existing: frozenset[str] = frozenset()
         self._draw = random.Random(f"{self.seed}-defrag")
-        self._last_view: _LastView | None = None
 
     def summary(self) -> dict[str, int]:
         """What the migration did: nodes whose scale-down it started, candidates it gave up (by reason)."""
@@ -274,30 +262,9 @@ class Migration:
         return None
 
     def _view(self, autoscaler: Autoscaler, now: datetime) -> ClusterView:
-        """The cluster as this loop sees it: the last admitted loop's view again when nothing it is made of
-        changed since (the same pod and node records by identity, scales and budgets, no pod turned Ready
-        since, so every budget allows what it did), else a view made afresh. The view's memos of simulations
-        (targets' heaps, label indexes, spread counts) are keyed by this loop's lists of targets: they are
-        emptied, as a fresh view has none. Most loops of a quiet cluster then cost no snapshot and no view."""
-        world = autoscaler.world
-        records = world.records()
-        last = self._last_view
-        if (
-            last is not None
-            and world.workload_records is None  # a surging cluster's Deployments change with the clock
-            and (last.next_ready is None or last.next_ready > now)
-            and last.rules is autoscaler.rules
-            and last.pdbs == len(world.pdbs)
-            and same_records(last.records, records)
-        ):
-            view = last.view
-            view.start_heaps.clear()
-            view.target_labels.clear()
-            view.spread_counts.clear()
-            return view
-        view = ClusterView(world.snapshot(now), autoscaler.rules)
-        self._last_view = _LastView(view, records, len(world.pdbs), world.next_ready(now), autoscaler.rules)
-        return view
+        """The cluster as this loop sees it (`World.view`: the last view again while nothing changed and no pod
+        turned Ready, its memos of simulations emptied): most loops of a quiet cluster cost no snapshot."""
+        return autoscaler.world.view(now, autoscaler.rules)
 
     def _book_pending(self, autoscaler: Autoscaler, view: ClusterView) -> dict[str, list[Pod]]:
         """The snapshot defrag sees: the pod list processors before it (pkg/processors/pod_list_processor.go) put

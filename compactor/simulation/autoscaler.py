@@ -464,9 +464,7 @@ class Autoscaler:
         """Whether a loop that did nothing is followed by loops that do nothing until a timer is due: not
         with GKE's active migration (its loops count towards admissions) nor with a kube-system pod's blocking
         time (it runs on the clock)."""
-        return (
-            self.migration is None and not self.settings.classes and self.settings.system_pod_blocking_seconds is None
-        )
+        return not self.settings.classes and self.settings.system_pod_blocking_seconds is None
 
     def next_timers(self, after: datetime) -> tuple[datetime | None, datetime | None]:
         """When a loop on an unchanged cluster could first act differently than at `after`: (the first moment

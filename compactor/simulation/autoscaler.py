@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import random
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -50,6 +49,7 @@ from compactor.kube import snapshot as parsing
 from compactor.settings import config as config_module
 from compactor.simulation import migration, objects
 from compactor.simulation.controllers import Controllers
+from compactor.simulation.draws import Draws
 from compactor.simulation.metrics import CLUSTER_AUTOSCALER
 from compactor.simulation.model import AutoscalerSettings, PoolSpec, Setup
 from compactor.simulation.scheduler import NOWHERE, node_state, prepared
@@ -154,15 +154,15 @@ class Autoscaler:
         )
         self._serial = itertools.count()
         # The order among ripe nodes: Go's map iteration in the real autoscaler, drawn from the seed here.
-        self._order = random.Random(self.setup.seed)
+        self._order = Draws(self.setup.seed)
         # The order of Go maps in the planner's pass: the node lister's, and the simulation snapshot's.
-        self._lister = random.Random(f"{self.setup.seed}-lister")
+        self._lister = Draws(f"{self.setup.seed}-lister")
         # The search's last match, an index into the snapshot's node list (lastIndexOrderMapping): its plugin
         # runner lives as long as the autoscaler, so the index carries over from pod to pod and loop to loop.
         self._last_match = 0
         self._templates: dict[tuple[str, str], NodeState] = {}
         # The order the ComputeClass node group list processor shuffles classes in (`migration.scale_up_order`).
-        self._class_order = random.Random(f"{self.setup.seed}-classes")
+        self._class_order = Draws(f"{self.setup.seed}-classes")
         self.migration: migration.Migration | None = None
 
     # -- nodes ----------------------------------------------------------------------------------
@@ -455,9 +455,9 @@ class Autoscaler:
             len(self.unneeded_since),
             len(self.unremovable_until),
             len(self.world.recorder.unplaceable),
-            self._order.getstate(),
-            self._lister.getstate(),
-            self._class_order.getstate(),
+            self._order.draws,
+            self._lister.draws,
+            self._class_order.draws,
         )
 
     def quiet_loops(self) -> bool:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import random
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -24,6 +23,7 @@ from datetime import datetime, timedelta
 from compactor.core.model import ZERO, Resources
 from compactor.kube import snapshot as parsing
 from compactor.simulation import objects, rollouts
+from compactor.simulation.draws import Draws
 from compactor.simulation.model import CronJobSpec, DaemonSetSpec, Setup, WorkloadSpec
 from compactor.simulation.world import OwnerKey, World
 
@@ -48,8 +48,8 @@ class Controllers:
         self.cronjobs = setup.cronjobs
         self.daemonsets = setup.daemonsets
         self._seed = setup.seed
-        self._names = random.Random(f"{setup.seed}:names")
-        self._durations = random.Random(f"{setup.seed}:jobs")
+        self._names = Draws(f"{setup.seed}:names")
+        self._durations = Draws(f"{setup.seed}:jobs")
         self.jobs: dict[OwnerKey, _Job] = {}
         self._by_key = {spec.key: spec for spec in self.workloads}
         self._daemon_requests: dict[str | None, Resources] = {}
@@ -93,8 +93,8 @@ class Controllers:
         successes, the draws of names and run times, and the replicas of Deployments in a rollout."""
         return (
             tuple((key, job.succeeded) for key, job in self.jobs.items()),
-            self._names.getstate(),
-            self._durations.getstate(),
+            self._names.draws,
+            self._durations.draws,
             self.rollouts.state(),
         )
 

@@ -47,7 +47,6 @@ it: the placeholder, at -10, gives way to any pod and, with `Never`, never takes
 from __future__ import annotations
 
 import math
-import random
 from collections import Counter
 from datetime import datetime
 
@@ -58,6 +57,7 @@ from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.model import PREFER_NO_SCHEDULE, ZERO, Node, Pod, Snapshot
 from compactor.core.selectors import node_affinity_matches
 from compactor.settings.config import Config
+from compactor.simulation.draws import Draws
 from compactor.simulation.world import World
 
 _NO_POOLS = Config.model_validate({})
@@ -111,13 +111,13 @@ class Scheduler:
         self.config = config
         self.most_allocated = most_allocated
         self.balanced_allocation = balanced_allocation
-        self._ties = random.Random(f"{seed}:scheduler")
+        self._ties = Draws(f"{seed}:scheduler")
         # Where the next pod's search for feasible nodes starts (`nextStartNodeIndex`), on 100 nodes or more.
         self._next_start = 0
 
     def state(self) -> tuple[object, ...]:
         """What a round may change besides the world: its draws among tied nodes."""
-        return self._ties.getstate(), self._next_start
+        return self._ties.draws, self._next_start
 
     def schedule(self, at: datetime) -> int:
         """Place what can be placed; returns how many pods were bound. A preemption ends a round (its

@@ -118,6 +118,39 @@ def test_a_busy_node_is_replaced_by_two_new_nodes_when_one_cannot_hold_its_pods(
     assert "-> 2 " in chosen.reason
 
 
+def test_the_new_nodes_are_counted_up_until_the_pods_fit_not_only_to_the_summed_room() -> None:
+    """b1's three 2.1-cpu pods need 6.3 cpu; s1 and s2 have 1.8 free each (3.6 together), so the summed room
+    asks for one new 4-cpu node, yet no node holds two such pods and the free room holds none: three new nodes
+    take them, and at 0.08/h each still save 40%."""
+    settings = make_config(
+        pools={
+            BIG: {
+                "pricePerHour": 0.40,
+                "minNodes": 0,
+                "replacement": {"enabled": True, "targetPools": [SMALL], "maxNewNodes": 3},
+            },
+            SMALL: {"enabled": False, "pricePerHour": 0.08},
+        }
+    )
+    nodes = [big("b1"), small("s1"), small("s2")]
+    pods = pods_of("b1", "2100m", "2100m", "2100m") + pods_of("s1", "2200m") + pods_of("s2", "2200m")
+    chosen = plan_for(nodes, pods, settings).replacement
+    assert chosen is not None and chosen.step == "create"
+    assert chosen.nodes == ("b1",) and chosen.new_nodes == 3
+    assert chosen.savings_per_hour == pytest.approx(0.16)
+    assert [ask.cpu_millis for ask in chosen.placeholder_requests] == [2100, 2100, 2100]
+    # Two new nodes are as few as maxNewNodes allows: no replacement, and the note says the pods found no room.
+    settings_two = make_config(
+        pools={
+            BIG: {"pricePerHour": 0.40, "minNodes": 0, "replacement": {"enabled": True, "targetPools": [SMALL]}},
+            SMALL: {"enabled": False, "pricePerHour": 0.08},
+        }
+    )
+    plan = plan_for(nodes, pods, settings_two)
+    assert plan.replacement is None
+    assert "not replaced by 1 to 2 new node(s) of a node of small-pool" in (node_report(plan, "b1").replacement or "")
+
+
 def test_the_table_and_the_json_report_name_every_placeholder_and_the_new_nodes() -> None:
     nodes, pods = a_busy_big_node_whose_pods_need_two_small_ones()
     plan = plan_for(nodes, pods, config())

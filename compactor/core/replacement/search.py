@@ -119,8 +119,9 @@ class _Option:
     count: int
     removed: float
     saving: float
-    # One more new node saves enough too: tried when the pods do not fit on `count`.
-    spare: bool = False
+    # The most new nodes that still save enough, within maxNewNodes: tried one more at a time when the pods do
+    # not fit on `count` and each of them could run on a new node.
+    most: int = 0
 
     @property
     def shape(self) -> str:
@@ -204,17 +205,20 @@ def choose(
                     if not _saves_enough(removed, saving, settings.min_savings_percent):
                         _note_price(notes, group, made, first, removed, saving, settings.min_savings_percent)
                         continue
-                    # One node more is tried only when the pods do not fit on the fewest, and only when each of
-                    # them could run on it: otherwise the pod that found no room may be one a new node cannot take.
-                    spare = (
+                    # More nodes are tried only when the pods do not fit on the fewest (a bound from summed room,
+                    # not from placed pods), and only when each of them could run on a new node: otherwise the pod
+                    # that found no room may be one a new node cannot take.
+                    most = first
+                    while (
                         everywhere
-                        and first < settings.max_new_nodes
+                        and most < settings.max_new_nodes
                         and _saves_enough(
-                            removed, removed - (first + 1) * made.price.per_hour, settings.min_savings_percent
+                            removed, removed - (most + 1) * made.price.per_hour, settings.min_savings_percent
                         )
-                    )
+                    ):
+                        most += 1
                     per_pod = -ranking.saving_per_pod(saving, pods)
-                    options.append(_Option(per_pod, rank, group, made, first, removed, saving, spare))
+                    options.append(_Option(per_pod, rank, group, made, first, removed, saving, most))
     options.sort(key=lambda option: (option.per_pod, option.rank, option.count))
     # Rule 10's wait: a set is proven only once each of its nodes has carried `replaceable-since` for the
     # pool's neededMarkedTimeSeconds; the annotation goes on every node some option saves enough for and
@@ -250,8 +254,9 @@ def choose(
         names = {state.name for state in group}
         moving = [pod for state in group for pod in state.movable_pods]
         proven: tuple[Resources, ...] | str = ""
+        tried = option.count
         pods = len(moving)
-        for count in (option.count, option.count + 1) if option.spare else (option.count,):
+        for count in range(option.count, option.most + 1):
             saving = option.removed - count * made.price.per_hour
             if to_beat is not None and ranking.saving_per_pod(saving, pods) <= to_beat:
                 proven = (
@@ -260,7 +265,9 @@ def choose(
                 )
                 break
             if proofs >= MAX_PROOFS:
+                proven = f"{proven}; this run's {MAX_PROOFS} proofs were spent before {count} new nodes were tried"
                 break
+            tried = count
             key = (made.pool, made.auto_created, pricing.is_spot(made.node.labels), made.zone, count)
             grown = views.get(key)
             if grown is None:
@@ -273,7 +280,12 @@ def choose(
                 option = dataclasses.replace(option, count=count, saving=saving)
                 break
         if isinstance(proven, str):
-            _note_all(notes, group, f"not replaced by {option.shape}: {proven}")
+            shape = (
+                option.shape
+                if tried == option.count
+                else f"{option.count} to {tried} new node(s) of {_target_words(made)}"
+            )
+            _note_all(notes, group, f"not replaced by {shape}: {proven}")
             continue
         chosen = _replacement(view, option, moving, proven, node_costs.currency)
         for state in group:

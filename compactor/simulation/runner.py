@@ -368,6 +368,9 @@ def _measure(
     capacity = _cheapest_capacity(setup, cluster) if bounds is not None else None
     if bounds is not None and capacity is not None:
         bounds.cost = []
+    bounded_at = -1
+    by_pool: dict[str, int] = {}
+    cost: float | None = None
     for index in range(steps):
         now = setup.start + timedelta(seconds=index * setup.step_seconds)
         cluster.step(strategy, now)
@@ -384,13 +387,17 @@ def _measure(
             if len(pool_series) < index + 1:
                 pool_series.append(0)
         if bounds is not None:
-            demand = pod_demand(setup, cluster)
-            by_pool = lower_bound(setup, cluster, demand)
+            if world.changes != bounded_at:
+                # The bounds read only the world's pods and nodes: a step that changed nothing keeps them.
+                bounded_at = world.changes
+                demand = pod_demand(setup, cluster)
+                by_pool = lower_bound(setup, cluster, demand)
+                cost = capacity.per_hour(demand) if capacity is not None else None
             for pool, count in by_pool.items():
                 bounds.nodes_by_pool.setdefault(pool, []).append(count)
             bounds.nodes.append(sum(by_pool.values()))
-            if capacity is not None and bounds.cost is not None:
-                bounds.cost.append(capacity.per_hour(demand))
+            if cost is not None and bounds.cost is not None:
+                bounds.cost.append(cost)
         if progress is not None and index % 20 == 0:
             progress(name, index / max(1, steps))
     availability.finish(world, setup.start + timedelta(seconds=steps * setup.step_seconds))

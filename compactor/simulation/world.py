@@ -129,13 +129,19 @@ class World:
         self.pdbs: dict[str, JsonObject] = {}
         self._pdb_records: dict[str, Pdb] = {}
         self._pdb_members: dict[str, dict[str, None]] = {}
+        # What a budget is computed from changes only with these: each PDB's version, moved when a member comes or
+        # goes, is bound (its Ready time set) or an owner of its members is scaled; the PDBs of each pod; the PDBs
+        # whose members an owner (or the Deployment it is part of) has had.
+        self._pdb_version: dict[str, int] = {}
+        self._pod_pdbs: dict[str, list[str]] = {}
+        self._owner_pdbs: defaultdict[OwnerKey, set[str]] = defaultdict(set)
         self.events: list[tuple[datetime, str, str, str]] = []
         # A Deployment's ReplicaSets -> the Deployment (`rollouts.link_owner`): one workload for PDBs and
         # `availability`; and the Deployments and ReplicaSets a snapshot carries (set when a strategy reads them).
         self._workload: dict[OwnerKey, OwnerKey] = {}
         self._parts: dict[OwnerKey, list[OwnerKey]] = {}
         self.workload_records: Callable[[datetime], tuple[tuple[Deployment, ...], tuple[ReplicaSet, ...]]] | None = None
-        # Each budget as last computed (`_budget`): the changes count and moment it was computed at, its
+        # Each budget as last computed (`_budget`): its PDB's version and the moment it was computed at, its
         # figures, and when the next of its pods turns Ready after that moment (None: none will).
         self._budgets: dict[str, tuple[int, datetime, tuple[int, int, int] | None, datetime | None]] = {}
         # The last view made for each configuration (`view`): the changes count and moment, the view, and
@@ -230,6 +236,7 @@ class World:
         for pdb_key, pdb in self._pdb_records.items():
             if pdb.namespace == record.namespace and selector_matches(pdb.selector, record.labels):
                 self._pdb_members[pdb_key][key] = None
+                self._joined(pdb_key, key, owner)
         if record.node_name is None:
             self._pending[key] = None
         else:
@@ -310,6 +317,7 @@ class World:
         self._on_node[node_name][key] = None
         self.bound_at[key] = at
         self.ready_at[key] = at + timedelta(seconds=self.startup.get(key, 0))
+        self._touch(self._pod_pdbs.get(key, ()))
         if key in self.runtime:
             self.finish_at[key] = at + timedelta(seconds=self.runtime[key])
         self.displaced_by.pop(key, None)
@@ -421,8 +429,10 @@ class World:
             lost = (at - self.bound_at[key]).total_seconds()
             self.recorder.lost_job_seconds += lost
             self.recorder.lost_job_seconds_by_actor[actor or "controllers"] += lost
-        for members in self._pdb_members.values():
-            members.pop(key, None)
+        pdb_keys = self._pod_pdbs.pop(key, ())
+        for pdb_key in pdb_keys:
+            self._pdb_members[pdb_key].pop(key, None)
+        self._touch(pdb_keys)
         self.bound_at.pop(key, None)
         self.ready_at.pop(key, None)
         self.created_at.pop(key, None)
@@ -443,11 +453,29 @@ class World:
         self.changes += 1
         self.pdbs[key] = obj
         self._pdb_records[key] = record
+        for pods in self._pod_pdbs.values():
+            if key in pods:
+                pods.remove(key)  # the PDB written again: its members are found again below
         self._pdb_members[key] = {
             pod: None
             for pod, pod_record in self._pod_records.items()
             if pod_record.namespace == record.namespace and selector_matches(record.selector, pod_record.labels)
         }
+        for pod in self._pdb_members[key]:
+            self._joined(key, pod, self._owner.get(pod))
+        self._touch((key,))
+
+    def _joined(self, pdb_key: str, key: str, owner: OwnerKey | None) -> None:
+        """Pod `key` (of `owner`) is a member of the PDB: a change to it or to its owner's scale moves the budget."""
+        self._pod_pdbs.setdefault(key, []).append(pdb_key)
+        if owner is not None:
+            self._owner_pdbs[owner].add(pdb_key)
+            self._owner_pdbs[self._workload.get(owner, owner)].add(pdb_key)
+        self._touch((pdb_key,))
+
+    def _touch(self, pdb_keys: Iterable[str]) -> None:
+        for pdb_key in pdb_keys:
+            self._pdb_version[pdb_key] = self._pdb_version.get(pdb_key, 0) + 1
 
     def covering_pdbs(self, key: str) -> list[str]:
         return [pdb_key for pdb_key, members in self._pdb_members.items() if key in members]
@@ -456,11 +484,14 @@ class World:
         if self.scales.get(owner) != replicas:
             self.changes += 1
             self.scales[owner] = replicas
+            self._touch(self._owner_pdbs.get(owner, ()))
 
     def link_owner(self, owner: OwnerKey, workload: OwnerKey) -> None:
         """`owner` (a ReplicaSet) is part of `workload` (its Deployment), whose scale its PDBs expect."""
         self.changes += 1
         self._workload[owner] = workload
+        self._owner_pdbs[workload] |= self._owner_pdbs.get(owner, set())
+        self._touch(list(self._pdb_version))  # which scale a member's budget expects may have moved
         parts = self._parts.setdefault(workload, [])
         if owner not in parts:
             parts.append(owner)
@@ -476,7 +507,8 @@ class World:
         """(currentHealthy, desiredHealthy, expectedPods), or None for a budget with no spec to compute; the
         last figures again while nothing changed and none of its pods turned Ready since."""
         known = self._budgets.get(pdb_key)
-        if known is not None and known[0] == self.changes and known[1] <= at and (known[3] is None or at < known[3]):
+        version = self._pdb_version.get(pdb_key, 0)
+        if known is not None and known[0] == version and known[1] <= at and (known[3] is None or at < known[3]):
             return known[2]
         members = self._pdb_members[pdb_key]
         healthy = 0
@@ -490,7 +522,7 @@ class World:
             elif next_ready is None or ready < next_ready:
                 next_ready = ready
         budget = self._compute_budget(pdb_key, members, healthy)
-        self._budgets[pdb_key] = (self.changes, at, budget, next_ready)
+        self._budgets[pdb_key] = (version, at, budget, next_ready)
         return budget
 
     def _compute_budget(self, pdb_key: str, members: Mapping[str, None], healthy: int) -> tuple[int, int, int] | None:

@@ -84,6 +84,40 @@ def test_a_pod_that_is_not_ready_yet_does_not_count_as_healthy() -> None:
     assert cluster.disruptions_allowed(key, START + timedelta(minutes=1)) == 1
 
 
+def test_a_budget_follows_each_change_it_is_made_of_and_no_other() -> None:
+    """The budget is kept between changes: a pod of its own coming, bound or going, its owner's scale and the
+    Deployment a ReplicaSet joins move it; a pod under no budget of its own, a node, does not."""
+    cluster = world()
+    add_node(cluster, "n1")
+    rs = ("default", "ReplicaSet", "rs")
+    add_pod(cluster, "web-1", node="n1", app="web")
+    add_pod(cluster, "web-2", node="n1", app="web")
+    cluster.set_scale(rs, 2)
+    key = add_pdb(cluster, "web", minAvailable="50%")
+    assert cluster.disruptions_allowed(key, START) == 1
+    cluster.set_scale(rs, 4)  # two more expected: desired 2 of 4, 2 healthy
+    assert cluster.disruptions_allowed(key, START) == 0
+    add_pod(cluster, "web-3", app="web")  # pending: not healthy
+    assert cluster.disruptions_allowed(key, START) == 0
+    cluster.bind("default/web-3", "n1", START)
+    assert cluster.disruptions_allowed(key, START) == 0  # bound, not Ready yet
+    assert cluster.disruptions_allowed(key, START + timedelta(minutes=1)) == 1
+    deployment = ("default", "Deployment", "web")
+    cluster.set_scale(deployment, 6)
+    cluster.link_owner(rs, deployment)  # the budget now expects the Deployment's 6: desired 3, 3 healthy
+    assert cluster.disruptions_allowed(key, START + timedelta(minutes=1)) == 0
+    cluster.set_scale(deployment, 3)
+    assert cluster.disruptions_allowed(key, START + timedelta(minutes=1)) == 1
+    computed = cluster._budgets[key]
+    add_node(cluster, "n2")
+    add_pod(cluster, "db-1", node="n2", app="db", owner=("StatefulSet", "db"))
+    cluster.set_scale(("default", "StatefulSet", "db"), 1)
+    assert cluster.disruptions_allowed(key, START + timedelta(minutes=2)) == 1
+    assert cluster._budgets[key][0] == computed[0]  # nothing of its own changed: not counted again
+    assert cluster.evict("default/web-1", actor="test", at=START + timedelta(minutes=2)).status == "evicted"
+    assert cluster.disruptions_allowed(key, START + timedelta(minutes=2)) == 0
+
+
 def test_an_evicted_pod_is_owed_to_its_owner_and_booked_to_the_actor() -> None:
     cluster = world()
     add_node(cluster, "n1")

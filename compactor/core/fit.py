@@ -932,12 +932,8 @@ class Simulation:
         counts = self.view.spread_counts.get(key)
         nodes_per_domain = self.view.spread_counts.get(nodes_key)
         if counts is None or nodes_per_domain is None:
-            counts, nodes_per_domain = Counter(), Counter()
-            for state in self.view.nodes.values():
-                domain = self._domain_for(pod, constraint, state.node)
-                if domain is not None:
-                    counts[domain] += 0
-                    nodes_per_domain[domain] += 1
+            nodes_per_domain = self._nodes_per_domain(pod, constraint)
+            counts = Counter(dict.fromkeys(nodes_per_domain, 0))
             for other in self.view.pods_by_namespace.get(pod.namespace, ()):
                 if not selector_matches(constraint.selector, other.labels):
                     continue
@@ -948,6 +944,22 @@ class Simulation:
             self.view.spread_counts[key] = counts
             self.view.spread_counts[nodes_key] = nodes_per_domain
         return counts, nodes_per_domain
+
+    def _nodes_per_domain(self, pod: Pod, constraint: SpreadConstraint) -> Counter[str]:
+        """How many nodes the pod may use each domain has, in the order of the view's nodes. Once per view for
+        every constraint with the same topology key and pods with the same node selector and required affinity:
+        a cluster's Deployments differ in their selectors, not in these, and a count over every node for each
+        of them made the pass's cost the cluster's nodes times its Deployments."""
+        key = ("domains", constraint.topology_key, pod.node_selector, pod.node_affinity)
+        nodes_per_domain = self.view.spread_counts.get(key)
+        if nodes_per_domain is None:
+            nodes_per_domain = Counter()
+            for state in self.view.nodes.values():
+                domain = self._domain_for(pod, constraint, state.node)
+                if domain is not None:
+                    nodes_per_domain[domain] += 1
+            self.view.spread_counts[key] = nodes_per_domain
+        return nodes_per_domain
 
     @staticmethod
     def _domain_for(pod: Pod, constraint: SpreadConstraint, node: Node) -> str | None:

@@ -80,6 +80,60 @@ class _Usage:
     extended: dict[str, int]
     placed: list[Pod] = field(default_factory=list)
 
+    def copy(self) -> _Usage:
+        return _Usage(self.cpu, self.memory, self.pods, dict(self.extended), list(self.placed))
+
+
+def _fresh_usage(target: NodeState, held: Resources | None) -> _Usage:
+    """What `target` carries before a simulation places anything: its own pods, and a placeholder's room when one
+    holds some (`held`)."""
+    requested = target.requested
+    usage = _Usage(requested.cpu_millis, requested.memory_bytes, len(target.pods), dict(requested.extended))
+    if held is not None:
+        usage.cpu += held.cpu_millis
+        usage.memory += held.memory_bytes
+        usage.pods += 1
+    return usage
+
+
+def _add(usage: _Usage, pods: Sequence[Pod]) -> None:
+    """`pods` placed on the node of `usage`, in one update."""
+    cpu = memory = 0
+    for pod in pods:
+        requests = pod.requests
+        cpu += requests.cpu_millis
+        memory += requests.memory_bytes
+        for name, amount in requests.extended:
+            usage.extended[name] = usage.extended.get(name, 0) + amount
+    usage.cpu += cpu
+    usage.memory += memory
+    usage.pods += len(pods)
+    usage.placed.extend(pods)
+
+
+class Booked:
+    """Pods booked onto nodes across the simulations of one view, which start with them there
+    (`Simulation(booked=...)`): the Cluster Autoscaler's pass books the pods of each node it finds removable
+    onto the nodes they landed on, for every node it simulates after. Kept once here, each simulation borrowing a
+    node's usage until it places something there, instead of each placing every booked pod again: that cost the
+    pass the nodes it simulates times the nodes booked onto, the square of the cluster. A simulation reads the
+    booking as it is, so it is used only while the booking holds still."""
+
+    def __init__(self, view: ClusterView) -> None:
+        self.view = view
+        self.usage: dict[str, _Usage] = {}
+
+    def book(self, pods: Sequence[Pod], target: NodeState) -> None:
+        usage = self.usage.get(target.name)
+        if usage is None:
+            # As a fresh simulation's `_usage` finds it: no placeholder preempted yet.
+            usage = self.usage[target.name] = _fresh_usage(target, self.view.preemptible.get(target.name))
+        _add(usage, pods)
+
+    def unbook(self, name: str) -> None:
+        """The pods booked onto `name` leave it (the node was found removable: they are booked elsewhere)."""
+        self.usage.pop(name, None)
+
 
 _Entry = tuple[bool, float, str, int]
 # The most a target can score for a pod (`Simulation._score`) when none of it is allocated.
@@ -276,12 +330,15 @@ class Simulation:
         source_is_domain: bool = True,
         spread_score: bool = False,
         balance: Balance = "after",
+        booked: Booked | None = None,
     ) -> None:
         """`source_is_domain`: whether the source node, cordoned and emptying, still counts as a
         topology spread domain, as kube-scheduler counts it (`_spread_counts_before`). The Cluster
         Autoscaler's own simulation removes the node from its snapshot, and so does not.
         `spread_score`: score kube-scheduler's system-default topology spread too (`_spread_pick`).
-        `balance`: which kube-scheduler's BalancedAllocation score to use (`Balance`)."""
+        `balance`: which kube-scheduler's BalancedAllocation score to use (`Balance`).
+        `booked`: pods already placed on the other nodes, as if this simulation had placed them first, in the
+        booking's order, the source node's left out (`Booked`)."""
         self.view = view
         self.balance = balance
         # The most a pod's score can fall per unit of a target's larger share (`_score`): both
@@ -300,6 +357,12 @@ class Simulation:
         # elsewhere first, so they are taken last here too.
         self.avoided = avoided
         self.usage: dict[str, _Usage] = {}
+        # The booking's usage of a node, shared until this simulation changes it (`_usage` copies it then).
+        self._borrowed: dict[str, _Usage] = {}
+        if booked is not None and booked.usage:
+            self._borrowed = booked.usage
+            self.usage = dict(booked.usage)
+            self.usage.pop(source.name, None)
         self.source_zone = source.node.zone
         self._spread_counts: dict[tuple[str, SpreadConstraint], Counter[str]] = {}
         self._largest: tuple[int, int] | None = None  # the targets' largest allocatable cpu and memory
@@ -684,16 +747,13 @@ class Simulation:
     # -- bookkeeping --------------------------------------------------------------------------
 
     def _usage(self, target: NodeState) -> _Usage:
+        """`target`'s usage in this simulation, to change: made when first asked, copied from the booking when
+        borrowed from it."""
         usage = self.usage.get(target.name)
         if usage is None:
-            requested = target.requested
-            usage = _Usage(requested.cpu_millis, requested.memory_bytes, len(target.pods), dict(requested.extended))
-            held = self._held(target)
-            if held is not None:
-                usage.cpu += held.cpu_millis
-                usage.memory += held.memory_bytes
-                usage.pods += 1
-            self.usage[target.name] = usage
+            usage = self.usage[target.name] = _fresh_usage(target, self._held(target))
+        elif self._borrowed and usage is self._borrowed.get(target.name):
+            usage = self.usage[target.name] = usage.copy()
         return usage
 
     def place(self, pod: Pod, target: NodeState) -> None:
@@ -710,27 +770,6 @@ class Simulation:
         for (namespace, constraint), counts in self._spread_counts.items():
             if namespace == pod.namespace and selector_matches(constraint.selector, pod.labels):
                 self._count_move(counts, constraint, pod, target)
-
-    def place_all(self, pods: Sequence[Pod], target: NodeState) -> None:
-        """`place` of each pod in turn on `target`, in one update of its usage where nothing else follows placed
-        pods yet (no spread or owner counts asked for): the Cluster Autoscaler's pass books the pods of every
-        node it found removable onto each later node's simulation."""
-        if self._owner_counts or self._spread_counts:
-            for pod in pods:
-                self.place(pod, target)
-            return
-        usage = self._usage(target)
-        cpu = memory = 0
-        for pod in pods:
-            requests = pod.requests
-            cpu += requests.cpu_millis
-            memory += requests.memory_bytes
-            for name, amount in requests.extended:
-                usage.extended[name] = usage.extended.get(name, 0) + amount
-        usage.cpu += cpu
-        usage.memory += memory
-        usage.pods += len(pods)
-        usage.placed.extend(pods)
 
     def _count_move(self, counts: Counter[str], constraint: SpreadConstraint, pod: Pod, target: NodeState) -> None:
         """A matching pod lands on `target`; if it came from the source node, it has left that node's domain."""

@@ -605,6 +605,11 @@ class Autoscaler:
                 if target is not None:
                     base.place(pod, target)
                     booked.setdefault(target.name, []).append(pod)
+        by_name = {target.name: target for target in targets}
+        # The same pods booked, once for every simulation below: each starts with them where they were booked.
+        booking = fit.Booked(view)
+        for target_name, pods in booked.items():
+            booking.book(pods, by_name[target_name])
         previous = self.unneeded_since
         # Empty nodes first, then those unneeded in the last loop (processors/scaledowncandidates: the
         # EmptySorting and PreviousCandidates comparers builder/autoscaler.go registers, in that order).
@@ -615,7 +620,6 @@ class Autoscaler:
         listed = sorted(cycle, key=cycle.__getitem__)  # its node list, once a pass
         order = sorted(view.nodes.values(), key=lambda s: (bool(s.movable_pods), s.name not in previous, draw[s.name]))
         eligible = [state for state in order if self._eligible(state, draining, booked.get(state.name, ()))]
-        by_name = {target.name: target for target in targets}
         removed: set[str] = set()
         found: list[str] = []
         needs_drain: set[str] = set()
@@ -641,17 +645,16 @@ class Autoscaler:
             if movable:
                 destinations = [t for t in targets if t.name not in removed and t.name != state.name]
                 # The autoscaler simulates the node gone from its snapshot: it is no spread domain.
-                simulation = fit.Simulation(view, state, destinations, source_is_domain=False)
-                for target_name, pods in booked.items():
-                    if target_name != state.name:
-                        simulation.place_all(pods, by_name[target_name])
+                simulation = fit.Simulation(view, state, destinations, source_is_domain=False, booked=booking)
                 placements = self._place(simulation, movable, listed)
                 if placements is None:
                     self.unremovable_until[state.name] = now + self._recheck
                     continue
                 booked.pop(state.name, None)
+                booking.unbook(state.name)
                 for pod in movable:
                     booked.setdefault(placements[pod.key], []).append(pod)
+                    booking.book((pod,), by_name[placements[pod.key]])
             if movable:
                 needs_drain.add(state.name)  # its PodsToReschedule: its own pods and those booked onto it
             for pdb in budgets:

@@ -37,6 +37,7 @@ with a PersistentVolumeClaim stays in its zone.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import random
@@ -74,6 +75,7 @@ class FitResult:
 class _Usage:
     """What one target node carries during a simulation: its own pods plus those placed on it."""
 
+    target: NodeState
     cpu: int
     memory: int
     pods: int
@@ -81,14 +83,14 @@ class _Usage:
     placed: list[Pod] = field(default_factory=list)
 
     def copy(self) -> _Usage:
-        return _Usage(self.cpu, self.memory, self.pods, dict(self.extended), list(self.placed))
+        return _Usage(self.target, self.cpu, self.memory, self.pods, dict(self.extended), list(self.placed))
 
 
 def _fresh_usage(target: NodeState, held: Resources | None) -> _Usage:
     """What `target` carries before a simulation places anything: its own pods, and a placeholder's room when one
     holds some (`held`)."""
     requested = target.requested
-    usage = _Usage(requested.cpu_millis, requested.memory_bytes, len(target.pods), dict(requested.extended))
+    usage = _Usage(target, requested.cpu_millis, requested.memory_bytes, len(target.pods), dict(requested.extended))
     if held is not None:
         usage.cpu += held.cpu_millis
         usage.memory += held.memory_bytes
@@ -350,9 +352,7 @@ class Simulation:
         self._owner_counts: dict[tuple[str, str, str], Counter[str]] = {}
         self.source_is_domain = source_is_domain
         self.source = source
-        self.targets = [target for target in targets if target.name != source.name]
         self._given = targets
-        self._given_count = len(self.targets)
         # Nodes with a PreferNoSchedule taint: the scheduler's TaintToleration score puts pods
         # elsewhere first, so they are taken last here too.
         self.avoided = avoided
@@ -368,6 +368,19 @@ class Simulation:
         self._largest: tuple[int, int] | None = None  # the targets' largest allocatable cpu and memory
         # Node replacement's placeholders preempted in this run, by the node they held (`_preempt`).
         self._preempted: set[str] = set()
+
+    @functools.cached_property
+    def targets(self) -> list[NodeState]:
+        """The nodes the pods may go to: those given but the source, in their order, made when first asked (the
+        Cluster Autoscaler's pass makes a simulation for each node it judges, in a cluster of thousands, and
+        finds its targets by name instead)."""
+        targets = [target for target in self._given if target.name != self.source.name]
+        self._given_count = len(targets)
+        return targets
+
+    def _targets_added(self) -> bool:
+        """Whether nodes were added to `targets` since it was made: the indexes shared by view then do not hold."""
+        return len(self.targets) != self._given_count  # `targets` first: making it counts them
 
     def run(self, pods: Iterable[Pod]) -> FitResult:
         """Place `pods` in the order given; a new Simulation for every order tried."""
@@ -641,7 +654,7 @@ class Simulation:
 
     def _names_labelled(self, key: str, value: str) -> set[str]:
         """The names of the targets whose label `key` is `value`, indexed once per view, targets and key."""
-        if len(self.targets) != self._given_count:  # targets added since: no shared index
+        if self._targets_added():  # no shared index
             return {target.name for target in self.targets if target.node.labels.get(key) == value}
         cache_key = (id(self._given), key)
         shared = self.view.target_labels.get(cache_key)
@@ -663,7 +676,7 @@ class Simulation:
         heap, of every target given, is made once per view and copied for each run (a plan simulates
         up to 25 candidates, each in two orders or more, over thousands of targets).
         """
-        if self.usage or len(self.targets) != self._given_count:
+        if self.usage or self._targets_added():
             heap = [(*self._rank(target), target.name, index) for index, target in enumerate(self.targets)]
             heapq.heapify(heap)
             return heap, self.targets
@@ -926,12 +939,10 @@ class Simulation:
         counts = self._spread_counts.get(key)
         if counts is None:
             counts = Counter(self._spread_counts_before(pod, constraint))
-            targets = {target.name: target for target in self.targets}
-            for target_name, usage in self.usage.items():
-                target = targets[target_name]
+            for usage in self.usage.values():
                 for placed in usage.placed:
                     if placed.namespace == pod.namespace and selector_matches(constraint.selector, placed.labels):
-                        self._count_move(counts, constraint, placed, target)
+                        self._count_move(counts, constraint, placed, usage.target)
             self._spread_counts[key] = counts
         return counts
 

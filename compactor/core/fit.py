@@ -37,6 +37,7 @@ with a PersistentVolumeClaim stays in its zone.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import random
@@ -74,11 +75,66 @@ class FitResult:
 class _Usage:
     """What one target node carries during a simulation: its own pods plus those placed on it."""
 
+    target: NodeState
     cpu: int
     memory: int
     pods: int
     extended: dict[str, int]
     placed: list[Pod] = field(default_factory=list)
+
+    def copy(self) -> _Usage:
+        return _Usage(self.target, self.cpu, self.memory, self.pods, dict(self.extended), list(self.placed))
+
+
+def _fresh_usage(target: NodeState, held: Resources | None) -> _Usage:
+    """What `target` carries before a simulation places anything: its own pods, and a placeholder's room when one
+    holds some (`held`)."""
+    requested = target.requested
+    usage = _Usage(target, requested.cpu_millis, requested.memory_bytes, len(target.pods), dict(requested.extended))
+    if held is not None:
+        usage.cpu += held.cpu_millis
+        usage.memory += held.memory_bytes
+        usage.pods += 1
+    return usage
+
+
+def _add(usage: _Usage, pods: Sequence[Pod]) -> None:
+    """`pods` placed on the node of `usage`, in one update."""
+    cpu = memory = 0
+    for pod in pods:
+        requests = pod.requests
+        cpu += requests.cpu_millis
+        memory += requests.memory_bytes
+        for name, amount in requests.extended:
+            usage.extended[name] = usage.extended.get(name, 0) + amount
+    usage.cpu += cpu
+    usage.memory += memory
+    usage.pods += len(pods)
+    usage.placed.extend(pods)
+
+
+class Booked:
+    """Pods booked onto nodes across the simulations of one view, which start with them there
+    (`Simulation(booked=...)`): the Cluster Autoscaler's pass books the pods of each node it finds removable
+    onto the nodes they landed on, for every node it simulates after. Kept once here, each simulation borrowing a
+    node's usage until it places something there, instead of each placing every booked pod again: that cost the
+    pass the nodes it simulates times the nodes booked onto, the square of the cluster. A simulation reads the
+    booking as it is, so it is used only while the booking holds still."""
+
+    def __init__(self, view: ClusterView) -> None:
+        self.view = view
+        self.usage: dict[str, _Usage] = {}
+
+    def book(self, pods: Sequence[Pod], target: NodeState) -> None:
+        usage = self.usage.get(target.name)
+        if usage is None:
+            # As a fresh simulation's `_usage` finds it: no placeholder preempted yet.
+            usage = self.usage[target.name] = _fresh_usage(target, self.view.preemptible.get(target.name))
+        _add(usage, pods)
+
+    def unbook(self, name: str) -> None:
+        """The pods booked onto `name` leave it (the node was found removable: they are booked elsewhere)."""
+        self.usage.pop(name, None)
 
 
 _Entry = tuple[bool, float, str, int]
@@ -276,12 +332,15 @@ class Simulation:
         source_is_domain: bool = True,
         spread_score: bool = False,
         balance: Balance = "after",
+        booked: Booked | None = None,
     ) -> None:
         """`source_is_domain`: whether the source node, cordoned and emptying, still counts as a
         topology spread domain, as kube-scheduler counts it (`_spread_counts_before`). The Cluster
         Autoscaler's own simulation removes the node from its snapshot, and so does not.
         `spread_score`: score kube-scheduler's system-default topology spread too (`_spread_pick`).
-        `balance`: which kube-scheduler's BalancedAllocation score to use (`Balance`)."""
+        `balance`: which kube-scheduler's BalancedAllocation score to use (`Balance`).
+        `booked`: pods already placed on the other nodes, as if this simulation had placed them first, in the
+        booking's order, the source node's left out (`Booked`)."""
         self.view = view
         self.balance = balance
         # The most a pod's score can fall per unit of a target's larger share (`_score`): both
@@ -293,18 +352,35 @@ class Simulation:
         self._owner_counts: dict[tuple[str, str, str], Counter[str]] = {}
         self.source_is_domain = source_is_domain
         self.source = source
-        self.targets = [target for target in targets if target.name != source.name]
         self._given = targets
-        self._given_count = len(self.targets)
         # Nodes with a PreferNoSchedule taint: the scheduler's TaintToleration score puts pods
         # elsewhere first, so they are taken last here too.
         self.avoided = avoided
         self.usage: dict[str, _Usage] = {}
+        # The booking's usage of a node, shared until this simulation changes it (`_usage` copies it then).
+        self._borrowed: dict[str, _Usage] = {}
+        if booked is not None and booked.usage:
+            self._borrowed = booked.usage
+            self.usage = dict(booked.usage)
+            self.usage.pop(source.name, None)
         self.source_zone = source.node.zone
         self._spread_counts: dict[tuple[str, SpreadConstraint], Counter[str]] = {}
         self._largest: tuple[int, int] | None = None  # the targets' largest allocatable cpu and memory
         # Node replacement's placeholders preempted in this run, by the node they held (`_preempt`).
         self._preempted: set[str] = set()
+
+    @functools.cached_property
+    def targets(self) -> list[NodeState]:
+        """The nodes the pods may go to: those given but the source, in their order, made when first asked (the
+        Cluster Autoscaler's pass makes a simulation for each node it judges, in a cluster of thousands, and
+        finds its targets by name instead)."""
+        targets = [target for target in self._given if target.name != self.source.name]
+        self._given_count = len(targets)
+        return targets
+
+    def _targets_added(self) -> bool:
+        """Whether nodes were added to `targets` since it was made: the indexes shared by view then do not hold."""
+        return len(self.targets) != self._given_count  # `targets` first: making it counts them
 
     def run(self, pods: Iterable[Pod]) -> FitResult:
         """Place `pods` in the order given; a new Simulation for every order tried."""
@@ -578,7 +654,7 @@ class Simulation:
 
     def _names_labelled(self, key: str, value: str) -> set[str]:
         """The names of the targets whose label `key` is `value`, indexed once per view, targets and key."""
-        if len(self.targets) != self._given_count:  # targets added since: no shared index
+        if self._targets_added():  # no shared index
             return {target.name for target in self.targets if target.node.labels.get(key) == value}
         cache_key = (id(self._given), key)
         shared = self.view.target_labels.get(cache_key)
@@ -600,7 +676,7 @@ class Simulation:
         heap, of every target given, is made once per view and copied for each run (a plan simulates
         up to 25 candidates, each in two orders or more, over thousands of targets).
         """
-        if self.usage or len(self.targets) != self._given_count:
+        if self.usage or self._targets_added():
             heap = [(*self._rank(target), target.name, index) for index, target in enumerate(self.targets)]
             heapq.heapify(heap)
             return heap, self.targets
@@ -684,16 +760,13 @@ class Simulation:
     # -- bookkeeping --------------------------------------------------------------------------
 
     def _usage(self, target: NodeState) -> _Usage:
+        """`target`'s usage in this simulation, to change: made when first asked, copied from the booking when
+        borrowed from it."""
         usage = self.usage.get(target.name)
         if usage is None:
-            requested = target.requested
-            usage = _Usage(requested.cpu_millis, requested.memory_bytes, len(target.pods), dict(requested.extended))
-            held = self._held(target)
-            if held is not None:
-                usage.cpu += held.cpu_millis
-                usage.memory += held.memory_bytes
-                usage.pods += 1
-            self.usage[target.name] = usage
+            usage = self.usage[target.name] = _fresh_usage(target, self._held(target))
+        elif self._borrowed and usage is self._borrowed.get(target.name):
+            usage = self.usage[target.name] = usage.copy()
         return usage
 
     def place(self, pod: Pod, target: NodeState) -> None:
@@ -710,27 +783,6 @@ class Simulation:
         for (namespace, constraint), counts in self._spread_counts.items():
             if namespace == pod.namespace and selector_matches(constraint.selector, pod.labels):
                 self._count_move(counts, constraint, pod, target)
-
-    def place_all(self, pods: Sequence[Pod], target: NodeState) -> None:
-        """`place` of each pod in turn on `target`, in one update of its usage where nothing else follows placed
-        pods yet (no spread or owner counts asked for): the Cluster Autoscaler's pass books the pods of every
-        node it found removable onto each later node's simulation."""
-        if self._owner_counts or self._spread_counts:
-            for pod in pods:
-                self.place(pod, target)
-            return
-        usage = self._usage(target)
-        cpu = memory = 0
-        for pod in pods:
-            requests = pod.requests
-            cpu += requests.cpu_millis
-            memory += requests.memory_bytes
-            for name, amount in requests.extended:
-                usage.extended[name] = usage.extended.get(name, 0) + amount
-        usage.cpu += cpu
-        usage.memory += memory
-        usage.pods += len(pods)
-        usage.placed.extend(pods)
 
     def _count_move(self, counts: Counter[str], constraint: SpreadConstraint, pod: Pod, target: NodeState) -> None:
         """A matching pod lands on `target`; if it came from the source node, it has left that node's domain."""
@@ -887,12 +939,10 @@ class Simulation:
         counts = self._spread_counts.get(key)
         if counts is None:
             counts = Counter(self._spread_counts_before(pod, constraint))
-            targets = {target.name: target for target in self.targets}
-            for target_name, usage in self.usage.items():
-                target = targets[target_name]
+            for usage in self.usage.values():
                 for placed in usage.placed:
                     if placed.namespace == pod.namespace and selector_matches(constraint.selector, placed.labels):
-                        self._count_move(counts, constraint, placed, target)
+                        self._count_move(counts, constraint, placed, usage.target)
             self._spread_counts[key] = counts
         return counts
 
@@ -932,12 +982,8 @@ class Simulation:
         counts = self.view.spread_counts.get(key)
         nodes_per_domain = self.view.spread_counts.get(nodes_key)
         if counts is None or nodes_per_domain is None:
-            counts, nodes_per_domain = Counter(), Counter()
-            for state in self.view.nodes.values():
-                domain = self._domain_for(pod, constraint, state.node)
-                if domain is not None:
-                    counts[domain] += 0
-                    nodes_per_domain[domain] += 1
+            nodes_per_domain = self._nodes_per_domain(pod, constraint)
+            counts = Counter(dict.fromkeys(nodes_per_domain, 0))
             for other in self.view.pods_by_namespace.get(pod.namespace, ()):
                 if not selector_matches(constraint.selector, other.labels):
                     continue
@@ -948,6 +994,22 @@ class Simulation:
             self.view.spread_counts[key] = counts
             self.view.spread_counts[nodes_key] = nodes_per_domain
         return counts, nodes_per_domain
+
+    def _nodes_per_domain(self, pod: Pod, constraint: SpreadConstraint) -> Counter[str]:
+        """How many nodes the pod may use each domain has, in the order of the view's nodes. Once per view for
+        every constraint with the same topology key and pods with the same node selector and required affinity:
+        a cluster's Deployments differ in their selectors, not in these, and a count over every node for each
+        of them made the pass's cost the cluster's nodes times its Deployments."""
+        key = ("domains", constraint.topology_key, pod.node_selector, pod.node_affinity)
+        nodes_per_domain = self.view.spread_counts.get(key)
+        if nodes_per_domain is None:
+            nodes_per_domain = Counter()
+            for state in self.view.nodes.values():
+                domain = self._domain_for(pod, constraint, state.node)
+                if domain is not None:
+                    nodes_per_domain[domain] += 1
+            self.view.spread_counts[key] = nodes_per_domain
+        return nodes_per_domain
 
     @staticmethod
     def _domain_for(pod: Pod, constraint: SpreadConstraint, node: Node) -> str | None:

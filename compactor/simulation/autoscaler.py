@@ -33,7 +33,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -605,6 +605,11 @@ class Autoscaler:
                 if target is not None:
                     base.place(pod, target)
                     booked.setdefault(target.name, []).append(pod)
+        by_name = {target.name: target for target in targets}
+        # The same pods booked, once for every simulation below: each starts with them where they were booked.
+        booking = fit.Booked(view)
+        for target_name, pods in booked.items():
+            booking.book(pods, by_name[target_name])
         previous = self.unneeded_since
         # Empty nodes first, then those unneeded in the last loop (processors/scaledowncandidates: the
         # EmptySorting and PreviousCandidates comparers builder/autoscaler.go registers, in that order).
@@ -615,8 +620,8 @@ class Autoscaler:
         listed = sorted(cycle, key=cycle.__getitem__)  # its node list, once a pass
         order = sorted(view.nodes.values(), key=lambda s: (bool(s.movable_pods), s.name not in previous, draw[s.name]))
         eligible = [state for state in order if self._eligible(state, draining, booked.get(state.name, ()))]
-        by_name = {target.name: target for target in targets}
-        removed: set[str] = set()
+        # The nodes not found removable yet, in the targets' order: the next node's destinations but itself.
+        open_targets = dict(by_name)
         found: list[str] = []
         needs_drain: set[str] = set()
         # What each PDB still allows in this pass: its disruptionsAllowed less one for every pod it covers on the
@@ -639,30 +644,32 @@ class Autoscaler:
                 self.unremovable_until[state.name] = now + self._recheck
                 continue
             if movable:
-                destinations = [t for t in targets if t.name not in removed and t.name != state.name]
-                # The autoscaler simulates the node gone from its snapshot: it is no spread domain.
-                simulation = fit.Simulation(view, state, destinations, source_is_domain=False)
-                for target_name, pods in booked.items():
-                    if target_name != state.name:
-                        simulation.place_all(pods, by_name[target_name])
-                placements = self._place(simulation, movable, listed)
+                # The autoscaler simulates the node gone from its snapshot: it is no spread domain. The simulation
+                # leaves the node itself out of its destinations.
+                destinations = list(open_targets.values())
+                simulation = fit.Simulation(view, state, destinations, source_is_domain=False, booked=booking)
+                placements = self._place(simulation, movable, listed, open_targets)
                 if placements is None:
                     self.unremovable_until[state.name] = now + self._recheck
                     continue
                 booked.pop(state.name, None)
+                booking.unbook(state.name)
                 for pod in movable:
                     booked.setdefault(placements[pod.key], []).append(pod)
+                    booking.book((pod,), by_name[placements[pod.key]])
             if movable:
                 needs_drain.add(state.name)  # its PodsToReschedule: its own pods and those booked onto it
             for pdb in budgets:
                 remaining[pdb.key] = remaining.get(pdb.key, pdb.disruptions_allowed) - 1
             found.append(state.name)
-            removed.add(state.name)
+            open_targets.pop(state.name, None)
         self.unneeded_since = {name: previous.get(name, now) for name in found}
         self._needs_drain = needs_drain
         self._last_pass = self._pass_inputs(now, draining)
 
-    def _place(self, simulation: fit.Simulation, pods: list[Pod], listed: list[str]) -> dict[str, str] | None:
+    def _place(
+        self, simulation: fit.Simulation, pods: list[Pod], listed: list[str], destinations: Mapping[str, NodeState]
+    ) -> dict[str, str] | None:
         """Where the removal simulation puts a node's pods (simulator/scheduling/hinting_simulator.go,
         `TrySchedulePods`), in their order, stopping at the first that fits nowhere: each on the node it
         was put on in this pass or the one before when that node still takes it (its hint, keyed by the
@@ -671,23 +678,27 @@ class Autoscaler:
         list of every node: the builder gives the planner a delta snapshot store (builder/autoscaler.go),
         whose list is a Go map's order taken once a loop (store/delta.go), the pass's `listed` here, drawn
         from the seed. Nodes that may not take the pod (the one simulated, those found removable before it,
-        another pool's for a pinned pod) stay in the list and are passed over, as there. Pod key -> node
-        name, or None."""
-        by_name = {target.name: target for target in simulation.targets}
+        another pool's for a pinned pod) stay in the list and are passed over, as there. `destinations`: the
+        simulation's targets by name, its source among them or not. Pod key -> node name, or None."""
+        source = simulation.source.name
+
+        def destination(name: str) -> NodeState | None:
+            return destinations.get(name) if name != source else None
+
         placements: dict[str, str] = {}
         for pod in pods:
-            hinted = by_name.get(self._hints.get(pod.key) or self._old_hints.get(pod.key) or "")
+            hinted = destination(self._hints.get(pod.key) or self._old_hints.get(pod.key) or "")
             chosen = hinted if hinted is not None and simulation.why_not(pod, hinted) is None else None
             if chosen is None:
 
                 def passes(index: int, pod: Pod = pod) -> bool:
-                    target = by_name.get(listed[index])
+                    target = destination(listed[index])
                     return target is not None and simulation.why_not(pod, target) is None
 
                 index = first_match(len(listed), self._last_match, passes)
                 if index is not None:
                     self._last_match = index
-                    chosen = by_name[listed[index]]
+                    chosen = destination(listed[index])
             if chosen is None:
                 return None
             simulation.place(pod, chosen)

@@ -125,7 +125,7 @@ def test_pod_affinity_is_left_to_the_runs() -> None:
     assert "pod affinity" in blockers_of(plan, "src") and "breaks ties" in blockers_of(plan, "src")
 
 
-def test_placing_pods_at_once_leaves_a_target_as_placing_them_one_by_one() -> None:
+def test_a_booking_leaves_a_target_as_placing_its_pods_one_by_one() -> None:
     nodes = [source(), target("t1", cpu="8"), target("t2", cpu="8")]
     booked = [
         make_pod(
@@ -137,14 +137,16 @@ def test_placing_pods_at_once_leaves_a_target_as_placing_them_one_by_one() -> No
         for index in range(5)
     ]
     view = ClusterView(make_snapshot(nodes=nodes, pods=[make_pod("own", node="t1", cpu="500m")]), make_config())
+    booking = fit.Booked(view)
+    booking.book(booked[:2], view.nodes["t1"])
+    booking.book(booked[2:], view.nodes["t1"])
 
     def simulated(at_once: bool) -> fit.Simulation:
-        simulation = fit.Simulation(view, view.nodes["src"], fit.targets_for(view))
         if at_once:
-            simulation.place_all(booked, view.nodes["t1"])
-        else:
-            for pod in booked:
-                simulation.place(pod, view.nodes["t1"])
+            return fit.Simulation(view, view.nodes["src"], fit.targets_for(view), booked=booking)
+        simulation = fit.Simulation(view, view.nodes["src"], fit.targets_for(view))
+        for pod in booked:
+            simulation.place(pod, view.nodes["t1"])
         return simulation
 
     one_by_one, at_once = simulated(False), simulated(True)
@@ -153,3 +155,18 @@ def test_placing_pods_at_once_leaves_a_target_as_placing_them_one_by_one() -> No
     assert at_once.usage["t1"].extended == {"example.com/dongle": 2000}
     probe = make_pod("probe", node="src", cpu="7")
     assert at_once.why_not(probe, view.nodes["t1"]) == one_by_one.why_not(probe, view.nodes["t1"]) is not None
+
+
+def test_a_simulation_changes_its_own_copy_of_the_booking_and_leaves_its_source_out() -> None:
+    nodes = [source(), target("t1", cpu="8"), target("t2", cpu="8")]
+    view = ClusterView(make_snapshot(nodes=nodes, pods=[]), make_config())
+    booking = fit.Booked(view)
+    booking.book([make_pod("b1", node="elsewhere", cpu="1")], view.nodes["t1"])
+    booking.book([make_pod("b2", node="elsewhere", cpu="1")], view.nodes["t2"])
+    simulation = fit.Simulation(view, view.nodes["t2"], fit.targets_for(view), booked=booking)
+    assert set(simulation.usage) == {"t1"}
+    simulation.place(make_pod("p", node="t2", cpu="2"), view.nodes["t1"])
+    assert simulation.usage["t1"].cpu == 3000
+    assert booking.usage["t1"].cpu == 1000 and [pod.name for pod in booking.usage["t1"].placed] == ["b1"]
+    again = fit.Simulation(view, view.nodes["src"], fit.targets_for(view), booked=booking)
+    assert again.usage["t1"].cpu == 1000 and again.usage["t2"].cpu == 1000

@@ -85,6 +85,16 @@ class _Usage:
     def copy(self) -> _Usage:
         return _Usage(self.target, self.cpu, self.memory, self.pods, dict(self.extended), list(self.placed))
 
+    def add(self, pod: Pod) -> None:
+        """`pod` placed on this node."""
+        requests = pod.requests
+        self.cpu += requests.cpu_millis
+        self.memory += requests.memory_bytes
+        self.pods += 1
+        for name, amount in requests.extended:
+            self.extended[name] = self.extended.get(name, 0) + amount
+        self.placed.append(pod)
+
 
 def _fresh_usage(target: NodeState, held: Resources | None) -> _Usage:
     """What `target` carries before a simulation places anything: its own pods, and a placeholder's room when one
@@ -96,21 +106,6 @@ def _fresh_usage(target: NodeState, held: Resources | None) -> _Usage:
         usage.memory += held.memory_bytes
         usage.pods += 1
     return usage
-
-
-def _add(usage: _Usage, pods: Sequence[Pod]) -> None:
-    """`pods` placed on the node of `usage`, in one update."""
-    cpu = memory = 0
-    for pod in pods:
-        requests = pod.requests
-        cpu += requests.cpu_millis
-        memory += requests.memory_bytes
-        for name, amount in requests.extended:
-            usage.extended[name] = usage.extended.get(name, 0) + amount
-    usage.cpu += cpu
-    usage.memory += memory
-    usage.pods += len(pods)
-    usage.placed.extend(pods)
 
 
 class Booked:
@@ -130,7 +125,8 @@ class Booked:
         if usage is None:
             # As a fresh simulation's `_usage` finds it: no placeholder preempted yet.
             usage = self.usage[target.name] = _fresh_usage(target, self.view.preemptible.get(target.name))
-        _add(usage, pods)
+        for pod in pods:
+            usage.add(pod)
 
     def unbook(self, name: str) -> None:
         """The pods booked onto `name` leave it (the node was found removable: they are booked elsewhere)."""
@@ -770,13 +766,7 @@ class Simulation:
         return usage
 
     def place(self, pod: Pod, target: NodeState) -> None:
-        usage = self._usage(target)
-        usage.cpu += pod.requests.cpu_millis
-        usage.memory += pod.requests.memory_bytes
-        usage.pods += 1
-        for name, amount in pod.requests.extended:
-            usage.extended[name] = usage.extended.get(name, 0) + amount
-        usage.placed.append(pod)
+        self._usage(target).add(pod)
         owner = _default_spread_owner(pod) if self._owner_counts else None
         if owner is not None and owner in self._owner_counts:
             self._owner_counts[owner][target.name] += 1

@@ -505,7 +505,8 @@ class World:
 
     def _budget(self, pdb_key: str, at: datetime) -> tuple[int, int, int] | None:
         """(currentHealthy, desiredHealthy, expectedPods), or None for a budget with no spec to compute; the
-        last figures again while nothing changed and none of its pods turned Ready since."""
+        last figures again while its version holds (`_touch`: its members, their binding and their owners'
+        scales) and none of its pods turned Ready since."""
         known = self._budgets.get(pdb_key)
         version = self._pdb_version.get(pdb_key, 0)
         if known is not None and known[0] == version and known[1] <= at and (known[3] is None or at < known[3]):

@@ -43,7 +43,7 @@ from compactor.kube import snapshot as parsing
 from compactor.settings.config import Config
 from compactor.simulation import objects
 from compactor.simulation.model import ComputeClass, MigrationSettings, PoolSpec, Setup
-from compactor.simulation.scheduler import NOWHERE
+from compactor.simulation.scheduler import NOWHERE, prepared
 from compactor.simulation.world import World
 
 # The taints defrag puts on its candidates (pkg/defrag/defrag.go, HardTaint and SoftTaint).
@@ -275,7 +275,8 @@ class Migration:
         draining = view.nodes.get(autoscaler.draining or "")
         booked: dict[str, list[Pod]] = {}
         pending = [*view.unschedulable_pods, *view.arriving_pods]
-        for pod in [*pending, *(draining.movable_pods if draining is not None else ())]:
+        for listed in [*pending, *(draining.movable_pods if draining is not None else ())]:
+            pod = prepared(autoscaler.world, listed.key, simulation)  # a bound volume pins it to its zone
             target = next((t for t in simulation.targets if simulation.why_not(pod, t) is None), None)
             if target is not None:
                 simulation.place(pod, target)
@@ -362,7 +363,8 @@ class Migration:
         pods = [pod for name in candidate.nodes if name in view.nodes for pod in self._pods(view.nodes[name])]
         on_existing = True
         left = []
-        for pod in sorted(pods, key=lambda p: (autoscaler.world.created_at.get(p.key) or now, p.key)):
+        for listed in sorted(pods, key=lambda p: (autoscaler.world.created_at.get(p.key) or now, p.key)):
+            pod = prepared(autoscaler.world, listed.key, simulation)  # a bound volume pins it to its zone
             target = next(
                 (t for t in simulation.targets if t.name not in taken and simulation.why_not(pod, t) is None), None
             )

@@ -192,6 +192,23 @@ def test_pods_on_a_lower_rung_move_to_the_higher_rung() -> None:
     assert cluster.autoscaler.migration.summary() == {"nodesMigrated": 2}
 
 
+def test_pods_with_a_bound_volume_move_to_the_higher_rung_in_their_volume_s_zone() -> None:
+    """A StatefulSet's pods, their claims bound in zone-a where both pools run, move like any other: the
+    candidate's simulation pins each to its volume's zone (as the scheduler does) instead of finding no node,
+    which asked for a scale-up in every loop and never drained the candidate."""
+    data = two_pools(deployments=[])
+    data["statefulSets"] = [dict(WEB, name="db")]
+    cluster = with_classes(data)
+    pods = [key for key, pod in cluster.world.pod_records() if pod.name.startswith("db")]
+    assert len(pods) == 4 and all(cluster.world.volume_zone(key) == "zone-a" for key in pods)
+    run_minutes(cluster, 30)
+    assert sorted(cluster.world.node_pool(cluster.world.pod_record(key).node_name or "") for key in pods) == [CHEAP] * 4
+    assert nodes_of(cluster, DEAR) == []
+    assert len(nodes_of(cluster, CHEAP)) == 2  # the nodes the pods need, not one scale-up per loop
+    assert cluster.autoscaler.migration is not None
+    assert cluster.autoscaler.migration.summary() == {"nodesMigrated": 2}
+
+
 def test_without_classes_the_pods_stay_on_the_lower_rung() -> None:
     cluster = runner.build(setup_from(two_pools()))
     run_minutes(cluster, 30)

@@ -458,13 +458,24 @@ class Autoscaler:
             self._order.draws,
             self._lister.draws,
             self._class_order.draws,
+            self.migration.state() if self.migration is not None else None,
         )
 
     def quiet_loops(self) -> bool:
-        """Whether a loop that did nothing is followed by loops that do nothing until a timer is due: not
-        with GKE's active migration (its loops count towards admissions) nor with a kube-system pod's blocking
-        time (it runs on the clock)."""
-        return not self.settings.classes and self.settings.system_pod_blocking_seconds is None
+        """Whether a loop that did nothing is followed by loops that do nothing until a timer is due: not with
+        a kube-system pod's blocking time (it runs on the clock). Beside GKE's active migration, only after a
+        loop whose defrag search found nothing (`idle`), and each loop skipped counts and draws as it would
+        (`skip`)."""
+        return self.settings.system_pod_blocking_seconds is None
+
+    def idle(self) -> bool:
+        """Whether the last loop's migration, if any, was idle (`migration.Migration.idle`)."""
+        return self.migration is None or self.migration.idle()
+
+    def skip(self) -> None:
+        """A loop skipped after one that changed nothing: only the migration's count and draws move."""
+        if self.migration is not None:
+            self.migration.skip()
 
     def next_timers(self, after: datetime) -> tuple[datetime | None, datetime | None]:
         """When a loop on an unchanged cluster could first act differently than at `after`: (the first moment
@@ -475,6 +486,8 @@ class Autoscaler:
         if self.removal is not None:
             at_or_after.append(self.removal.started + timedelta(seconds=self.settings.max_pod_eviction_seconds))
         at_or_after.extend(self.unremovable_until.values())
+        if self.migration is not None and (backoff := self.migration.next_timer(after)) is not None:
+            at_or_after.append(backoff)
         if self.last_scale_up is not None:
             at_or_after.append(self.last_scale_up + timedelta(seconds=self.settings.delay_after_add_seconds))
         ripe = (since + self._unneeded_time(name) for name, since in self.unneeded_since.items())

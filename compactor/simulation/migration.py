@@ -222,6 +222,11 @@ class Migration:
         self._booked: dict[str, list[Pod]] = {}
         self._existing: frozenset[str] = frozenset()
         self._draw = random.Random(f"{self.seed}-defrag")
+        # The last loop admitted that had no candidate and found none (`idle`), whether pods were waiting then,
+        # and how many nodes its search shuffled: what a loop skipped after it replays (`skip`).
+        self._idle_at = -1
+        self._waiting = False
+        self._listed = 0
 
     def summary(self) -> dict[str, int]:
         """What the migration did: nodes whose scale-down it started, candidates it gave up (by reason)."""
@@ -231,6 +236,7 @@ class Migration:
     def process(self, autoscaler: Autoscaler, now: datetime, waiting: list[str]) -> Pick | None:
         """One loop of the defrag processor (`Processor.Process`): a pick when a candidate needs new nodes."""
         self.loop += 1
+        self._waiting = bool(waiting)
         # The shared fairness enforcer (pkg/utils/fairness/shared_fairness.go, `admitInternal`): without pods
         # waiting it admits every loop, else once `max_loops_before_admission` loops have passed since the last.
         if waiting and self.loop - self.last_admitted < self.settings.max_loops_before_admission:
@@ -260,6 +266,32 @@ class Migration:
                 better = frozenset(pool for pool in candidate.klass.rungs if self._higher(candidate, pool))
                 return Pick(candidate, left, better)
         return None
+
+    def state(self) -> tuple[object, ...]:
+        """What a loop may change besides the world, other than its count and the draws of its search: the
+        candidates, the nodes backed off, what it did. With `idle`, an unchanged state means nothing happened."""
+        return (len(self.candidates), tuple(self.backoff.items()), self.nodes_migrated, sum(self.given_up.values()))
+
+    def idle(self) -> bool:
+        """Whether the last loop was admitted, tracked no candidate and found none to start: on an unchanged
+        cluster every loop after it does the same until a node's backoff ends (`next_timer`), so it may be
+        skipped (`skip`)."""
+        return not self.candidates and self._idle_at == self.loop
+
+    def next_timer(self, after: datetime) -> datetime | None:
+        """When a node backed off may be a candidate again: the first backoff to end after `after`."""
+        return min((until for until in self.backoff.values() if until > after), default=None)
+
+    def skip(self) -> None:
+        """What a loop skipped after an idle one does (`process` on the same cluster): it counts towards the
+        fairness enforcer, and when admitted its search shuffles the same number of nodes (`random.shuffle`
+        draws by the length alone) and finds nothing again."""
+        self.loop += 1
+        if self._waiting and self.loop - self.last_admitted < self.settings.max_loops_before_admission:
+            return
+        self.last_admitted = self.loop
+        self._draw.shuffle([None] * self._listed)
+        self._idle_at = self.loop
 
     def _view(self, autoscaler: Autoscaler, now: datetime) -> ClusterView:
         """The cluster as this loop sees it (`World.view`: the last view again while nothing changed and no pod
@@ -409,6 +441,8 @@ class Migration:
                 continue
             groups.setdefault(state.pool or "", []).append(name)
         if not groups:
+            if not self.candidates:
+                self._idle_at, self._listed = self.loop, len(listed)
             return None
         pool = self._draw.choice(list(groups))
         # Partial defrag is an experiment, off by default: the candidate is atomic and keeps its first node only

@@ -117,13 +117,14 @@ class Cluster:
         for offset in range(0, max(1, step_seconds), interval):
             at = now + timedelta(seconds=offset)
             if quiet is not None and quiet.holds_at(at):
+                self.autoscaler.skip()
                 continue  # the same as the loop that changed nothing: nothing again
             self.world.now = at
             self.autoscaler.step(at)
             self.settle(now, at)
             if skipping:
                 before, state = state, self._state()
-                quiet = self._quiet_after(at) if state == before else None
+                quiet = self._quiet_after(at) if state == before and self.autoscaler.idle() else None
         self.world.now = now
 
     def _state(self) -> tuple[object, ...]:
@@ -137,7 +138,9 @@ class Cluster:
     def _quiet_after(self, at: datetime) -> _Quiet:
         """A loop at `at` changed nothing: so will every later loop of the step (the same desired replicas, the
         same cluster) until a timer is due: a pod turns Ready (budgets and rollouts read it), a Job pod ends, or
-        one of the autoscaler's timers (`Autoscaler.next_timers`)."""
+        one of the autoscaler's timers (`Autoscaler.next_timers`, a migration's backoff among them). Beside GKE's
+        active migration, only after a loop whose defrag search ran and found nothing (`Autoscaler.idle`); each
+        loop skipped then counts and draws as that search would (`Autoscaler.skip`)."""
         at_or_after, ripe = self.autoscaler.next_timers(at)
         moments = [
             moment

@@ -13,6 +13,7 @@ from compactor.simulation import runner
 from compactor.simulation.autoscaler import Autoscaler
 from compactor.simulation.strategies import ClusterAutoscalerAlone
 from tests.simulation.builders import START, add_node, add_pdb, add_pod, scenario_data, setup_from, world
+from tests.simulation.test_class_priorities import CHEAP, WEB, two_pools, with_classes
 
 # Hours of the day and the share of the peak: the builders' scenario starts at 17:00.
 RISE_AND_FALL = [[17, 0.4], [17.4, 1.0], [18, 1.0], [18.2, 0.4], [24, 0.4]]
@@ -83,3 +84,69 @@ def test_skipping_quiet_loops_leaves_the_cluster_as_running_every_loop_does(monk
     }
     assert skipping.world.recorder == every.world.recorder
     assert skipping.autoscaler.unneeded_since == every.autoscaler.unneeded_since
+
+
+MIGRATIONS = {
+    # Pods moved to the cheaper rung, a PDB holding the drain to one pod at a time, then nothing left to move.
+    "moves-then-idle": two_pools(dear_nodes=3, pdbs={"maxUnavailable": 1}),
+    # The cheaper rung at its maximum: each candidate is given up, its node backed off for 5 minutes, then a
+    # candidate again once the backoff ends (a timer the skipped loops must stop at).
+    "backed-off-again-and-again": two_pools(
+        dear_nodes=1,
+        cheap={"maxNodes": 1, "initialNodes": 1},
+        deployments=[
+            {"name": "filler", "pool": CHEAP, "requests": {"cpu": "1500m", "memory": "1Gi"}, "replicas": 2},
+            {**WEB, "replicas": 2},
+        ],
+    ),
+}
+
+
+def _run_migrating(name: str, quiet: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[runner.Cluster, int]:
+    """Two hours of GKE's active migration (`MIGRATIONS`), with or without quiet loops skipped; the cluster and
+    how many autoscaler loops ran."""
+    loops = 0
+    step = Autoscaler.step
+
+    def counted(self: Autoscaler, now: object) -> None:
+        nonlocal loops
+        loops += 1
+        step(self, now)  # type: ignore[arg-type]
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Autoscaler, "step", counted)
+        if not quiet:
+            patched.setattr(Autoscaler, "quiet_loops", lambda self: False)
+        data = {**MIGRATIONS[name], "hours": 2}
+        cluster = with_classes(data)
+        strategy = ClusterAutoscalerAlone()
+        for index in range(120):
+            cluster.step(strategy, cluster.autoscaler.setup.start + timedelta(minutes=index))
+    return cluster, loops
+
+
+@pytest.mark.parametrize("name", sorted(MIGRATIONS))
+def test_skipping_quiet_loops_beside_active_migration_counts_and_draws_as_every_loop(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A loop skipped after one whose defrag search found nothing counts towards the fairness enforcer and
+    draws its search's shuffle, and the skipping stops where a node's backoff ends: the migration's loop
+    count, seeded draws and what it did end as when every loop runs."""
+    every, every_loops = _run_migrating(name, False, monkeypatch)
+    skipping, skipping_loops = _run_migrating(name, True, monkeypatch)
+    assert every_loops == 120 * 6
+    assert skipping_loops < every_loops * 0.5
+    migrated, skipped = every.autoscaler.migration, skipping.autoscaler.migration
+    assert migrated is not None and skipped is not None
+    if name == "moves-then-idle":
+        assert migrated.summary()["nodesMigrated"] >= 2  # nodes moved before the loops went quiet
+    else:
+        assert migrated.given_up["no-scale-up-options"] >= 10  # a candidate again after every backoff
+    assert skipped.summary() == migrated.summary()
+    assert skipped.loop == migrated.loop == every_loops
+    assert skipped._draw.getstate() == migrated._draw.getstate()
+    assert sorted(skipping.world.nodes) == sorted(every.world.nodes)
+    assert {key: pod.node_name for key, pod in skipping.world.pod_records()} == {
+        key: pod.node_name for key, pod in every.world.pod_records()
+    }
+    assert skipping.world.recorder == every.world.recorder

@@ -49,9 +49,8 @@ def test_a_budget_counts_a_pod_that_turned_ready_since_it_was_last_counted() -> 
     assert cluster.disruptions_allowed(key, START + timedelta(seconds=30)) == 0  # one pod left of two
 
 
-def _run(quiet: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[runner.Cluster, int]:
-    """Two hours of the builders' scenario, its load rising from 40% to its peak and back (nodes added, then
-    removed), with or without quiet loops skipped; the cluster and how many autoscaler loops ran."""
+def _two_hours(cluster: runner.Cluster, quiet: bool, monkeypatch: pytest.MonkeyPatch) -> int:
+    """Two hours of `cluster`, a step a minute, with or without quiet loops skipped: how many autoscaler loops ran."""
     loops = 0
     step = Autoscaler.step
 
@@ -64,12 +63,17 @@ def _run(quiet: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[runner.Cluster, 
         patched.setattr(Autoscaler, "step", counted)
         if not quiet:
             patched.setattr(Autoscaler, "quiet_loops", lambda self: False)
-        setup = setup_from(scenario_data(hours=2, profiles={"evening": RISE_AND_FALL}))
-        cluster = runner.build(setup)
         strategy = ClusterAutoscalerAlone()
         for index in range(120):
-            cluster.step(strategy, setup.start + timedelta(minutes=index))
-    return cluster, loops
+            cluster.step(strategy, cluster.autoscaler.setup.start + timedelta(minutes=index))
+    return loops
+
+
+def _run(quiet: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[runner.Cluster, int]:
+    """Two hours of the builders' scenario, its load rising from 40% to its peak and back (nodes added, then
+    removed), with or without quiet loops skipped; the cluster and how many autoscaler loops ran."""
+    cluster = runner.build(setup_from(scenario_data(hours=2, profiles={"evening": RISE_AND_FALL})))
+    return cluster, _two_hours(cluster, quiet, monkeypatch)
 
 
 def test_skipping_quiet_loops_leaves_the_cluster_as_running_every_loop_does(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -105,24 +109,8 @@ MIGRATIONS = {
 def _run_migrating(name: str, quiet: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[runner.Cluster, int]:
     """Two hours of GKE's active migration (`MIGRATIONS`), with or without quiet loops skipped; the cluster and
     how many autoscaler loops ran."""
-    loops = 0
-    step = Autoscaler.step
-
-    def counted(self: Autoscaler, now: object) -> None:
-        nonlocal loops
-        loops += 1
-        step(self, now)  # type: ignore[arg-type]
-
-    with monkeypatch.context() as patched:
-        patched.setattr(Autoscaler, "step", counted)
-        if not quiet:
-            patched.setattr(Autoscaler, "quiet_loops", lambda self: False)
-        data = {**MIGRATIONS[name], "hours": 2}
-        cluster = with_classes(data)
-        strategy = ClusterAutoscalerAlone()
-        for index in range(120):
-            cluster.step(strategy, cluster.autoscaler.setup.start + timedelta(minutes=index))
-    return cluster, loops
+    cluster = with_classes({**MIGRATIONS[name], "hours": 2})
+    return cluster, _two_hours(cluster, quiet, monkeypatch)
 
 
 @pytest.mark.parametrize("name", sorted(MIGRATIONS))

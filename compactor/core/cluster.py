@@ -59,6 +59,7 @@ class ClusterView:
         moved: Mapping[str, Sequence[Pod]] | None = None,
         *,
         same_classes: bool = True,
+        grouped: Grouped | None = None,
     ) -> None:
         """`earlier` may be the view of a snapshot this one was made from (the consolidation path's
         previous step): a node that holds the same pods as there takes what was derived from them.
@@ -70,7 +71,11 @@ class ClusterView:
 
         `same_classes` False: `earlier` is a view of the same cluster at another moment (the simulator's
         last one), whose nodes may differ: only its per-node sums are taken, not its verdicts on the
-        ComputeClasses."""
+        ComputeClasses.
+
+        `grouped`: the snapshot's pods already grouped as `_regrouped` would group them (the unschedulable
+        pods, the arriving ones, each node's state), by a caller that keeps them as the cluster changes (the
+        simulator's `World.view`)."""
         self.snapshot = snapshot
         self.config = config
         # After a drain, what `pods_by_namespace` is made from: the view before's (when it made them),
@@ -92,6 +97,8 @@ class ClusterView:
             if self._by_namespace_before is not None:
                 self._gone = [earlier.nodes[name] for name in earlier.nodes.keys() - self.nodes.keys()]
                 self._moved_count = sum(len(pods) for pods in moved.values())
+        elif grouped is not None:
+            self.unschedulable_pods, self.arriving_pods, self.nodes = grouped
         else:
             self.unschedulable_pods, self.arriving_pods, self.nodes = _regrouped(snapshot, config.pool_label, earlier)
 
@@ -247,9 +254,11 @@ def _whole(pdb: Pdb) -> bool:
     return selector is not None and len(selector.match_labels) == 1 and not selector.match_expressions
 
 
-def _regrouped(
-    snapshot: Snapshot, pool_label: str, earlier: ClusterView | None
-) -> tuple[list[Pod], list[Pod], dict[str, NodeState]]:
+# A snapshot's pods grouped: those the scheduler found no node for, those it has not placed yet, each node's state.
+Grouped = tuple[list[Pod], list[Pod], dict[str, NodeState]]
+
+
+def _regrouped(snapshot: Snapshot, pool_label: str, earlier: ClusterView | None) -> Grouped:
     """Pods by node; the pods the scheduler found no node for; and those it has not placed yet."""
     pods_by_node: dict[str, list[Pod]] = defaultdict(list)
     unschedulable_pods: list[Pod] = []
@@ -264,20 +273,24 @@ def _regrouped(
         elif not pod.terminating:
             arriving_pods.append(pod)
 
-    nodes: dict[str, NodeState] = {}
     before = earlier.nodes if earlier is not None else {}
-    for node in snapshot.nodes:
-        pods = tuple(pods_by_node.get(node.name, ()))
-        same = before.get(node.name)
-        if same is not None and same.pods == pods:
-            # The same pods (one by one the same objects, or equal): their tuple, which
-            # `PdbIndex.pods_found` knows, and their sums.
-            pods, requested, movable = same.pods, same.requested, same.movable_pods
-        else:
-            requested = _sum_requests(pods)
-            movable = tuple([pod for pod in pods if not pod.stays_on_node])
-        nodes[node.name] = NodeState(node, node.labels.get(pool_label), pods, requested, movable, node.name)
+    nodes = {
+        node.name: node_state(node, pool_label, tuple(pods_by_node.get(node.name, ())), before.get(node.name))
+        for node in snapshot.nodes
+    }
     return unschedulable_pods, arriving_pods, nodes
+
+
+def node_state(node: Node, pool_label: str, pods: tuple[Pod, ...], same: NodeState | None) -> NodeState:
+    """A node's state with its non-terminal pods, in the snapshot's order. `same`: the node's state in an
+    earlier view, whose tuple (which `PdbIndex.pods_found` knows) and sums are taken when the pods are the
+    same (one by one the same objects, or equal)."""
+    if same is not None and same.pods == pods:
+        pods, requested, movable = same.pods, same.requested, same.movable_pods
+    else:
+        requested = _sum_requests(pods)
+        movable = tuple([pod for pod in pods if not pod.stays_on_node])
+    return NodeState(node, node.labels.get(pool_label), pods, requested, movable, node.name)
 
 
 def _after_drain(

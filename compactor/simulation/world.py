@@ -34,9 +34,10 @@ from typing import Any
 
 from msgspec import structs
 
-from compactor.core.cluster import ClusterView
+from compactor.core.cluster import ClusterView, Grouped, NodeState, node_state
 from compactor.core.model import (
     PLACEHOLDER_PRIORITY_CLASS,
+    TERMINAL_PHASES,
     Deployment,
     Node,
     Pdb,
@@ -107,6 +108,9 @@ class World:
         self.pods: dict[str, JsonObject] = {}
         self._pod_records: dict[str, Pod] = {}
         self._on_node: dict[str, dict[str, None]] = defaultdict(dict)
+        # The change count at the last change to a node's pods (one bound there, removed, or its record replaced):
+        # a node unchanged since the last view keeps its state in the next (`view`).
+        self._pods_changed: dict[str, int] = {}
         self._pending: dict[str, None] = {}
         self._placeholders: dict[str, None] = {}  # node replacement's placeholder pods (`Pod.placeholder`)
         self._by_owner: dict[OwnerKey, dict[str, None]] = defaultdict(dict)
@@ -147,6 +151,8 @@ class World:
         # The last view made for each configuration (`view`): the changes count and moment, the view, and
         # when the next pod turns Ready after that moment (computed when first asked).
         self._views: dict[int, _View] = {}
+        # Each PDB's record and its last snapshot object (`_pdb_snapshot`).
+        self._pdb_snapshots: dict[str, tuple[Pdb, Pdb]] = {}
 
     # -- bookkeeping --------------------------------------------------------------------------
 
@@ -241,6 +247,7 @@ class World:
             self._pending[key] = None
         else:
             self._on_node[record.node_name][key] = None
+            self._pods_changed[record.node_name] = self.changes
             node = self._node_records.get(record.node_name)
             if node is not None and node.zone is not None:
                 for claim in record.pvc_names:
@@ -275,9 +282,11 @@ class World:
         updated = self._patched(self.pods.get(key), patch, f"pod {key}")
         self.pods[key] = updated
         cost, cost_set, steered = parsing.deletion_cost_of(updated["metadata"].get("annotations") or {})
-        self._pod_records[key] = structs.replace(
+        record = self._pod_records[key] = structs.replace(
             self._pod_records[key], deletion_cost=cost, deletion_cost_set=cost_set, steered=steered
         )
+        if record.node_name is not None:
+            self._pods_changed[record.node_name] = self.changes
         return updated
 
     def pod_record(self, key: str) -> Pod:
@@ -315,6 +324,7 @@ class World:
         self._pod_records[key] = structs.replace(record, node_name=node_name, phase="Running", unschedulable=False)
         self._pending.pop(key, None)
         self._on_node[node_name][key] = None
+        self._pods_changed[node_name] = self.changes
         self.bound_at[key] = at
         self.ready_at[key] = at + timedelta(seconds=self.startup.get(key, 0))
         self._touch(self._pod_pdbs.get(key, ()))
@@ -417,6 +427,7 @@ class World:
         del self.pods[key]
         if record.node_name is not None:
             self._on_node[record.node_name].pop(key, None)
+            self._pods_changed[record.node_name] = self.changes
         self._pending.pop(key, None)
         self._placeholders.pop(key, None)
         owner = self._owner.pop(key, None)
@@ -605,20 +616,59 @@ class World:
                 view.target_labels.clear()
                 view.spread_counts.clear()
                 return view
-        # The nodes whose pods are the same as in the last view take their sums from it.
-        earlier = known.view if known is not None and known.config is config else None
-        view = ClusterView(self.snapshot(at), config, earlier=earlier, same_classes=False)
+        snapshot = self.snapshot(at)
+        if known is None or known.config is not config:
+            view = ClusterView(snapshot, config)
+        else:
+            # The nodes whose pods did not change since the last view keep their state; the budgets' index is
+            # the last one while every budget is the same (`_pdb_snapshot`: the same objects).
+            earlier = known.view
+            pdbs = earlier.pdbs if _same_objects(snapshot.pdbs, earlier.snapshot.pdbs) else None
+            grouped = self._grouped(earlier, known.changes, config.pool_label)
+            view = ClusterView(snapshot, config, pdbs, earlier=earlier, same_classes=False, grouped=grouped)
         self._views[id(config)] = _View(config, self.changes, at, view)
         return view
+
+    def _grouped(self, earlier: ClusterView, since: int, pool_label: str) -> Grouped:
+        """What `ClusterView` would find regrouping every pod of `self.snapshot()`, from `earlier`, made when the
+        change count was `since`: a node whose pods did not change since keeps its state (its record, if
+        replaced, put in), the others are grouped from their own pods in the snapshot's order (the order pods
+        were added), and the pending pods from the queue."""
+        records, order, changed = self._pod_records, self._seq.__getitem__, self._pods_changed
+        before = earlier.nodes
+        nodes: dict[str, NodeState] = {}
+        for name, node in self._node_records.items():
+            prior = before.get(name)
+            if prior is not None and changed.get(name, since) <= since:
+                if prior.node is not node:
+                    prior = NodeState(
+                        node, node.labels.get(pool_label), prior.pods, prior.requested, prior.movable_pods, name
+                    )
+                nodes[name] = prior
+                continue
+            pods = tuple(
+                pod
+                for key in sorted(self._on_node.get(name, ()), key=order)
+                if (pod := records[key]).phase not in TERMINAL_PHASES
+            )
+            nodes[name] = node_state(node, pool_label, pods, prior)
+        unschedulable: list[Pod] = []
+        arriving: list[Pod] = []
+        for key in sorted(self._pending, key=order):
+            pod = records[key]
+            if pod.phase in TERMINAL_PHASES or pod.node_name is not None:
+                continue
+            if pod.unschedulable:
+                unschedulable.append(pod)
+            elif not pod.terminating:
+                arriving.append(pod)
+        return unschedulable, arriving, nodes
 
     def snapshot(self, at: datetime, *, placeholders_apart: bool = False) -> Snapshot:
         """The cluster as a Snapshot. With `placeholders_apart`, what a live run reads
         (`compactor.kube.snapshot`): placeholder pods in `placeholders`, not in `pods`; without, every pod
         in `pods`, as the scheduler and the Cluster Autoscaler count them."""
-        pdbs = tuple(
-            structs.replace(record, disruptions_allowed=self.disruptions_allowed(key, at))
-            for key, record in self._pdb_records.items()
-        )
+        pdbs = tuple(self._pdb_snapshot(key, record, at) for key, record in self._pdb_records.items())
         deployments, replica_sets = self.workload_records(at) if self.workload_records is not None else ((), ())
         pods = tuple(self._pod_records.values())
         placeholders: tuple[Pod, ...] = ()
@@ -634,6 +684,17 @@ class World:
             replica_sets=replica_sets,
             placeholders=placeholders,
         )
+
+    def _pdb_snapshot(self, key: str, record: Pdb, at: datetime) -> Pdb:
+        """The PDB as a snapshot holds it, its disruptionsAllowed at `at`: the same object as in the last snapshot
+        while neither changed, so a view can tell its budgets are those of the last (`view`)."""
+        allowed = self.disruptions_allowed(key, at)
+        last = self._pdb_snapshots.get(key)
+        if last is not None and last[0] is record and last[1].disruptions_allowed == allowed:
+            return last[1]
+        made = structs.replace(record, disruptions_allowed=allowed)
+        self._pdb_snapshots[key] = (record, made)
+        return made
 
     def event(self, at: datetime, node: str, reason: str, message: str) -> None:
         self.changes += 1
@@ -702,6 +763,10 @@ def _scaled(value: int | str, expected: int) -> int:
 
 
 Records = tuple[tuple[Pod, ...], tuple[Node, ...], tuple[tuple[OwnerKey, int], ...]]
+
+
+def _same_objects(first: Sequence[object], second: Sequence[object]) -> bool:
+    return len(first) == len(second) and all(a is b for a, b in zip(first, second, strict=True))
 
 
 def same_records(last: Records, now: Records) -> bool:

@@ -4,14 +4,16 @@ budget is counted again only when its pods changed or one turned Ready (`World._
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
+from compactor.core.cluster import ClusterView
 from compactor.settings.config import DEFAULT_POOL_LABEL, Config
 from compactor.simulation import runner
 from compactor.simulation.autoscaler import Autoscaler
 from compactor.simulation.strategies import ClusterAutoscalerAlone
+from compactor.simulation.world import World
 from tests.simulation.builders import START, add_node, add_pdb, add_pod, scenario_data, setup_from, world
 from tests.simulation.test_class_priorities import CHEAP, WEB, two_pools, with_classes
 
@@ -34,6 +36,41 @@ def test_a_view_is_made_again_only_when_the_cluster_changed_or_a_pod_turned_read
     assert cluster.view(START + timedelta(seconds=20), CONFIG) is changed
     assert cluster.view(START + timedelta(seconds=40), CONFIG) is not changed  # web-2 turned Ready at 30 s
     assert cluster.view(START + timedelta(seconds=40), Config.model_validate({"poolLabel": "other"})) is not changed
+
+
+def test_a_view_made_from_the_last_groups_only_the_changed_nodes_and_finds_what_regrouping_every_pod_finds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two hours of the builders' scenario (nodes added and removed, pods bound, evicted and pending): every view
+    `World.view` makes from its last holds, node by node and in order, the pods a fresh `ClusterView` of the same
+    snapshot finds, with the same sums, and the same pending pods; nodes whose pods did not change keep their
+    state; the budgets' index is the last one while every budget is the same."""
+    made = World.view
+    compared = kept = kept_index = 0
+
+    def checked(self: World, at: datetime, config: Config) -> ClusterView:
+        nonlocal compared, kept, kept_index
+        last = self._views.get(id(config))
+        view = made(self, at, config)
+        fresh = ClusterView(self.snapshot(at), config)
+        assert [pod.key for pod in view.unschedulable_pods] == [pod.key for pod in fresh.unschedulable_pods]
+        assert [pod.key for pod in view.arriving_pods] == [pod.key for pod in fresh.arriving_pods]
+        assert list(view.nodes) == list(fresh.nodes)
+        for name, state in fresh.nodes.items():
+            mine = view.nodes[name]
+            assert (mine.node, mine.pool) == (state.node, state.pool)
+            assert mine.pods == state.pods and [pod.key for pod in mine.pods] == [pod.key for pod in state.pods]
+            assert (mine.requested, mine.movable_pods) == (state.requested, state.movable_pods)
+        if last is not None and view is not last.view:
+            compared += 1
+            kept += sum(view.nodes[name] is state for name, state in last.view.nodes.items() if name in view.nodes)
+            kept_index += view.pdbs is last.view.pdbs
+        return view
+
+    monkeypatch.setattr(World, "view", checked)
+    _run(True, monkeypatch)
+    assert compared > 100 and kept > compared  # most views kept most nodes' states
+    assert 0 < kept_index < compared  # budgets changed in some views, not in all
 
 
 def test_a_budget_counts_a_pod_that_turned_ready_since_it_was_last_counted() -> None:

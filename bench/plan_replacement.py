@@ -58,7 +58,7 @@ def child(snapshot_path: str, config_path: str, case: str, repeat: int) -> dict[
     import msgspec
 
     from compactor import cli
-    from compactor.core import planner
+    from compactor.core import planner, proof
     from compactor.core.model import REPLACEABLE_SINCE
     from compactor.core.replacement import search
     from compactor.kube import snapshot
@@ -79,13 +79,13 @@ def child(snapshot_path: str, config_path: str, case: str, repeat: int) -> dict[
         cluster = msgspec.structs.replace(cluster, nodes=nodes)
     now = cli.parse_now("2026-11-21T03:00:00Z")
     if case.endswith("no deletion"):
-        original = planner._prove
+        original = proof.Memo.prove  # the planner's proofs of deletions, not the replacements'
 
-        def failing(*positional: Any, **named: Any) -> str:
-            original(*positional, **named)  # the whole proof's cost, then no fit
+        def failing(memo: proof.Memo, *positional: Any, **named: Any) -> str:
+            original(memo, *positional, **named)  # the whole proof's cost, then no fit
             return "made to fail"
 
-        planner._prove = failing
+        proof.Memo.prove = failing  # type: ignore[method-assign,assignment]
     with open("/proc/self/clear_refs", "w") as clear_refs:
         clear_refs.write("5")
     before = _status_mib("VmRSS")

@@ -23,7 +23,7 @@ if str(REPO) not in sys.path:  # run as a script: `python bench/plan_worst_case.
     sys.path.insert(0, str(REPO))
 
 from compactor import cli  # noqa: E402
-from compactor.core import planner  # noqa: E402
+from compactor.core import planner, proof  # noqa: E402
 from compactor.kube import snapshot  # noqa: E402
 from compactor.settings import config as config_module  # noqa: E402
 
@@ -39,15 +39,15 @@ def main() -> None:
         config = config_module.validate(json.load(file), source=args.config)
     now = cli.parse_now(args.now)
     cluster = snapshot.read_file(args.snapshot)
-    original = planner._prove
+    original = proof.Memo.prove  # the planner's proofs of deletions, not the replacements'
     proofs = [0]
 
-    def failing(*positional: Any, **named: Any) -> str:
+    def failing(memo: proof.Memo, *positional: Any, **named: Any) -> str:
         proofs[0] += 1
-        original(*positional, **named)  # the whole proof's cost, then no fit
+        original(memo, *positional, **named)  # the whole proof's cost, then no fit
         return "made to fail"
 
-    planner._prove = failing
+    proof.Memo.prove = failing  # type: ignore[method-assign,assignment]
     for reserving in (False, True):
         chosen = config.model_copy(update={"reserve_room_for_drains": reserving})
         times = []

@@ -61,7 +61,6 @@ MAX_RESERVED = 2
 RESERVATION_CANDIDATES = 10
 
 # The fit proof (`proof.prove`), called through this name so that a benchmark can stand in for it.
-_prove = proof.prove
 
 BLOCKER_SUMMARY = {
     "pool": "in a pool that is not enabled",
@@ -137,13 +136,16 @@ def plan(
     view: ClusterView | None = None,
     explain: bool = True,
     prices: pricing.PriceTable | None = None,
+    proofs: proof.Memo | None = None,
 ) -> Plan:
     """The decision for this snapshot; `pdbs` may carry an index of the same PDBs from an earlier plan,
     `view` the caller's view of this snapshot and config (`core.path` builds each from the one before).
 
     With `explain` false (the consolidation path's plans), each node's blockers stop at the first
     one: the decision, `held_by` and the summary read only that one, so they are the same, and the
-    node reports list only it. `prices`: the price table (the built-in one when None; a priceFile's)."""
+    node reports list only it. `prices`: the price table (the built-in one when None; a priceFile's).
+    `proofs`: the drains' fit proofs already made on a cluster of the same content and configuration
+    (`proof.Memo`; the simulator's, between runs on a world that did not change)."""
     if view is None:
         view = ClusterView(snapshot, config, pdbs)
     states = sorted(view.nodes.values(), key=lambda state: state.name)
@@ -238,6 +240,7 @@ def plan(
             avoided,
             _prices_for_ranking(config, eligible, ranking_costs),
             reserve=config.reserve_room_for_drains,
+            proofs=proofs if proofs is not None else proof.Memo(),
         )
         if running.decision is None
         else None
@@ -512,6 +515,7 @@ def _choose(
     prices: Mapping[str, float] | None,
     *,
     reserve: bool,
+    proofs: proof.Memo,
 ) -> Decision | None:
     """Simulate candidates best first (rule 8, by savings per disrupted pod when `prices` has every
     candidate's); the first whose pods all fit is the one. When none fits, the first few whose proof
@@ -559,14 +563,14 @@ def _choose(
             )
             continue
         simulations += 1
-        proof = _prove(view, surge.proof_state(view, state), targets, avoided)
+        proof = proofs.prove(view, surge.proof_state(view, state), targets, avoided)
         if isinstance(proof, str):
             blockers[state.name].append(Blocker("no-fit", proof))
             unproven.append(state)
             continue
         chosen = _drain(view, state, proof, price=prices.get(state.name) if prices is not None else None)
     if chosen is None and reserve:
-        chosen = _choose_reserving(view, unproven[:RESERVATION_CANDIDATES], blockers, targets, avoided, prices)
+        chosen = _choose_reserving(view, unproven[:RESERVATION_CANDIDATES], blockers, targets, avoided, prices, proofs)
     return chosen
 
 
@@ -577,12 +581,13 @@ def _choose_reserving(
     targets: list[NodeState],
     avoided: frozenset[str],
     prices: Mapping[str, float] | None,
+    proofs: proof.Memo,
 ) -> Decision | None:
     """The first of `unproven` (best first) whose pods fit with room kept on its roomiest one or
     two targets, which the scheduler takes last while they carry the reserved taint."""
     for state in unproven:
         for reserved in _reservations(state, targets, avoided):
-            proof = _prove(view, surge.proof_state(view, state), targets, avoided, reserved=reserved)
+            proof = proofs.prove(view, surge.proof_state(view, state), targets, avoided, reserved=reserved)
             if isinstance(proof, str):
                 continue
             blockers[state.name] = [blocker for blocker in blockers[state.name] if blocker.kind != "no-fit"]

@@ -26,6 +26,32 @@ SPREAD_SUFFIX = " (when the scheduler's default topology spread score sends each
 BALANCE_SUFFIX = " (when the scheduler scores the change to each node's balance, as kube-scheduler 1.36 does)"
 
 
+class Memo:
+    """Fit proofs already made on one cluster, by the node, its targets, the avoided and the reserved nodes
+    (everything else a proof reads is the view's). For a caller that plans the same content with the same
+    configuration again, such as the simulator between two runs on a world that did not change, so a proof
+    made once is not made again; a new memo for any other cluster. A planner without one makes every proof."""
+
+    def __init__(self) -> None:
+        self._found: dict[tuple[str, tuple[str, ...], frozenset[str], frozenset[str]], fit.FitResult | str] = {}
+
+    def prove(
+        self,
+        view: ClusterView,
+        state: NodeState,
+        targets: list[NodeState],
+        avoided: frozenset[str],
+        *,
+        reserved: frozenset[str] = frozenset(),
+    ) -> fit.FitResult | str:
+        """`prove`, or what it found for the same node, targets, avoided and reserved nodes before."""
+        key = (state.name, tuple([target.name for target in targets]), avoided, reserved)
+        found = self._found.get(key)
+        if found is None:
+            found = self._found[key] = prove(view, state, targets, avoided, reserved=reserved)
+        return found
+
+
 def prove(
     view: ClusterView,
     state: NodeState,

@@ -35,8 +35,9 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from compactor.actuation import executor as live
-from compactor.core import planner
+from compactor.core import planner, proof
 from compactor.core.cluster import ClusterView, NodeState
+from compactor.core.model import Snapshot
 from compactor.core.plan import Plan
 from compactor.core.prices import pricing
 from compactor.core.timing import format_stamp
@@ -209,13 +210,24 @@ class NodeCompactor:
 
     def __post_init__(self) -> None:
         self._prices = prices.table_for(self.config)
+        # The last run's fit proofs, and what its snapshot was made of (`_proofs_for`).
+        self._proofs = proof.Memo()
+        self._proofs_content: tuple[object, ...] | None = None
+
+    def _proofs_for(self, snapshot: Snapshot) -> proof.Memo:
+        """The last run's proofs while the cluster is the same: nothing changed in the world since, and its
+        budgets and workloads read the same (pods turning Ready move them without a change); else none."""
+        content = (self.world.changes, snapshot.pdbs, snapshot.deployments, snapshot.replica_sets)
+        if content != self._proofs_content:
+            self._proofs, self._proofs_content = proof.Memo(), content
+        return self._proofs
 
     def act(self, now: datetime) -> None:
         if self.next_run is not None and now < self.next_run:
             return
         self.next_run = now + RUN_INTERVAL
         snapshot = self.world.snapshot(now, placeholders_apart=True)
-        plan = planner.plan(snapshot, self.config, now=now, prices=self._prices)
+        plan = planner.plan(snapshot, self.config, now=now, prices=self._prices, proofs=self._proofs_for(snapshot))
         action = plan.decision.action
         self.decision = action if action != "none" else (plan.held_by or "none")
         if plan.held_by == "no-fit":

@@ -55,6 +55,11 @@ class Controllers:
         self._daemon_requests: dict[str | None, Resources] = {}
         self._last_slot: dict[str, int] = {}
         self.rollouts = rollouts.Rollouts(world, setup.workloads)  # the Deployment controller
+        # The workloads whose replicas follow a curve that moves (the others keep one count all day), and the
+        # world's change count and the Deployment controller's state when the last reconcile ended: while both
+        # are the same, the workloads of one count are as that reconcile left them, at their replicas.
+        self._varying = tuple(spec for spec in setup.workloads if len(set(spec.replicas.extremes())) > 1)
+        self._settled: tuple[int, tuple[object, ...]] | None = None
 
     def reconcile(self, desired_at: datetime, at: datetime) -> None:
         """Replica counts as the curves give them at `desired_at`; new pods are created at `at`."""
@@ -73,7 +78,8 @@ class Controllers:
             spec = self._by_key.get(owner) or self.rollouts.spec_of(owner)
             if spec is not None and not spec.ordinal:
                 self._replica_set(spec, desired_at, at, at_most=1)
-        for spec in self.workloads:
+        settled = self._settled == (self.world.changes, self.rollouts.state())
+        for spec in self._varying if settled else self.workloads:
             if spec.ordinal:
                 self._stateful_set(spec, desired_at, at)
             else:
@@ -87,6 +93,7 @@ class Controllers:
             if self.world.owed[owner]:
                 self.world.owed[owner].clear()  # nothing left to replace (the owner scaled down meanwhile)
                 self.world.changes += 1
+        self._settled = (self.world.changes, self.rollouts.state())
 
     def state(self) -> tuple[object, ...]:
         """What a reconcile may change besides the world's objects (`World.changes`): the Jobs and their

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -150,3 +151,35 @@ def test_a_daemonset_pod_whose_name_is_taken_gets_another(monkeypatch: pytest.Mo
     on_new = {key for name in ("node-a", "node-b", "node-c") for key in world.pods_on(name)}
     assert len(on_new) == 3 and all(world.pod_record(key).controller_kind == "DaemonSet" for key in on_new)
     assert {key.split("/")[1] for key in on_new} >= {"agent-xxxxx"}
+
+
+def test_a_workload_of_one_count_is_visited_again_only_after_the_world_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A workload whose replicas never change is left alone by a reconcile while nothing changed since the last
+    one ended (it is at its replicas), and brought back to them once its pod is gone; one that follows a curve is
+    visited every time."""
+    data = scenario_data()
+    data["deployments"].append(
+        {"name": "steady", "pool": POOL, "requests": {"cpu": "100m", "memory": "128Mi"}, "replicas": 3}
+    )
+    cluster = cluster_from(data)
+    world, controllers = cluster.world, cluster.controllers
+    visited: list[str] = []
+    real = controllers._replica_set
+
+    def counted(spec: Any, *args: Any, **kwargs: Any) -> None:
+        visited.append(spec.owner_name)
+        real(spec, *args, **kwargs)
+
+    monkeypatch.setattr(controllers, "_replica_set", counted)
+    controllers.reconcile(EVENING, EVENING)
+    steady = next(key for key in world.scales if key[2].startswith("steady-"))
+    assert len(world.owned(steady)) == 3
+    visited.clear()
+    controllers.reconcile(EVENING + timedelta(minutes=1), EVENING + timedelta(minutes=1))
+    assert visited and not any(name.startswith("steady-") for name in visited)  # web and api follow a curve
+    world.scale_down(world.owned(steady)[0], EVENING)  # gone without a disruption: only the count tells
+    controllers.reconcile(EVENING + timedelta(minutes=2), EVENING + timedelta(minutes=2))
+    assert any(name.startswith("steady-") for name in visited)
+    assert len(world.owned(steady)) == 3

@@ -111,6 +111,7 @@ class World:
         # The change count at the last change to a node's pods (one bound there, removed, or its record replaced):
         # a node unchanged since the last view keeps its state in the next (`view`).
         self._pods_changed: dict[str, int] = {}
+        self._labels: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}  # each labels map pods share
         self._pending: dict[str, None] = {}
         self._placeholders: dict[str, None] = {}  # node replacement's placeholder pods (`Pod.placeholder`)
         self._by_owner: dict[OwnerKey, dict[str, None]] = defaultdict(dict)
@@ -220,6 +221,11 @@ class World:
             raise ValueError(f"pod {key} exists")
         self.changes += 1
         record = parsing.parse_pod(obj)
+        # Pods with the same labels share one map, as the live reader gives them one (a ReplicaSet's pods): what a
+        # PdbIndex finds covering a map is found once for all of them.
+        shared = self._labels.setdefault(tuple(record.labels.items()), record.labels)
+        if shared is not record.labels:
+            record = structs.replace(record, labels=shared)
         self.pods[key] = obj
         self._pod_records[key] = record
         if record.placeholder is not None:

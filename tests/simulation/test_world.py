@@ -140,3 +140,15 @@ def test_a_direct_delete_past_the_budget_is_a_violation_the_first_within_it_is_n
     cluster.delete_pod("default/web-1", actor="estafette", at=START)
     assert cluster.recorder.pdb_violations["estafette"] == 1
     assert cluster.recorder.deleted["estafette"] == 2
+
+
+def test_pods_with_the_same_labels_share_one_map_as_the_live_reader_gives_them() -> None:
+    cluster = world()
+    add_node(cluster, "n1")
+    first, second = (add_pod(cluster, f"web-{index}", node="n1", app="web") for index in range(2))
+    other = add_pod(cluster, "api-0", node="n1", app="api")
+    labels = cluster.pod_record(first).labels
+    assert labels == {"app": "web"} and cluster.pod_record(second).labels is labels
+    assert cluster.pod_record(other).labels == {"app": "api"}
+    cluster.patch_pod(first, {"metadata": {"annotations": {"controller.kubernetes.io/pod-deletion-cost": "5"}}})
+    assert cluster.pod_record(first).labels is labels

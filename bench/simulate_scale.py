@@ -18,6 +18,10 @@ time by part of the model, each part's own time (a part called inside another co
 - estafette: `Estafette.act`; bound: the lower bounds (`runner.pod_demand`, `runner.lower_bound`, the cost LP);
 - other: the rest of the strategy's time (the step loop, availability, the series).
 
+With more than one simulated hour, each strategy's CPU seconds per simulated hour follow (its cluster's steps,
+`Cluster.step`, with what the strategy does inside them): a settled cluster costs far less than a changing one,
+so a day is not 24 times its first hour.
+
 A strategy's time starts once its copy of the warm cluster is made; the warm-up figure runs from the load to
 the first strategy's first progress, so it holds the first copy.
 
@@ -116,11 +120,25 @@ def measure(snapshot: str, config_file: str, hours: float, jobs: int) -> dict[st
     ):
         timers.wrap(owner, attribute, part)
     measure_strategy = runner._measure
+    # CPU seconds of the cluster's steps (`Cluster.step`: the model and the strategy's actions) per simulated hour.
+    hourly: defaultdict[int, float] = defaultdict(float)
+    start: list[Any] = []  # the measured period's start, once the setup is loaded
+    step = runner.Cluster.step
+
+    def stepped(cluster: Any, strategy: Any, now: Any) -> None:
+        began = time.process_time()
+        step(cluster, strategy, now)
+        if start and now >= start[0]:
+            hourly[int((now - start[0]).total_seconds() // 3600)] += time.process_time() - began
+
+    runner.Cluster.step = stepped  # type: ignore[method-assign,assignment]
 
     def measured(*args: Any) -> Any:
         timers.totals.clear()  # in a worker, what it inherited from the warm-up
+        hourly.clear()
         result = measure_strategy(*args)
         vars(result)["parts"] = dict(timers.totals)  # pickled with the result, back to the parent
+        vars(result)["hourly"] = [hourly[hour] for hour in range(max(hourly, default=-1) + 1)]
         return result
 
     runner._measure = measured  # type: ignore[assignment]
@@ -132,6 +150,7 @@ def measure(snapshot: str, config_file: str, hours: float, jobs: int) -> dict[st
 
     config = config_source.load({}, config_file=config_file)
     setup = kubectl.load(snapshot, config=config, hours=hours)
+    start.append(setup.start)
     loaded = time.monotonic()
     results = runner.run(setup, progress=progress, jobs=jobs)
     return {
@@ -144,6 +163,7 @@ def measure(snapshot: str, config_file: str, hours: float, jobs: int) -> dict[st
                 "cpuSeconds": result.usage.cpu_seconds if result.usage else None,
                 "peakRssMiB": result.usage.peak_rss_bytes / 2**20 if result.usage else None,
                 "parts": vars(result).get("parts", {}),
+                "hourly": vars(result).get("hourly", []),
             }
             for result in results.strategies
         ],
@@ -200,6 +220,11 @@ def table(data: dict[str, Any]) -> str:
             f"{other:.1f}",
         ]
         lines.append("| " + " | ".join(cells) + " |")
+    if any(len(strategy["hourly"]) > 1 for strategy in data["strategies"]):
+        lines += ["", "CPU s of the cluster's steps per simulated hour (`Cluster.step`, the strategy inside):", ""]
+        for strategy in data["strategies"]:
+            hours = ", ".join(f"{seconds:.1f}" for seconds in strategy["hourly"])
+            lines.append(f"- {strategy['name']}: {sum(strategy['hourly']):.1f} in all; per hour {hours}")
     return "\n".join(lines) + "\n"
 
 

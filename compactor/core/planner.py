@@ -60,8 +60,6 @@ MAX_SIMULATIONS = 25
 MAX_RESERVED = 2
 RESERVATION_CANDIDATES = 10
 
-# The fit proof (`proof.prove`), called through this name so that a benchmark can stand in for it.
-
 BLOCKER_SUMMARY = {
     "pool": "in a pool that is not enabled",
     "opt-out": "opted out",

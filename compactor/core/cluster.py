@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -261,24 +261,36 @@ Grouped = tuple[list[Pod], list[Pod], dict[str, NodeState]]
 def _regrouped(snapshot: Snapshot, pool_label: str, earlier: ClusterView | None) -> Grouped:
     """Pods by node; the pods the scheduler found no node for; and those it has not placed yet."""
     pods_by_node: dict[str, list[Pod]] = defaultdict(list)
-    unschedulable_pods: list[Pod] = []
-    arriving_pods: list[Pod] = []
+    unbound: list[Pod] = []
     for pod in snapshot.pods:
         if pod.phase in TERMINAL_PHASES:
             continue
         if pod.node_name is not None:
             pods_by_node[pod.node_name].append(pod)
-        elif pod.unschedulable:
-            unschedulable_pods.append(pod)
-        elif not pod.terminating:
-            arriving_pods.append(pod)
-
+        else:
+            unbound.append(pod)
+    unschedulable_pods, arriving_pods = pending_groups(unbound)
     before = earlier.nodes if earlier is not None else {}
     nodes = {
         node.name: node_state(node, pool_label, tuple(pods_by_node.get(node.name, ())), before.get(node.name))
         for node in snapshot.nodes
     }
     return unschedulable_pods, arriving_pods, nodes
+
+
+def pending_groups(pods: Iterable[Pod]) -> tuple[list[Pod], list[Pod]]:
+    """Of `pods`, those bound to no node and not terminal: the ones the scheduler found no node for, and those it
+    has not placed yet (a terminating pod in neither)."""
+    unschedulable: list[Pod] = []
+    arriving: list[Pod] = []
+    for pod in pods:
+        if pod.phase in TERMINAL_PHASES or pod.node_name is not None:
+            continue
+        if pod.unschedulable:
+            unschedulable.append(pod)
+        elif not pod.terminating:
+            arriving.append(pod)
+    return unschedulable, arriving
 
 
 def node_state(node: Node, pool_label: str, pods: tuple[Pod, ...], same: NodeState | None) -> NodeState:

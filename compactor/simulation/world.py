@@ -34,7 +34,7 @@ from typing import Any
 
 from msgspec import structs
 
-from compactor.core.cluster import ClusterView, Grouped, NodeState, node_state
+from compactor.core.cluster import ClusterView, Grouped, NodeState, node_state, pending_groups
 from compactor.core.model import (
     PLACEHOLDER_PRIORITY_CLASS,
     TERMINAL_PHASES,
@@ -646,11 +646,7 @@ class World:
         for name, node in self._node_records.items():
             prior = before.get(name)
             if prior is not None and changed.get(name, since) <= since:
-                if prior.node is not node:
-                    prior = NodeState(
-                        node, node.labels.get(pool_label), prior.pods, prior.requested, prior.movable_pods, name
-                    )
-                nodes[name] = prior
+                nodes[name] = prior if prior.node is node else node_state(node, pool_label, prior.pods, prior)
                 continue
             pods = tuple(
                 pod
@@ -658,17 +654,7 @@ class World:
                 if (pod := records[key]).phase not in TERMINAL_PHASES
             )
             nodes[name] = node_state(node, pool_label, pods, prior)
-        unschedulable: list[Pod] = []
-        arriving: list[Pod] = []
-        for key in sorted(self._pending, key=order):
-            pod = records[key]
-            if pod.phase in TERMINAL_PHASES or pod.node_name is not None:
-                continue
-            if pod.unschedulable:
-                unschedulable.append(pod)
-            elif not pod.terminating:
-                arriving.append(pod)
-        return unschedulable, arriving, nodes
+        return (*pending_groups(records[key] for key in sorted(self._pending, key=order)), nodes)
 
     def snapshot(self, at: datetime, *, placeholders_apart: bool = False) -> Snapshot:
         """The cluster as a Snapshot. With `placeholders_apart`, what a live run reads
@@ -772,17 +758,12 @@ Records = tuple[tuple[Pod, ...], tuple[Node, ...], tuple[tuple[OwnerKey, int], .
 
 
 def _same_objects(first: Sequence[object], second: Sequence[object]) -> bool:
-    return len(first) == len(second) and all(a is b for a, b in zip(first, second, strict=True))
+    """The same objects, one by one."""
+    return len(first) == len(second) and all(map(operator.is_, first, second))
 
 
 def same_records(last: Records, now: Records) -> bool:
     """Pod and node records are replaced, never changed (`World.records`): the same records by identity, and the
     same scales, are the same cluster."""
     (pods, nodes, scales), (last_pods, last_nodes, last_scales) = now, last
-    return (
-        len(pods) == len(last_pods)
-        and len(nodes) == len(last_nodes)
-        and all(map(operator.is_, pods, last_pods))
-        and all(map(operator.is_, nodes, last_nodes))
-        and scales == last_scales
-    )
+    return _same_objects(pods, last_pods) and _same_objects(nodes, last_nodes) and scales == last_scales

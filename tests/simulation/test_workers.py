@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pytest
 
 from compactor import cli
 from compactor.errors import WorkerError
-from compactor.simulation import workers
+from compactor.simulation import runner, workers
 from tests.simulation import shipped
 
 # Priced pools of three shapes (the cost bound's linear program), gke-class-priorities among its strategies.
@@ -86,3 +87,17 @@ def test_jobs_below_one_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
     code = cli.main(["simulate", "--scenario", SCENARIO, "--jobs", "0"])
     assert code == 2
     assert "--jobs: 0 is not 1 or more" in capsys.readouterr().err
+
+
+def test_every_strategy_has_a_place_in_the_order_workers_start_them() -> None:
+    assert sorted(runner.COST_ORDER) == sorted(runner.STRATEGIES)
+
+
+def test_the_dearest_strategies_start_first_and_come_back_in_their_order() -> None:
+    names = ("ca-optimize-utilization", "estafette", "node-compactor", "node-compactor+priorities")
+    # One worker at a time, so each task's start time gives the order they were started in.
+    tasks = [(name, lambda _, name=name: (name, time.monotonic())) for name in names]
+    values = runner._run_forked(tasks, 1, None)
+    assert [name for name, _ in values] == list(names)
+    started = [name for name, _ in sorted(values, key=lambda value: value[1])]
+    assert started == ["node-compactor+priorities", "node-compactor", "estafette", "ca-optimize-utilization"]

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from compactor import report
 from compactor.actuation.executor import Budget, Executor, Guard, Outcome
-from compactor.core import configcheck, path, planner
+from compactor.core import configcheck, path, planner, proof
 from compactor.core.model import Snapshot
 from compactor.core.plan import Plan
 from compactor.errors import (
@@ -341,11 +341,12 @@ def _run(
             # Planning makes no reference cycles: the collector would only rescan the planner's indexes.
             with paused_gc():
                 prices = pricefile.for_config(config)
+                proofs = proof.Memo()  # kept for the plan made again before a drain
                 if dry_run:
                     # A dry run is how people look before they let it act: show where the drains would lead.
                     plan = path.plan_with_path(snapshot, config, now=clock(), prices=prices)
                 else:
-                    plan = planner.plan(snapshot, config, now=clock(), prices=prices)
+                    plan = planner.plan(snapshot, config, now=clock(), prices=prices, proofs=proofs)
             for warning in plan.compute_class_warnings:  # the report lists them too
                 log.warning(warning, extra={"fields": {"event": "compute-class-warning"}})
             # Later batches of a drain are proven on this read kept current by watches (started only when the
@@ -373,6 +374,7 @@ def _run(
                 read_seconds=read_seconds,
                 replacements=cluster,
                 prices=prices,
+                proofs=proofs,
             )
             try:
                 outcome = executor.execute(plan, snapshot)

@@ -60,7 +60,7 @@ from typing import Any, Protocol
 import msgspec
 
 from compactor.actuation import deletioncost, placeholders, surging, tainting
-from compactor.core import inflight, planner
+from compactor.core import inflight, planner, proof
 from compactor.core.cluster import ClusterView
 from compactor.core.model import (
     DRAIN_FAILED_AT,
@@ -244,6 +244,7 @@ class Executor:
         read_seconds: float = 0.0,
         replacements: placeholders.PlaceholderPort | None = None,
         prices: pricing.PriceTable | None = None,
+        proofs: proof.Memo | None = None,
     ) -> None:
         """`proof_state` gives the cluster as it is now for the proof before each later batch of evictions;
         without one (the simulations' in-memory port) only the node is re-read between batches.
@@ -254,7 +255,9 @@ class Executor:
         the run has timed one (`PROOF_INTERVAL_PROOFS`). `replacements` creates and deletes node replacement's
         placeholder pods; without it a replacement is only reported. `prices` is the price table the plan was
         made with (a priceFile's; None: the built-in one), so that the plan made again before a drain ranks the
-        candidates as the first did."""
+        candidates as the first did. `proofs` holds the plan's fit proofs: the plan made again before a drain
+        takes them when the node, its pods and the budgets read again are what they were for a proof
+        (`proof.same_for_proofs`), as the rest of the snapshot is."""
         self.cluster = cluster
         self.replacements = replacements
         self.deployments = deployments
@@ -264,6 +267,7 @@ class Executor:
         self.proof_state = proof_state
         self.config = config
         self.prices = prices
+        self.proofs = proofs
         self.clock = clock
         self.budget = budget
         self.dry_run = dry_run
@@ -616,7 +620,14 @@ class Executor:
             pods=tuple(_replace_pods_of(snapshot.pods, name, fresh_pods)),
             pdbs=fresh_pdbs,
         )
-        replanned = planner.plan(updated, self.config, now=self.clock(), prices=self.prices)
+        proofs = None
+        if self.proofs is not None and fresh_pdbs == snapshot.pdbs:
+            before = next((n for n in snapshot.nodes if n.name == name), None)
+            if fresh_node == before and proof.same_for_proofs(
+                [p for p in snapshot.pods if p.node_name == name], fresh_pods
+            ):
+                proofs = self.proofs  # the cluster reads as it did for every proof made
+        replanned = planner.plan(updated, self.config, now=self.clock(), prices=self.prices, proofs=proofs)
         if replanned.decision.action == "drain" and replanned.decision.node == name:
             return node, replanned.decision
         report = next((n for n in replanned.nodes if n.name == name), None)

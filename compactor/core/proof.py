@@ -15,6 +15,8 @@ import itertools
 import random
 from collections.abc import Iterator, Sequence
 
+import msgspec
+
 from compactor.core import fit
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.model import Pod
@@ -50,6 +52,18 @@ class Memo:
         if found is None:
             found = self._found[key] = prove(view, state, targets, avoided, reserved=reserved)
         return found
+
+
+def same_for_proofs(proved: Sequence[Pod], read: Sequence[Pod]) -> bool:
+    """Whether a node's pods read again (`read`) are, for a proof, those it was made with (`proved`): the same
+    pods in the same order, equal but for whether a pod-deletion-cost annotation is there and whether
+    node-compactor wrote it (`Pod.deletion_cost_set`, `Pod.steered`: scale-down steering writes them between
+    a plan and its drain), which no proof reads. The cost itself it reads: it breaks ties in the evictions'
+    order."""
+    return len(proved) == len(read) and all(
+        new == old or msgspec.structs.replace(new, deletion_cost_set=old.deletion_cost_set, steered=old.steered) == old
+        for old, new in zip(proved, read, strict=True)
+    )
 
 
 def prove(

@@ -227,7 +227,8 @@ class NodeCompactor:
             return
         self.next_run = now + RUN_INTERVAL
         snapshot = self.world.snapshot(now, placeholders_apart=True)
-        plan = planner.plan(snapshot, self.config, now=now, prices=self._prices, proofs=self._proofs_for(snapshot))
+        proofs = self._proofs_for(snapshot)
+        plan = planner.plan(snapshot, self.config, now=now, prices=self._prices, proofs=proofs)
         action = plan.decision.action
         self.decision = action if action != "none" else (plan.held_by or "none")
         if plan.held_by == "no-fit":
@@ -250,6 +251,7 @@ class NodeCompactor:
             restart_wait=False,  # no time passes inside a run: the next run finds the rollout done
             replacements=port,
             prices=self._prices,
+            proofs=proofs,
         )
         self._count("runs")
         try:

@@ -9,8 +9,8 @@ import pytest
 
 from compactor import service
 from compactor.actuation.executor import Budget, Executor
-from compactor.core import planner
-from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, UNDERUTILIZED_SINCE
+from compactor.core import planner, proof
+from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, SOFT_TAINT, UNDERUTILIZED_SINCE
 from compactor.errors import ClusterAccessError, LeaseHeldError, RunFailedError
 from compactor.kube.client import Cluster
 from compactor.settings import config as config_module
@@ -241,6 +241,71 @@ def test_a_drain_that_no_longer_holds_after_re_reading_is_a_no_op(api: FakeApiSe
     )
     assert outcome.stale is not None and "no controller" in outcome.stale
     assert not cordoned(api, "n1")
+
+
+def light_cluster_tainted(api: FakeApiServer) -> None:
+    """`light_cluster` with the soft taint n1's mark brought in an earlier run, so this run writes no node."""
+    taint = {"key": SOFT_TAINT, "effect": "PreferNoSchedule"}
+    api.add(k8s.node("n1", annotations={UNDERUTILIZED_SINCE: "2026-11-21T11:00:00Z"}, taints=[taint]))
+    for name in ("n2", "n3"):
+        api.add(k8s.node(name))
+        api.add(k8s.pod(f"busy-b{name[1]}", node=name, cpu="3"))
+    api.add(k8s.pod("web-a1", node="n1", cpu="300m"))
+    api.add(k8s.pod("web-a2", node="n1", cpu="300m"))
+
+
+def _plan_with_proofs(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any, proof.Memo, list[str]]:
+    """The cluster's snapshot, its plan made with a memo of proofs, the memo, and every node proven from now on."""
+    snapshot = cluster.read_snapshot()
+    memo = proof.Memo()
+    plan = planner.plan(snapshot, config_module.validate(CONFIG, source="t"), now=NOW, proofs=memo)
+    assert plan.decision.action == "drain" and plan.decision.node == "n1"
+    proved: list[str] = []
+    real = proof.prove
+
+    def counted(view: Any, state: Any, *args: Any, **kwargs: Any) -> Any:
+        proved.append(state.name)
+        return real(view, state, *args, **kwargs)
+
+    monkeypatch.setattr(proof, "prove", counted)
+    return snapshot, plan, memo, proved
+
+
+def test_the_plan_made_again_before_a_drain_takes_its_proofs_when_the_node_reads_the_same(
+    api: FakeApiServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    light_cluster_tainted(api)
+    cluster = Cluster(connector_for(api)().api_client)
+    snapshot, plan, memo, proved = _plan_with_proofs(cluster, monkeypatch)
+    config = config_module.validate(CONFIG, source="t")
+    executor = Executor(cluster, config, clock=lambda: NOW, budget=Budget(deadline=10**9), dry_run=False, proofs=memo)
+    outcome = executor.execute(plan, snapshot)
+    # Scale-down steering wrote pod-deletion-cost on n1's pods before the re-read: no proof reads it.
+    assert plan.deletion_costs_add
+    assert outcome.stale is None and cordoned(api, "n1")
+    assert proved == []
+
+
+def test_a_pod_landing_between_the_plan_and_the_drain_is_proven_again_though_the_plans_proofs_are_given(
+    api: FakeApiServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    light_cluster_tainted(api)
+
+    class Sneaky(Cluster):
+        def node(self, name: str) -> dict[str, Any] | None:
+            # A ReplicaSet's pod that fits neither n2 nor n3 (1 cpu free on each, 2 in all).
+            api.add(k8s.pod("web-big", node="n1", cpu="1100m"))
+            return super().node(name)
+
+    cluster = Sneaky(connector_for(api)().api_client)
+    snapshot, plan, memo, proved = _plan_with_proofs(cluster, monkeypatch)
+    config = config_module.validate(CONFIG, source="t")
+    executor = Executor(cluster, config, clock=lambda: NOW, budget=Budget(deadline=10**9), dry_run=False, proofs=memo)
+    outcome = executor.execute(plan, snapshot)
+    assert "n1" in proved
+    assert outcome.stale is not None and "no longer a candidate" in outcome.stale
+    assert not cordoned(api, "n1")
+    assert api.evictions == []
 
 
 @pytest.mark.parametrize(

@@ -226,9 +226,12 @@ class NodeCompactor:
         if self.next_run is not None and now < self.next_run:
             return
         self.next_run = now + RUN_INTERVAL
-        snapshot = self.world.snapshot(now, placeholders_apart=True)
+        # What a live run reads: placeholder pods apart from the others. Without any, the world's view made
+        # from its last one for this configuration (`World.view`) is that snapshot's.
+        view = None if self.world.has_placeholders else self.world.view(now, self.config)
+        snapshot = view.snapshot if view is not None else self.world.snapshot(now, placeholders_apart=True)
         proofs = self._proofs_for(snapshot)
-        plan = planner.plan(snapshot, self.config, now=now, prices=self._prices, proofs=proofs)
+        plan = planner.plan(snapshot, self.config, now=now, prices=self._prices, proofs=proofs, view=view)
         action = plan.decision.action
         self.decision = action if action != "none" else (plan.held_by or "none")
         if plan.held_by == "no-fit":

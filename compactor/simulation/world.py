@@ -656,6 +656,11 @@ class World:
             nodes[name] = node_state(node, pool_label, pods, prior)
         return (*pending_groups(records[key] for key in sorted(self._pending, key=order)), nodes)
 
+    @property
+    def has_placeholders(self) -> bool:
+        """Whether a placeholder pod exists: only then does `snapshot(placeholders_apart=True)` differ."""
+        return bool(self._placeholders)
+
     def snapshot(self, at: datetime, *, placeholders_apart: bool = False) -> Snapshot:
         """The cluster as a Snapshot. With `placeholders_apart`, what a live run reads
         (`compactor.kube.snapshot`): placeholder pods in `placeholders`, not in `pods`; without, every pod

@@ -41,13 +41,17 @@ def node_pods_blockers(pods: tuple[Pod, ...], pdbs: PdbIndex, config: Config) ->
     known = pdbs.pods_found.get(key)
     if known is not None and known[0] is pods:
         return list(known[1])
-    found = pods_blockers(pods, pdbs, config)
-    pdbs.pods_found[key] = (pods, found)
+    covered: list[Pdb] = []
+    found = pods_blockers(pods, pdbs, config, covered)
+    pdbs.pods_found[key] = (pods, found, tuple({id(pdb): pdb for pdb in covered}.values()))
     return list(found)
 
 
-def pods_blockers(pods: Iterable[Pod], pdbs: PdbIndex, config: Config) -> list[Blocker]:
-    """`pod_blockers` of every pod of a node, in order; one call for a node's 30 pods, not 30."""
+def pods_blockers(
+    pods: Iterable[Pod], pdbs: PdbIndex, config: Config, covered: list[Pdb] | None = None
+) -> list[Blocker]:
+    """`pod_blockers` of every pod of a node, in order; one call for a node's 30 pods, not 30. `covered`, when
+    given, receives the PDBs covering each pod."""
     found: list[Blocker] = []
     covering_of = pdbs.covering
     known = pdbs.covering_known  # `PdbIndex.covering`'s own first lookup, without a call per pod
@@ -57,6 +61,8 @@ def pods_blockers(pods: Iterable[Pod], pdbs: PdbIndex, config: Config) -> list[B
         labels = pod.labels
         hit = known.get((pod.namespace, id(labels)))
         covering = hit[1] if hit is not None and hit[0] is labels else covering_of(pod)
+        if covering and covered is not None:
+            covered.extend(covering)
         if (
             pod.safe_to_evict is None
             and not pod.do_not_disrupt

@@ -180,6 +180,7 @@ class PdbIndex:
     """
 
     def __init__(self, pdbs: tuple[Pdb, ...]) -> None:
+        self.budgets = pdbs
         # namespace -> label key -> label value -> PDBs filed under that pair. PDBs of a
         # namespace mostly select on one key ("app"), so a pod needs one or two lookups.
         by_label: dict[str, dict[str, dict[str, list[Pdb]]]] = {}
@@ -203,11 +204,39 @@ class PdbIndex:
             )
             self._by_namespace[namespace] = (tuple(always.get(namespace, ())), keyed)
         # What `blockers.pods_blockers` found for a node's pods, by the id() of their tuple (kept beside)
-        # and the configuration's two pod rules: views along the consolidation path share the tuples.
-        self.pods_found: dict[tuple[int, bool, bool], tuple[tuple[Pod, ...], list[Any]]] = {}
+        # and the configuration's two pod rules: views along the consolidation path share the tuples. Beside
+        # it the PDBs that cover any of those pods, each once.
+        self.pods_found: dict[tuple[int, bool, bool], tuple[tuple[Pod, ...], list[Any], tuple[Pdb, ...]]] = {}
         # What covers a labels map, by namespace and the map's id() (the map kept beside): the reader
         # gives the pods of a ReplicaSet one shared map, so each is matched once.
         self.covering_known: dict[tuple[str, int], tuple[Mapping[str, str], Sequence[Pdb]]] = {}
+
+    def updated(self, pdbs: tuple[Pdb, ...], nodes: Iterable[NodeState]) -> PdbIndex:
+        """The index of `pdbs`, the budgets of the same cluster later (the simulator's next view, of `nodes`).
+        Where they are this index's budgets in the same order with the same selectors (their status alone
+        changed, as pods come and go), it takes what this one matched, each PDB replaced by its new record,
+        and the blockers found for a node's pods that are still a node's and whose covering PDBs are all the
+        same records."""
+        index = PdbIndex(pdbs)
+        earlier = self.budgets
+        if len(earlier) != len(pdbs) or any(
+            old.namespace != new.namespace or old.name != new.name or old.selector != new.selector
+            for old, new in zip(earlier, pdbs, strict=True)
+        ):
+            return index
+        renamed = {id(old): new for old, new in zip(earlier, pdbs, strict=True)}
+        index.covering_known = {
+            key: (labels, tuple([renamed[id(pdb)] for pdb in found]))
+            for key, (labels, found) in self.covering_known.items()
+        }
+        # An entry holds its tuple, so an id of a tuple a node holds now is that tuple's.
+        held = {id(state.pods) for state in nodes}
+        index.pods_found = {
+            key: entry
+            for key, entry in self.pods_found.items()
+            if key[0] in held and all(renamed[id(pdb)] is pdb for pdb in entry[2])
+        }
+        return index
 
     def covering(self, pod: Pod) -> Sequence[Pdb]:
         """The PDBs whose selector matches the pod (plans along the consolidation path ask only for the

@@ -627,10 +627,12 @@ class World:
             view = ClusterView(snapshot, config)
         else:
             # The nodes whose pods did not change since the last view keep their state; the budgets' index is
-            # the last one while every budget is the same (`_pdb_snapshot`: the same objects).
+            # the last one while every budget is the same (`_pdb_snapshot`: the same objects), else made from
+            # it (`PdbIndex.updated`).
             earlier = known.view
-            pdbs = earlier.pdbs if _same_objects(snapshot.pdbs, earlier.snapshot.pdbs) else None
             grouped = self._grouped(earlier, known.changes, config.pool_label)
+            same = _same_objects(snapshot.pdbs, earlier.snapshot.pdbs)
+            pdbs = earlier.pdbs if same else earlier.pdbs.updated(snapshot.pdbs, grouped[2].values())
             view = ClusterView(snapshot, config, pdbs, earlier=earlier, same_classes=False, grouped=grouped)
         self._views[id(config)] = _View(config, self.changes, at, view)
         return view

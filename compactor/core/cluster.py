@@ -179,30 +179,10 @@ class PdbIndex:
     expressions only (or everything) are always checked.
     """
 
-    def __init__(self, pdbs: tuple[Pdb, ...]) -> None:
+    def __init__(self, pdbs: tuple[Pdb, ...], *, filed_like: PdbIndex | None = None) -> None:
+        """`filed_like`: an index of budgets with the same namespaces, names and selectors in the same order
+        (`updated` checks it), whose filing this one shares."""
         self.budgets = pdbs
-        # namespace -> label key -> label value -> PDBs filed under that pair. PDBs of a
-        # namespace mostly select on one key ("app"), so a pod needs one or two lookups.
-        by_label: dict[str, dict[str, dict[str, list[Pdb]]]] = {}
-        always: dict[str, list[Pdb]] = {}
-        for pdb in pdbs:
-            if pdb.selector is None:
-                continue  # selects no pod
-            if pdb.selector.match_labels:
-                key, value = pdb.selector.match_labels[0]
-                by_key = by_label.setdefault(pdb.namespace, {})
-                by_key.setdefault(key, {}).setdefault(value, []).append(pdb)
-            else:
-                always.setdefault(pdb.namespace, []).append(pdb)
-        # Per namespace, in one lookup: the PDBs always checked, and per label key the PDBs filed by
-        # value, each with whether its pair is its whole selector (then finding it is matching it).
-        self._by_namespace: dict[str, _Indexed] = {}
-        for namespace in always.keys() | by_label.keys():
-            keyed = tuple(
-                (key, {value: tuple((pdb, _whole(pdb)) for pdb in filed) for value, filed in by_value.items()})
-                for key, by_value in by_label.get(namespace, {}).items()
-            )
-            self._by_namespace[namespace] = (tuple(always.get(namespace, ())), keyed)
         # What `blockers.pods_blockers` found for a node's pods, by the id() of their tuple (kept beside)
         # and the configuration's two pod rules: views along the consolidation path share the tuples. Beside
         # it the PDBs that cover any of those pods, each once.
@@ -210,31 +190,65 @@ class PdbIndex:
         # What covers a labels map, by namespace and the map's id() (the map kept beside): the reader
         # gives the pods of a ReplicaSet one shared map, so each is matched once.
         self.covering_known: dict[tuple[str, int], tuple[Mapping[str, str], Sequence[Pdb]]] = {}
+        # The last index's `covering_known` and its budgets' places, read when this one has not matched a map.
+        self._earlier: tuple[dict[tuple[str, int], tuple[Mapping[str, str], Sequence[Pdb]]], dict[int, int]] | None
+        self._earlier = None
+        self._by_namespace: dict[str, _Indexed]
+        if filed_like is not None:
+            self._by_namespace = filed_like._by_namespace
+            return
+        # namespace -> label key -> label value -> places of the PDBs filed under that pair. PDBs of a
+        # namespace mostly select on one key ("app"), so a pod needs one or two lookups.
+        by_label: dict[str, dict[str, dict[str, list[int]]]] = {}
+        always: dict[str, list[int]] = {}
+        for place, pdb in enumerate(pdbs):
+            if pdb.selector is None:
+                continue  # selects no pod
+            if pdb.selector.match_labels:
+                key, value = pdb.selector.match_labels[0]
+                by_key = by_label.setdefault(pdb.namespace, {})
+                by_key.setdefault(key, {}).setdefault(value, []).append(place)
+            else:
+                always.setdefault(pdb.namespace, []).append(place)
+        # Per namespace, in one lookup: the PDBs always checked, and per label key the PDBs filed by
+        # value, each with whether its pair is its whole selector (then finding it is matching it).
+        self._by_namespace = {}
+        for namespace in always.keys() | by_label.keys():
+            keyed = tuple(
+                (
+                    key,
+                    {
+                        value: tuple((place, _whole(pdbs[place])) for place in filed)
+                        for value, filed in by_value.items()
+                    },
+                )
+                for key, by_value in by_label.get(namespace, {}).items()
+            )
+            self._by_namespace[namespace] = (tuple(always.get(namespace, ())), keyed)
 
     def updated(self, pdbs: tuple[Pdb, ...], nodes: Iterable[NodeState]) -> PdbIndex:
         """The index of `pdbs`, the budgets of the same cluster later (the simulator's next view, of `nodes`).
         Where they are this index's budgets in the same order with the same selectors (their status alone
-        changed, as pods come and go), it takes what this one matched, each PDB replaced by its new record,
-        and the blockers found for a node's pods that are still a node's and whose covering PDBs are all the
-        same records."""
-        index = PdbIndex(pdbs)
+        changed, as pods come and go), it shares this one's filing, takes its label matches as asked (each
+        PDB replaced by its new record), and keeps the blockers found for a node's pods that are still a
+        node's and whose covering PDBs are all the same records."""
         earlier = self.budgets
         if len(earlier) != len(pdbs) or any(
-            old.namespace != new.namespace or old.name != new.name or old.selector != new.selector
+            old.namespace != new.namespace
+            or old.name != new.name
+            or (old.selector is not new.selector and old.selector != new.selector)
             for old, new in zip(earlier, pdbs, strict=True)
         ):
-            return index
-        renamed = {id(old): new for old, new in zip(earlier, pdbs, strict=True)}
-        index.covering_known = {
-            key: (labels, tuple([renamed[id(pdb)] for pdb in found]))
-            for key, (labels, found) in self.covering_known.items()
-        }
+            return PdbIndex(pdbs)
+        index = PdbIndex(pdbs, filed_like=self)
+        places = {id(old): place for place, old in enumerate(earlier)}
+        index._earlier = (self.covering_known, places)
         # An entry holds its tuple, so an id of a tuple a node holds now is that tuple's.
         held = {id(state.pods) for state in nodes}
         index.pods_found = {
             key: entry
             for key, entry in self.pods_found.items()
-            if key[0] in held and all(renamed[id(pdb)] is pdb for pdb in entry[2])
+            if key[0] in held and all(pdbs[places[id(pdb)]] is pdb for pdb in entry[2])
         }
         return index
 
@@ -249,19 +263,28 @@ class PdbIndex:
         known = self.covering_known.get(key)
         if known is not None and known[0] is labels:
             return known[1]
-        found = self._matching(index, labels)
+        carried = self._earlier[0].get(key) if self._earlier is not None else None
+        if carried is not None and carried[0] is labels and self._earlier is not None:
+            places, budgets = self._earlier[1], self.budgets
+            found: Sequence[Pdb] = [budgets[places[id(pdb)]] for pdb in carried[1]] or ()
+        else:
+            found = self._matching(index, labels)
         if len(self.covering_known) < _COVERING_KEPT:
             self.covering_known[key] = (labels, found)
         return found
 
     def _matching(self, index: _Indexed, labels: Mapping[str, str]) -> Sequence[Pdb]:
         always, keyed = index
-        found = [pdb for pdb in always if selector_matches(pdb.selector, labels)] if always else None
+        budgets = self.budgets
+        found = (
+            [pdb for place in always if selector_matches((pdb := budgets[place]).selector, labels)] if always else None
+        )
         for key, by_value in keyed:
             value = labels.get(key)
             filed = by_value.get(value) if value is not None else None
             if filed:
-                for pdb, whole in filed:
+                for place, whole in filed:
+                    pdb = budgets[place]
                     if whole or selector_matches(pdb.selector, labels):
                         if found is None:
                             found = []
@@ -269,12 +292,13 @@ class PdbIndex:
         return found or ()
 
 
-_Filed = tuple[tuple[Pdb, bool], ...]
+_Filed = tuple[tuple[int, bool], ...]
 # Labels maps whose covering PDBs a PdbIndex keeps, at most: where each pod has its own map (pods made
 # by hand, or read by another reader), the index holds this many entries and matches the rest each time.
 _COVERING_KEPT = 20_000
-# A namespace's PDBs: those always checked, and per label key those filed by value.
-_Indexed = tuple[tuple[Pdb, ...], tuple[tuple[str, dict[str, _Filed]], ...]]
+# A namespace's PDBs by their place among the index's budgets: those always checked, and per label key those
+# filed by value.
+_Indexed = tuple[tuple[int, ...], tuple[tuple[str, dict[str, _Filed]], ...]]
 
 
 def _whole(pdb: Pdb) -> bool:

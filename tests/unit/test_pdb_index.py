@@ -32,7 +32,7 @@ def test_a_budget_whose_status_changed_blocks_with_its_new_record_the_others_kep
     found = _found(view, index, config)
     assert found == _found(view, PdbIndex(after), config)
     assert [b.kind for b in found["n1"]] == ["pdb", "pdb"]
-    assert index.covering(view.nodes["n1"].pods[0]) == (after[0],)
+    assert list(index.covering(view.nodes["n1"].pods[0])) == [after[0]], "the new record, taken from the last match"
 
 
 def test_a_node_whose_budgets_are_the_same_records_keeps_its_blockers_and_a_new_selector_keeps_nothing() -> None:

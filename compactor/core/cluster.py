@@ -263,9 +263,9 @@ class PdbIndex:
         known = self.covering_known.get(key)
         if known is not None and known[0] is labels:
             return known[1]
-        carried = self._earlier[0].get(key) if self._earlier is not None else None
-        if carried is not None and carried[0] is labels and self._earlier is not None:
-            places, budgets = self._earlier[1], self.budgets
+        earlier = self._earlier
+        if earlier is not None and (carried := earlier[0].get(key)) is not None and carried[0] is labels:
+            places, budgets = earlier[1], self.budgets
             found: Sequence[Pdb] = [budgets[places[id(pdb)]] for pdb in carried[1]] or ()
         else:
             found = self._matching(index, labels)

@@ -614,19 +614,21 @@ class Executor:
         except CompactorError as error:
             self.outcome.stale = f"could not re-read {name}: {error.message}"
             return None
+        others, read_before = _pods_apart(snapshot.pods, name)
         updated = msgspec.structs.replace(  # the rest (pool autoscaling, Deployments) as read
             snapshot,
             nodes=tuple(fresh_node if n.name == name else n for n in snapshot.nodes),
-            pods=tuple(_replace_pods_of(snapshot.pods, name, fresh_pods)),
+            pods=(*others, *fresh_pods),
             pdbs=fresh_pdbs,
         )
-        proofs = None
-        if self.proofs is not None and fresh_pdbs == snapshot.pdbs:
-            before = next((n for n in snapshot.nodes if n.name == name), None)
-            if fresh_node == before and proof.same_for_proofs(
-                [p for p in snapshot.pods if p.node_name == name], fresh_pods
-            ):
-                proofs = self.proofs  # the cluster reads as it did for every proof made
+        # The plan's proofs hold while the cluster reads as it did for every proof made.
+        same = (
+            self.proofs is not None
+            and fresh_pdbs == snapshot.pdbs
+            and fresh_node == next((n for n in snapshot.nodes if n.name == name), None)
+            and proof.same_for_proofs(read_before, fresh_pods)
+        )
+        proofs = self.proofs if same else None
         replanned = planner.plan(updated, self.config, now=self.clock(), prices=self.prices, proofs=proofs)
         if replanned.decision.action == "drain" and replanned.decision.node == name:
             return node, replanned.decision
@@ -1042,11 +1044,13 @@ def _no_time() -> float:
     return 0.0
 
 
-def _replace_pods_of(pods: Iterable[Pod], node_name: str, fresh: list[Pod]) -> Iterable[Pod]:
+def _pods_apart(pods: Iterable[Pod], node_name: str) -> tuple[list[Pod], list[Pod]]:
+    """The pods of other nodes (or none), and those of `node_name`, each in their order."""
+    others: list[Pod] = []
+    mine: list[Pod] = []
     for pod in pods:
-        if pod.node_name != node_name:
-            yield pod
-    yield from fresh
+        (mine if pod.node_name == node_name else others).append(pod)
+    return others, mine
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,9 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from compactor.core import planner
+import pytest
+
+from compactor.core import planner, proof
 from compactor.core.model import (
     PLACEHOLDER_LABEL,
     REPLACEMENT_LABEL,
@@ -298,3 +300,16 @@ def make_claim(
     owner_pod: str | None = None,
 ) -> Claim:
     return Claim(namespace, name, tuple(modes), owner_pod)
+
+
+def counting_proofs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every node `proof.prove` is called for from now on, in order (the test's monkeypatch undoes it)."""
+    proved: list[str] = []
+    real = proof.prove
+
+    def counted(view: Any, state: Any, *args: Any, **kwargs: Any) -> Any:
+        proved.append(state.name)
+        return real(view, state, *args, **kwargs)
+
+    monkeypatch.setattr(proof, "prove", counted)
+    return proved

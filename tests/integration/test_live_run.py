@@ -14,6 +14,7 @@ from compactor.core.model import DRAIN_FAILED_AT, DRAIN_STARTED_AT, SOFT_TAINT, 
 from compactor.errors import ClusterAccessError, LeaseHeldError, RunFailedError
 from compactor.kube.client import Cluster
 from compactor.settings import config as config_module
+from tests.builders import counting_proofs
 from tests.fakeapi import FakeApiServer, Fault
 from tests.fakeapi import builders as k8s
 from tests.integration.conftest import (
@@ -260,15 +261,7 @@ def _plan_with_proofs(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> tupl
     memo = proof.Memo()
     plan = planner.plan(snapshot, config_module.validate(CONFIG, source="t"), now=NOW, proofs=memo)
     assert plan.decision.action == "drain" and plan.decision.node == "n1"
-    proved: list[str] = []
-    real = proof.prove
-
-    def counted(view: Any, state: Any, *args: Any, **kwargs: Any) -> Any:
-        proved.append(state.name)
-        return real(view, state, *args, **kwargs)
-
-    monkeypatch.setattr(proof, "prove", counted)
-    return snapshot, plan, memo, proved
+    return snapshot, plan, memo, counting_proofs(monkeypatch)
 
 
 def test_the_plan_made_again_before_a_drain_takes_its_proofs_when_the_node_reads_the_same(

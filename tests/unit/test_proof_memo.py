@@ -4,29 +4,15 @@ proving again; the simulator keeps them only while its world does not change."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 import pytest
 
 from compactor.core import planner, proof
 from compactor.settings.config import DEFAULT_POOL_LABEL, Config
 from compactor.simulation.strategies import NodeCompactor
-from tests.builders import NOW, make_config, make_snapshot
+from tests.builders import NOW, counting_proofs, make_config, make_snapshot
 from tests.simulation import builders as sim
 from tests.unit.test_reservations import tight
-
-
-def _counting(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every node `proof.prove` is called for, in order."""
-    proved: list[str] = []
-    real = proof.prove
-
-    def counted(view: Any, state: Any, *args: Any, **kwargs: Any) -> Any:
-        proved.append(state.name)
-        return real(view, state, *args, **kwargs)
-
-    monkeypatch.setattr(proof, "prove", counted)
-    return proved
 
 
 def test_a_plan_with_the_proofs_of_the_same_cluster_decides_the_same_without_proving(
@@ -34,7 +20,7 @@ def test_a_plan_with_the_proofs_of_the_same_cluster_decides_the_same_without_pro
 ) -> None:
     nodes, pods = tight()  # n1's proof fails, then succeeds with room kept on n2: two proofs
     config = make_config()
-    proved = _counting(monkeypatch)
+    proved = counting_proofs(monkeypatch)
     alone = planner.plan(make_snapshot(nodes, pods), config, now=NOW)
     assert proved == ["n1", "n1"]
     memo = proof.Memo()
@@ -57,7 +43,7 @@ def test_the_simulator_proves_again_only_when_its_world_changed(monkeypatch: pyt
     pool = {"enabled": True, "scaleDownCPURequestRatioLimit": 0.75, "neededMarkedTimeSeconds": 0}
     config = Config.model_validate({"poolLabel": DEFAULT_POOL_LABEL, "nodePools": {sim.POOL: pool}})
     strategy = NodeCompactor(world, config, lambda step, moment: None, budget_seconds=60)
-    proved = _counting(monkeypatch)
+    proved = counting_proofs(monkeypatch)
     made = []
     for minutes in range(0, 20, 5):
         before = len(proved)

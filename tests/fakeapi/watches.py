@@ -147,6 +147,11 @@ class Watches:
                         changes = list(queue.pending)
                         queue.pending.clear()
                         brought_up_to = store.resource_version
+                    if self._state()[0] != generation:
+                        # Dropped while these were gathered: a change made after `drop` returned is never
+                        # sent on the old connection, so a test that drops before a request is handled
+                        # knows its change cannot have reached the client that way.
+                        raise DropConnectionError
                     for change in changes:
                         if prefix and not change.key.startswith(prefix):
                             continue

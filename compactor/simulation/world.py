@@ -23,6 +23,7 @@ Not thread-safe: `port.SimulatedCluster` serializes the executor's calls.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import math
 import operator
@@ -58,6 +59,52 @@ from compactor.simulation.model import JsonObject, PoolSpec
 
 OwnerKey = tuple[str, str, str]  # namespace, kind, name
 READY_LONG_AGO = timedelta(hours=1)
+
+
+class ReadyTimes(dict[str, datetime]):
+    """When each pod is (or was) Ready, by pod key, which also answers "the first Ready time after `at`"
+    without reading every pod's: the times are kept sorted beside the mapping.
+
+    A replaced or removed time stays in the sorted list until it is met, where it is passed over (its key
+    maps to another time, or to none), and the list is made again once those outnumber the rest.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._sorted: list[tuple[datetime, str]] = []
+        self._stale = 0
+
+    def __setitem__(self, key: str, ready: datetime) -> None:
+        if key in self:
+            self._stale += 1
+        super().__setitem__(key, ready)
+        bisect.insort(self._sorted, (ready, key))
+
+    def __delitem__(self, key: str) -> None:
+        super().__delitem__(key)
+        self._stale += 1
+
+    def pop(self, key: str, *default: Any) -> Any:
+        if key in self:
+            self._stale += 1
+        return super().pop(key, *default)
+
+    def first_after(self, at: datetime) -> datetime | None:
+        """The earliest time in the mapping later than `at` (`min` over the values later than it)."""
+        if self._stale > len(self):
+            self._sorted = sorted((ready, key) for key, ready in self.items())
+            self._stale = 0
+        entries = self._sorted
+        index = bisect.bisect_right(entries, at, key=operator.itemgetter(0))
+        get = self.get
+        while index < len(entries):
+            ready, key = entries[index]
+            if get(key) == ready:
+                return ready
+            index += 1
+        return None
+
+
 # The PriorityClasses of the modelled cluster: name -> (value, preemptionPolicy). Only node replacement's,
 # as deploy/replacement.yaml (and terraform) create it; the scenarios' pods set spec.priority themselves.
 PRIORITY_CLASSES: dict[str, tuple[int, str]] = {PLACEHOLDER_PRIORITY_CLASS: (-10, "Never")}
@@ -119,7 +166,7 @@ class World:
         self._seq: dict[str, int] = {}
         self._next_seq = 0
         self.bound_at: dict[str, datetime] = {}
-        self.ready_at: dict[str, datetime] = {}
+        self.ready_at = ReadyTimes()
         self.created_at: dict[str, datetime] = {}  # metadata.creationTimestamp, read by the ReplicaSet's scale-in order
         self.startup: dict[str, int] = {}
         self.finish_at: dict[str, datetime] = {}  # Job pods, once running
@@ -601,7 +648,7 @@ class World:
 
     def next_ready(self, at: datetime) -> datetime | None:
         """When the next pod becomes Ready after `at` (a PodDisruptionBudget's allowance may change then)."""
-        return min((ready for ready in self.ready_at.values() if ready > at), default=None)
+        return self.ready_at.first_after(at)
 
     def view(self, at: datetime, config: Config) -> ClusterView:
         """`ClusterView(self.snapshot(at), config)`, or the last one made for `config` when nothing changed since

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+import random
+from datetime import datetime, timedelta
 
 import pytest
 
 from compactor.kube.client import ConflictError, NotFoundError
+from compactor.simulation.world import ReadyTimes
 from tests.simulation.builders import START, add_node, add_pdb, add_pod, world
 
 
@@ -152,3 +154,24 @@ def test_pods_with_the_same_labels_share_one_map_as_the_live_reader_gives_them()
     assert cluster.pod_record(other).labels == {"app": "api"}
     cluster.patch_pod(first, {"metadata": {"annotations": {"controller.kubernetes.io/pod-deletion-cost": "5"}}})
     assert cluster.pod_record(first).labels is labels
+
+
+def test_the_next_ready_time_is_the_least_later_one_through_replacements_and_removals() -> None:
+    """`ReadyTimes.first_after` answers what `min` over every later time answers, however the times were
+    set, replaced or removed (the sorted list it keeps beside the mapping passes over the stale ones)."""
+    rng = random.Random(44)
+    times = ReadyTimes()
+    plain: dict[str, datetime] = {}
+    for _ in range(5000):
+        key = f"default/pod-{rng.randrange(200)}"
+        draw = rng.random()
+        if draw < 0.5:
+            plain[key] = times[key] = START + timedelta(seconds=rng.randrange(3600))
+        elif draw < 0.7:
+            assert times.pop(key, None) == plain.pop(key, None)
+        else:
+            at = START + timedelta(seconds=rng.randrange(-60, 3660))
+            assert times.first_after(at) == min((ready for ready in plain.values() if ready > at), default=None)
+    assert times == plain
+    with pytest.raises(KeyError):
+        times.pop("default/never-set")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compactor.core import coexistence
-from compactor.core.model import TERMINAL_PHASES, Node, Pdb, Pod, Resources, Snapshot
+from compactor.core.model import TERMINAL_PHASES, Node, Pdb, Pod, PodAffinityTerm, Resources, Snapshot
 from compactor.core.selectors import selector_matches
 from compactor.settings.config import Config
 
@@ -82,6 +82,9 @@ class ClusterView:
         # the nodes gone since, and how many pods moved. Kept instead of that view, so the views of a
         # path do not hold one another.
         self._by_namespace_before: dict[str, list[Pod]] | None = None
+        # Another moment's view this one was grouped from (the simulator's last): its lists and its nodes, whose
+        # states a node whose pods did not change shares.
+        self._by_namespace_earlier: tuple[dict[str, list[Pod]], dict[str, NodeState]] | None = None
         self._gone: list[NodeState] = []
         self._moved_count = 0
         # A view made from an earlier one (a drain on the consolidation path) keeps its verdicts on the
@@ -99,6 +102,8 @@ class ClusterView:
                 self._moved_count = sum(len(pods) for pods in moved.values())
         elif grouped is not None:
             self.unschedulable_pods, self.arriving_pods, self.nodes = grouped
+            if earlier is not None and (known := earlier.__dict__.get("pods_by_namespace")) is not None:
+                self._by_namespace_earlier = (known, earlier.nodes)
         else:
             self.unschedulable_pods, self.arriving_pods, self.nodes = _regrouped(snapshot, config.pool_label, earlier)
 
@@ -123,6 +128,12 @@ class ClusterView:
         # The room node replacement's bound placeholders hold, by node: taken until a pod of a higher
         # priority that fits on no node as it is preempts the placeholder (`fit.Simulation`).
         self.preemptible: dict[str, Resources] = _preemptible(snapshot.placeholders)
+        # The hostname anti-affinity terms of each node's pods (`fit`'s filter checks them both ways), by node,
+        # beside the pods tuple they were read from: shared with `earlier`, since a node whose pods did not
+        # change keeps that tuple, and an entry whose tuple is not the node's is read again.
+        self.host_anti_terms: dict[str, tuple[tuple[Pod, ...], tuple[PodAffinityTerm, ...]]] = (
+            earlier.host_anti_terms if earlier is not None else {}
+        )
 
     @functools.cached_property
     def coexistence(self) -> coexistence.Coexistence:
@@ -136,16 +147,48 @@ class ClusterView:
 
     @functools.cached_property
     def pods_by_namespace(self) -> dict[str, list[Pod]]:
-        """The non-terminal pods bound to a node, by namespace, in the snapshot's order (made when first
-        asked: only topology spread constraints need it). After a drain, from the view before it when
-        that one made them: its lists without the pods of the nodes gone, and the moved pods after."""
+        """The pods of the view's nodes (each node's non-terminal pods), by namespace, in no order the readers
+        rely on: they count them (made when first asked: only topology spread needs them). After a drain,
+        from the view before it when that one made them: its lists without the pods of the nodes gone, and
+        the moved pods after; grouped from another moment's view that made them, its lists with the pods of
+        the nodes whose pods changed taken out and put in again."""
         known, self._by_namespace_before = self._by_namespace_before, None
         if known is not None:
             return self._after_drain_by_namespace(known)
+        earlier, self._by_namespace_earlier = self._by_namespace_earlier, None
+        if earlier is not None:
+            return self._regrouped_by_namespace(*earlier)
         by_namespace: dict[str, list[Pod]] = defaultdict(list)
-        for pod in self.snapshot.pods:
-            if pod.node_name is not None and pod.phase not in TERMINAL_PHASES:
+        for state in self.nodes.values():
+            for pod in state.pods:
                 by_namespace[pod.namespace].append(pod)
+        return by_namespace
+
+    def _regrouped_by_namespace(
+        self, known: dict[str, list[Pod]], before: dict[str, NodeState]
+    ) -> dict[str, list[Pod]]:
+        taken: dict[str, set[int]] = defaultdict(set)
+        put: dict[str, list[Pod]] = defaultdict(list)
+        for name, state in self.nodes.items():
+            prior = before.get(name)
+            if prior is not None and prior.pods is state.pods:
+                continue
+            for pod in prior.pods if prior is not None else ():
+                taken[pod.namespace].add(id(pod))
+            for pod in state.pods:
+                put[pod.namespace].append(pod)
+        for name in before.keys() - self.nodes.keys():
+            for pod in before[name].pods:
+                taken[pod.namespace].add(id(pod))
+        by_namespace = defaultdict(list, known)  # the lists not changed here are shared with the view before
+        for namespace in taken.keys() | put.keys():
+            ids = taken.get(namespace, ())
+            pods = [pod for pod in known.get(namespace, ()) if id(pod) not in ids]
+            pods.extend(put.get(namespace, ()))
+            if pods:
+                by_namespace[namespace] = pods
+            else:
+                by_namespace.pop(namespace, None)
         return by_namespace
 
     def _after_drain_by_namespace(self, known: dict[str, list[Pod]]) -> dict[str, list[Pod]]:

@@ -854,7 +854,17 @@ class Simulation:
             if any(_term_matches(term, other) for other in self._pods_in_domain(term.topology_key, target)):
                 return False
         # Existing pods whose anti-affinity forbids the incoming pod (the scheduler checks both ways).
-        for other in self._pods_on(target):
+        known = self.view.host_anti_terms.get(target.name)
+        if known is None or known[0] is not target.pods:
+            terms = tuple(
+                term for other in target.pods for term in other.pod_anti_affinity if term.topology_key == HOSTNAME_LABEL
+            )
+            known = self.view.host_anti_terms[target.name] = (target.pods, terms)
+        for term in known[1]:
+            if _term_matches(term, pod):
+                return False
+        usage = self.usage.get(target.name)
+        for other in usage.placed if usage is not None else ():
             for term in other.pod_anti_affinity:
                 if term.topology_key == HOSTNAME_LABEL and _term_matches(term, pod):
                     return False

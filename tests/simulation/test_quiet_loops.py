@@ -4,11 +4,13 @@ budget is counted again only when its pods changed or one turned Ready (`World._
 
 from __future__ import annotations
 
+from collections import defaultdict
 from datetime import datetime, timedelta
 
 import pytest
 
 from compactor.core.cluster import ClusterView
+from compactor.core.model import TERMINAL_PHASES
 from compactor.settings.config import DEFAULT_POOL_LABEL, Config
 from compactor.simulation import runner
 from compactor.simulation.autoscaler import Autoscaler
@@ -44,12 +46,13 @@ def test_a_view_made_from_the_last_groups_only_the_changed_nodes_and_finds_what_
     """Two hours of the builders' scenario (nodes added and removed, pods bound, evicted and pending): every view
     `World.view` makes from its last holds, node by node and in order, the pods a fresh `ClusterView` of the same
     snapshot finds, with the same sums, and the same pending pods; nodes whose pods did not change keep their
-    state; the budgets' index is the last one while every budget is the same."""
+    state; the budgets' index is the last one while every budget is the same; its pods by namespace, asked in every
+    view so that each is made from the last one's, are the pods of the snapshot bound to its nodes."""
     made = World.view
-    compared = kept = kept_index = 0
+    compared = kept = kept_index = regrouped = 0
 
     def checked(self: World, at: datetime, config: Config) -> ClusterView:
-        nonlocal compared, kept, kept_index
+        nonlocal compared, kept, kept_index, regrouped
         last = self._views.get(id(config))
         view = made(self, at, config)
         fresh = ClusterView(self.snapshot(at), config)
@@ -61,6 +64,15 @@ def test_a_view_made_from_the_last_groups_only_the_changed_nodes_and_finds_what_
             assert (mine.node, mine.pool) == (state.node, state.pool)
             assert mine.pods == state.pods and [pod.key for pod in mine.pods] == [pod.key for pod in state.pods]
             assert (mine.requested, mine.movable_pods) == (state.requested, state.movable_pods)
+        regrouped += view.__dict__.get("_by_namespace_earlier") is not None
+        bound: dict[str, list[str]] = defaultdict(list)
+        for pod in fresh.snapshot.pods:
+            if pod.node_name in fresh.nodes and pod.phase not in TERMINAL_PHASES:
+                bound[pod.namespace].append(pod.key)
+        by_namespace = {
+            namespace: sorted(pod.key for pod in pods) for namespace, pods in view.pods_by_namespace.items()
+        }
+        assert by_namespace == {namespace: sorted(keys) for namespace, keys in bound.items()}
         if last is not None and view is not last.view:
             compared += 1
             kept += sum(view.nodes[name] is state for name, state in last.view.nodes.items() if name in view.nodes)
@@ -70,6 +82,7 @@ def test_a_view_made_from_the_last_groups_only_the_changed_nodes_and_finds_what_
     monkeypatch.setattr(World, "view", checked)
     _run(True, monkeypatch)
     assert compared > 100 and kept > compared  # most views kept most nodes' states
+    assert regrouped > 100
     assert 0 < kept_index < compared  # budgets changed in some views, not in all
 
 

@@ -89,6 +89,11 @@ class ReadyTimes(dict[str, datetime]):
             self._stale += 1
         return super().pop(key, *default)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A copy (`copy.deepcopy`, pickling) is made from the mapping alone, its sorted list made again: the
+        # default would set the items before the attributes exist, or add each to the copied list a second time.
+        return (_ready_times, (dict(self),))
+
     def first_after(self, at: datetime) -> datetime | None:
         """The earliest time in the mapping later than `at` (`min` over the values later than it)."""
         if self._stale > len(self):
@@ -103,6 +108,13 @@ class ReadyTimes(dict[str, datetime]):
                 return ready
             index += 1
         return None
+
+
+def _ready_times(times: dict[str, datetime]) -> ReadyTimes:
+    made = ReadyTimes()
+    dict.update(made, times)
+    made._sorted = sorted((ready, key) for key, ready in times.items())
+    return made
 
 
 # The PriorityClasses of the modelled cluster: name -> (value, preemptionPolicy). Only node replacement's,

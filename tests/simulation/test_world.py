@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 import random
 from datetime import datetime, timedelta
 
@@ -175,3 +177,9 @@ def test_the_next_ready_time_is_the_least_later_one_through_replacements_and_rem
     assert times == plain
     with pytest.raises(KeyError):
         times.pop("default/never-set")
+    # A strategy's copy of the warm cluster (deepcopy) and a pickled one answer the same, and keep no stale time.
+    for copied in (copy.deepcopy(times), pickle.loads(pickle.dumps(times))):
+        assert type(copied) is ReadyTimes and copied == plain
+        assert copied._sorted == sorted((ready, key) for key, ready in plain.items())
+        for at in (START + timedelta(seconds=second) for second in range(-60, 3660, 30)):
+            assert copied.first_after(at) == times.first_after(at)

@@ -114,11 +114,16 @@ class Booked:
     onto the nodes they landed on, for every node it simulates after. Kept once here, each simulation borrowing a
     node's usage until it places something there, instead of each placing every booked pod again: that cost the
     pass the nodes it simulates times the nodes booked onto, the square of the cluster. A simulation reads the
-    booking as it is, so it is used only while the booking holds still."""
+    booking as it is, so it is used only while the booking holds still.
+
+    The booked pods each topology spread constraint counts (`spread`) are kept here too, made when a simulation
+    first asks and kept up to date as pods are booked and unbooked: a simulation's spread counts start from them
+    instead of a walk over every booked pod (at 5,000 nodes that walk was a fifth of the pass)."""
 
     def __init__(self, view: ClusterView) -> None:
         self.view = view
         self.usage: dict[str, _Usage] = {}
+        self._spread: dict[tuple[str, SpreadConstraint], _SpreadBooking] = {}
 
     def book(self, pods: Sequence[Pod], target: NodeState) -> None:
         usage = self.usage.get(target.name)
@@ -127,10 +132,48 @@ class Booked:
             usage = self.usage[target.name] = _fresh_usage(target, self.view.preemptible.get(target.name))
         for pod in pods:
             usage.add(pod)
+            for (namespace, constraint), counted in self._spread.items():
+                if pod.namespace == namespace and selector_matches(constraint.selector, pod.labels):
+                    counted.add(pod, target, constraint, 1)
 
     def unbook(self, name: str) -> None:
         """The pods booked onto `name` leave it (the node was found removable: they are booked elsewhere)."""
-        self.usage.pop(name, None)
+        usage = self.usage.pop(name, None)
+        if usage is None:
+            return
+        for (namespace, constraint), counted in self._spread.items():
+            for pod in usage.placed:
+                if pod.namespace == namespace and selector_matches(constraint.selector, pod.labels):
+                    counted.add(pod, usage.target, constraint, -1)
+
+    def spread(self, namespace: str, constraint: SpreadConstraint) -> _SpreadBooking:
+        """The booked pods of `namespace` that `constraint`'s selector matches, by where they landed and came from."""
+        key = (namespace, constraint)
+        counted = self._spread.get(key)
+        if counted is None:
+            counted = self._spread[key] = _SpreadBooking(Counter(), Counter(), Counter())
+            for usage in self.usage.values():
+                for pod in usage.placed:
+                    if pod.namespace == namespace and selector_matches(constraint.selector, pod.labels):
+                        counted.add(pod, usage.target, constraint, 1)
+        return counted
+
+
+@dataclass(frozen=True, slots=True)
+class _SpreadBooking:
+    """Booked pods one spread constraint counts: per domain of the node they were booked onto (a node without the
+    topology key has none), per that node, and per the node they came from."""
+
+    by_domain: Counter[str]
+    by_target: Counter[str]
+    by_origin: Counter[str]
+
+    def add(self, pod: Pod, target: NodeState, constraint: SpreadConstraint, sign: int) -> None:
+        domain = target.node.labels.get(constraint.topology_key)
+        if domain is not None:
+            self.by_domain[domain] += sign
+        self.by_target[target.name] += sign
+        self.by_origin[pod.node_name or ""] += sign
 
 
 _Entry = tuple[bool, float, str, int]
@@ -355,8 +398,12 @@ class Simulation:
         self.usage: dict[str, _Usage] = {}
         # The booking's usage of a node, shared until this simulation changes it (`_usage` copies it then).
         self._borrowed: dict[str, _Usage] = {}
+        self._booking: Booked | None = None
+        # The nodes whose usage is this simulation's own: made here, or copied from the booking to change.
+        self._own: list[str] = []
         if booked is not None and booked.usage:
             self._borrowed = booked.usage
+            self._booking = booked
             self.usage = dict(booked.usage)
             self.usage.pop(source.name, None)
         self.source_zone = source.node.zone
@@ -761,8 +808,10 @@ class Simulation:
         usage = self.usage.get(target.name)
         if usage is None:
             usage = self.usage[target.name] = _fresh_usage(target, self._held(target))
+            self._own.append(target.name)
         elif self._borrowed and usage is self._borrowed.get(target.name):
             usage = self.usage[target.name] = usage.copy()
+            self._own.append(target.name)
         return usage
 
     def place(self, pod: Pod, target: NodeState) -> None:
@@ -939,12 +988,41 @@ class Simulation:
         counts = self._spread_counts.get(key)
         if counts is None:
             counts = Counter(self._spread_counts_before(pod, constraint))
-            for usage in self.usage.values():
-                for placed in usage.placed:
-                    if placed.namespace == pod.namespace and selector_matches(constraint.selector, placed.labels):
-                        self._count_move(counts, constraint, placed, usage.target)
+            if not self._count_booked(counts, pod.namespace, constraint):
+                for usage in self.usage.values():
+                    self._count_placed(counts, pod.namespace, constraint, usage)
             self._spread_counts[key] = counts
         return counts
+
+    def _count_booked(self, counts: Counter[str], namespace: str, constraint: SpreadConstraint) -> bool:
+        """Count every pod placed on the targets into `counts` from the booking's own counts (`Booked.spread`),
+        when a booking is shared: its counts less the nodes this simulation does not share with it (the source's,
+        left out, and those it changed), then this simulation's own nodes pod by pod. False, counting nothing,
+        when there is no booking, or a booked pod came from the source (it would leave the source's domain)."""
+        booking = self._booking
+        if booking is None:
+            return False
+        booked = booking.spread(namespace, constraint)
+        if booked.by_origin.get(self.source.name):
+            return False
+        for domain, count in booked.by_domain.items():
+            if count and domain in counts:
+                counts[domain] += count
+        borrowed = self._borrowed
+        for name in {self.source.name, *self._own}:
+            count = booked.by_target.get(name, 0)
+            if count and name in borrowed:
+                left = borrowed[name].target.node.labels.get(constraint.topology_key)
+                if left is not None and left in counts:
+                    counts[left] -= count
+        for name in self._own:
+            self._count_placed(counts, namespace, constraint, self.usage[name])
+        return True
+
+    def _count_placed(self, counts: Counter[str], namespace: str, constraint: SpreadConstraint, usage: _Usage) -> None:
+        for placed in usage.placed:
+            if placed.namespace == namespace and selector_matches(constraint.selector, placed.labels):
+                self._count_move(counts, constraint, placed, usage.target)
 
     def _spread_counts_before(self, pod: Pod, constraint: SpreadConstraint) -> Counter[str]:
         """`_spread_counts_for` before the simulation placed anything: the same for every order and

@@ -7,11 +7,15 @@ that strands a pod. `test_planner_properties` checks the same over random cluste
 
 from __future__ import annotations
 
+import random
+from collections import Counter
+
 import pytest
 
 from compactor.core import fit, planner
 from compactor.core.cluster import ClusterView
-from compactor.core.model import Node, Pod, Snapshot
+from compactor.core.model import HOSTNAME_LABEL as HOSTNAME
+from compactor.core.model import Node, Pod, Snapshot, SpreadConstraint
 from compactor.core.plan import Plan
 from tests.builders import (
     NOW,
@@ -170,3 +174,63 @@ def test_a_simulation_changes_its_own_copy_of_the_booking_and_leaves_its_source_
     assert booking.usage["t1"].cpu == 1000 and [pod.name for pod in booking.usage["t1"].placed] == ["b1"]
     again = fit.Simulation(view, view.nodes["src"], fit.targets_for(view), booked=booking)
     assert again.usage["t1"].cpu == 1000 and again.usage["t2"].cpu == 1000
+
+
+def _slow_spread_counts(simulation: fit.Simulation, pod: Pod, constraint: SpreadConstraint) -> Counter[str]:
+    """The counts as made without the booking's own counts: every placed pod of every target, one by one."""
+    booking = simulation._booking
+    cached = dict(simulation._spread_counts)
+    simulation._booking = None
+    simulation._spread_counts.clear()
+    try:
+        return Counter(simulation._spread_counts_for(pod, constraint))
+    finally:
+        simulation._booking = booking
+        simulation._spread_counts.clear()
+        simulation._spread_counts.update(cached)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_spread_counts_from_the_booking_are_those_of_its_pods_one_by_one(seed: int) -> None:
+    """A simulation that borrows a booking counts the booked pods of a spread constraint from the booking's counts
+    (`Booked.spread`, kept up to date as pods are booked and unbooked); counted pod by pod instead, the counts are
+    the same, whatever was booked, unbooked, changed by the simulation or left out as its source, and whenever
+    the booking's counts were first asked for."""
+    draw = random.Random(seed)
+    zones = ["zone-a", "zone-b", "zone-c"]
+    names = [f"n{index}" for index in range(8)]
+    nodes = [make_node(name, cpu="64", memory="256Gi", zone=draw.choice(zones), marked_since=None) for name in names]
+    apps = ["web", "api", "cache"]
+
+    def pod(name: str, on: str) -> Pod:
+        return make_pod(name, node=on, namespace=draw.choice(["default", "shop"]), labels={"app": draw.choice(apps)})
+
+    running = [pod(f"r{index}", draw.choice(names)) for index in range(30)]
+    view = ClusterView(make_snapshot(nodes=nodes, pods=running), make_config())
+    constraints = [spread({"app": app}, key=key) for app in apps for key in (HOSTNAME, "topology.kubernetes.io/zone")]
+    booking = fit.Booked(view)
+    asked_early = draw.random() < 0.5
+    if asked_early:
+        for constraint in constraints:
+            booking.spread("default", constraint)
+            booking.spread("shop", constraint)
+    for step in range(draw.randint(1, 12)):
+        if booking.usage and draw.random() < 0.25:
+            booking.unbook(draw.choice(sorted(booking.usage)))
+        else:
+            origin = draw.choice(names)
+            moved = [pod(f"b{step}-{index}", origin) for index in range(draw.randint(1, 4))]
+            booking.book(moved, view.nodes[draw.choice(names)])
+    if not booking.usage:
+        booking.book([pod("last", draw.choice(names))], view.nodes[draw.choice(names)])
+    for source_name in draw.sample(names, 4):
+        simulation = fit.Simulation(
+            view, view.nodes[source_name], fit.targets_for(view), source_is_domain=False, booked=booking
+        )
+        for index in range(draw.randint(0, 6)):
+            simulation.place(pod(f"s{index}", source_name), view.nodes[draw.choice(names)])
+        for constraint in constraints:
+            for namespace in ("default", "shop"):
+                probe = make_pod("probe", node=source_name, namespace=namespace, labels={"app": "web"})
+                fast = Counter(simulation._spread_counts_for(probe, constraint))
+                assert fast == _slow_spread_counts(simulation, probe, constraint)

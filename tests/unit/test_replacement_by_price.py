@@ -464,3 +464,100 @@ def test_a_set_whose_pods_that_cannot_use_spot_have_no_room_elsewhere_is_not_pro
     note = node_report(plan, "b1").replacement or ""
     expected = "its 2 pod(s) that cannot run on it (cpu 3600m, memory 2048Mi) need more than the other nodes have free"
     assert expected in note
+
+
+PINNED = (("cloud.google.com/gke-nodepool", BIG),)
+
+
+def nodes_with_pinned_pods_that_fit_nowhere() -> tuple[list[Node], list[Pod]]:
+    """b1-b5 each hold one 7-cpu pod pinned to big-pool (1 cpu free on each); b6 three 2-cpu pods (2 free); s1 is
+    full; o1-o4, of a pool node-compactor leaves alone, are empty. The pinned pods cannot use a small node and fit
+    on no other node, though the other nodes' free cpu summed (32 and more) would hold them; b6's pods fit on the
+    empty nodes beside one new small node."""
+    nodes = [big(f"b{index}") for index in range(1, 7)] + [small()]
+    nodes += [make_node(f"o{index}", cpu="8", memory="32Gi", pool="other-pool", zone=ZONE) for index in range(1, 5)]
+    pods = [pod for index in range(1, 6) for pod in pods_of(f"b{index}", "7", node_selector=PINNED)]
+    pods += pods_of("b6", "2", "2", "2") + pods_of("s1", "4")
+    return nodes, pods
+
+
+def test_a_set_with_a_pod_that_cannot_use_the_target_and_fits_on_no_node_spends_no_proof(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    proven: list[list[str]] = []
+    prove = search._prove
+
+    def counted(bigger: ClusterView, group: list[Any], *args: Any) -> Any:
+        proven.append([state.name for state in group])
+        return prove(bigger, group, *args)
+
+    monkeypatch.setattr(search, "_prove", counted)
+    nodes, pods = nodes_with_pinned_pods_that_fit_nowhere()
+    plan = plan_for(nodes, pods, config())
+    assert not any(name in group for group in proven for name in ("b1", "b2", "b3", "b4", "b5"))
+    # The pinned pods' own nodes hold 2 cpu free at most, less than any of them asks for; alone, each fits on no
+    # node either.
+    note = node_report(plan, "b1").replacement or ""
+    assert "pod(s) like default/b" in note and "cannot run on it and may use only" in note
+    nowhere = search.Elsewhere(ClusterView(Snapshot(tuple(nodes), tuple(pods)), config()))
+    assert not nowhere.fits_outside(next(pod for pod in pods if pod.name == "b1-p0"), frozenset({"b1"}))
+
+
+def test_sets_that_cannot_fit_do_not_spend_the_proofs_a_set_further_down_needs() -> None:
+    # The 25 sets of b1-b5 (one pod a node: the most saved per disrupted pod) rank before b6 (three pods); proven
+    # one by one they spent the run's 12 proofs and b6 was never tried.
+    nodes, pods = nodes_with_pinned_pods_that_fit_nowhere()
+    plan = plan_for(nodes, pods, config())
+    assert plan.replacement is not None
+    assert plan.replacement.nodes == ("b6",)
+    assert plan.replacement.new_nodes == 1
+
+
+def test_pods_that_cannot_use_spot_need_room_together_on_the_nodes_they_may_use() -> None:
+    # b1's two 800m pods tolerate nothing: only s1 (1 cpu free) may take them, which holds either but not both;
+    # the Spot node beside it is empty, and the other nodes' free cpu summed (9 cpu) would be room enough.
+    spot_node = make_node(
+        "spot1",
+        cpu="8",
+        memory="32Gi",
+        pool="spot-pool",
+        zone=ZONE,
+        marked_since=None,
+        labels={"cloud.google.com/gke-spot": "true"},
+        taints=(Taint("cloud.google.com/gke-spot", "true", "NoSchedule"),),
+    )
+    nodes = [big("b1"), small(), spot_node]
+    pods = pods_of("b1", "800m", "800m") + pods_of("s1", "3")
+    settings = config(targets=(), machineTypes=["e2-standard-4"], spot=True, minSavingsPercent=70)
+    plan = plan_for(nodes, pods, settings, creates_pools=True)
+    assert plan.replacement is None
+    note = node_report(plan, "b1").replacement or ""
+    assert "its 2 pod(s) like default/b1-p0 cannot run on it and may use only 1 other node(s)" in note
+
+
+def test_candidates_the_search_leaves_out_keep_replaceable_since() -> None:
+    # Seven busy candidates; b7 holds two pods (the least saved per disrupted pod) and ranks after the six the
+    # search combines: it was not judged, so its `replaceable-since` stays. The six judged, for which no
+    # replacement fits (their pods are pinned to big-pool and fit nowhere), lose theirs.
+    nodes = [big(f"b{index}") for index in range(1, 8)] + [small()]
+    pods = [pod for index in range(1, 7) for pod in pods_of(f"b{index}", "7", node_selector=PINNED)]
+    pods += pods_of("b7", "3500m", "3500m", node_selector=PINNED) + pods_of("s1", "4")
+    plan = plan_for(nodes, pods, config())
+    assert plan.replacement is None
+    assert "ranks after them" in (node_report(plan, "b7").replacement or "")
+    assert set(plan.replaceable_remove) == {f"b{index}" for index in range(1, 7)}
+
+
+def test_a_pod_fits_outside_a_set_only_on_a_node_of_its_own_terms_with_room_now() -> None:
+    nodes = [big(f"b{index}") for index in range(1, 4)] + [small("s1"), small("s2")]
+    pods = pods_of("b1", "7", node_selector=PINNED) + pods_of("b2", "5") + pods_of("b3", "2") + pods_of("s1", "1")
+    elsewhere = search.Elsewhere(ClusterView(Snapshot(tuple(nodes), tuple(pods)), config()))
+    pinned = make_pod("x", node="b1", cpu="3", node_selector=PINNED)
+    # b2 (3 cpu free) takes it; s1 and s2 have room but are not big-pool; b3 has 6 cpu free.
+    assert elsewhere.fits_outside(pinned, frozenset({"b1"}))
+    assert elsewhere.fits_outside(pinned, frozenset({"b1", "b3"}))
+    assert not elsewhere.fits_outside(pinned, frozenset({"b2", "b3"}))
+    loose = make_pod("y", node="b1", cpu="1")
+    # Five nodes take it: a set of four leaves one; the look-up stops at `ENOUGH` nodes either way.
+    assert elsewhere.fits_outside(loose, frozenset({"b1", "b2", "b3", "s1"}))
+    assert not elsewhere.fits_outside(loose, frozenset({"b1", "b2", "b3", "s1", "s2"}))

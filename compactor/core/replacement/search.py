@@ -14,7 +14,8 @@ wins only by saving more per disrupted pod (`to_beat`).
 
 The search is bounded: at most `MAX_CANDIDATES` candidates a pool, cheapest first by rule 8, and `MAX_PROOFS`
 fit proofs a run; the sets are tried by saving per disrupted pod, then rule 8's order, then fewer new nodes, and a
-set that a cheap necessary check already rules out (`_fewest_new_nodes`) spends no proof.
+set that a cheap necessary check already rules out (`_fewest_new_nodes`: the pods' requests summed, and each pod
+that cannot use the target against the room of every node outside the set, `Elsewhere`) spends no proof.
 
 Pure: never reads a clock; the caller passes `now`.
 """
@@ -73,7 +74,8 @@ class Search:
     notes: Mapping[str, str]
     warnings: tuple[str, ...]
     # The candidates some replacement saves enough for and has room for (`replaceable-since` is kept on them),
-    # and every node the search judged (the annotation comes off those not in `replaceable`).
+    # and every node the search judged (the annotation comes off those not in `replaceable`): not those the bound
+    # on candidates left out, whose annotation stays as it is until a search looks at them.
     replaceable: frozenset[str] = frozenset()
     judged: frozenset[str] = frozenset()
 
@@ -161,6 +163,8 @@ def choose(
         by_pool.setdefault(state.pool, []).append(state)
     templates: dict[tuple[str, str, str | None], Template | str] = {}
     free = _free_room(view)
+    elsewhere = Elsewhere(view)
+    unjudged: set[str] = set()
     for pool_name, members in sorted(by_pool.items()):
         pool = config.enabled_pool(pool_name)
         assert pool is not None and pool.replacing is not None
@@ -168,6 +172,7 @@ def choose(
         ordered = sorted(members, key=lambda state: _savings_order(state, node_costs))
         ranked = ordered[:MAX_CANDIDATES]
         for state in ordered[MAX_CANDIDATES:]:
+            unjudged.add(state.name)
             notes[state.name] = (
                 f"not replaced: the search combines the {MAX_CANDIDATES} best candidates of pool {pool_name} "
                 "(by saving per disrupted pod), and this node ranks after them"
@@ -188,7 +193,7 @@ def choose(
                     made = _template(view, table, templates, group, target, spot, zone, warnings)
                     if made is None:
                         continue
-                    sized = _fewest_new_nodes(need, free, group, made)
+                    sized = _fewest_new_nodes(need, free, group, made, elsewhere)
                     if isinstance(sized, str):
                         _note_one(notes, group, f"not replaced by {_target_words(made)}: {sized}")
                         continue
@@ -232,7 +237,7 @@ def choose(
             _note_all(notes, option.group, f"not replaced by {option.shape} yet: {'; '.join(waiting)}")
             continue
         ready.append(option)
-    judged = frozenset(state.name for state in fit_blocked)
+    judged = frozenset(state.name for state in fit_blocked if state.name not in unjudged)
     proofs = 0
     # One view with the new nodes per template and count (a target pool's template differs by zone).
     views: dict[tuple[str, bool, bool, str | None, int], tuple[ClusterView, list[NodeState]]] = {}
@@ -358,26 +363,47 @@ def _template(
 
 
 def _fewest_new_nodes(
-    need: Resources, free: Resources, group: list[NodeState], made: Template
+    need: Resources, free: Resources, group: list[NodeState], made: Template, elsewhere: Elsewhere
 ) -> tuple[int, bool] | str:
     """The fewest new nodes whose room, with the free room of the other schedulable nodes, holds the pods'
     requests (cpu and memory summed): a lower bound the proof then checks; at least one. Or why no count does:
     the pods that cannot run on the new nodes at all (a taint they do not tolerate, as Spot's; a selector or
-    affinity it does not meet) need more than the other nodes have free. Both are necessary conditions only,
-    cheap enough to spare the run's proofs the sets that cannot fit. With the count, whether every pod could run
-    on a new node."""
+    affinity it does not meet) need more than the other nodes have free, or one of them fits on no node outside
+    the set even as the cluster is now (`Elsewhere`). All are necessary conditions only, cheap enough to spare
+    the run's proofs the sets that cannot fit. With the count, whether every pod could run on a new node."""
     own = total_requests(state.free for state in group if state.schedulable)
     others_cpu = free.cpu_millis - own.cpu_millis
     others_memory = free.memory_bytes - own.memory_bytes
-    elsewhere = [pod for state in group for pod in state.movable_pods if not fit.could_use(pod, made.node)]
-    if elsewhere:
-        stay = total_requests(pod.requests for pod in elsewhere)
+    staying = [pod for state in group for pod in state.movable_pods if not fit.could_use(pod, made.node)]
+    if staying:
+        stay = total_requests(pod.requests for pod in staying)
         if stay.cpu_millis > others_cpu or stay.memory_bytes > others_memory:
             return (
-                f"its {len(elsewhere)} pod(s) that cannot run on it (cpu {stay.cpu_millis}m, memory "
+                f"its {len(staying)} pod(s) that cannot run on it (cpu {stay.cpu_millis}m, memory "
                 f"{stay.memory_bytes // 2**20}Mi) need more than the other nodes have free (cpu {max(0, others_cpu)}m, "
                 f"memory {max(0, others_memory) // 2**20}Mi)"
             )
+        names = frozenset(state.name for state in group)
+        by_terms: dict[tuple[object, ...], list[Pod]] = {}
+        for pod in staying:
+            by_terms.setdefault(_placement_terms(pod), []).append(pod)
+        for alike in by_terms.values():
+            usable, room = elsewhere.room_outside(alike[0], names)
+            asked = total_requests(pod.requests for pod in alike)
+            if asked.cpu_millis > room.cpu_millis or asked.memory_bytes > room.memory_bytes:
+                return (
+                    f"its {len(alike)} pod(s) like {alike[0].namespace}/{alike[0].name} cannot run on it and may use "
+                    f"only {usable} other node(s), which have less free (cpu {room.cpu_millis}m, memory "
+                    f"{room.memory_bytes // 2**20}Mi) than they ask for (cpu {asked.cpu_millis}m, memory "
+                    f"{asked.memory_bytes // 2**20}Mi)"
+                )
+        for pod in staying:
+            if not elsewhere.fits_outside(pod, names):
+                return (
+                    f"pod {pod.namespace}/{pod.name} (cpu {pod.requests.cpu_millis}m, memory "
+                    f"{pod.requests.memory_bytes // 2**20}Mi) cannot run on it and fits on no other node even as the "
+                    "cluster is now"
+                )
     cpu_short = need.cpu_millis - others_cpu
     memory_short = need.memory_bytes - others_memory
     room = made.node.allocatable
@@ -386,7 +412,79 @@ def _fewest_new_nodes(
         count = max(count, -(-cpu_short // max(1, room.cpu_millis)))
     if memory_short > 0:
         count = max(count, -(-memory_short // max(1, room.memory_bytes)))
-    return count, not elsewhere
+    return count, not staying
+
+
+class Elsewhere:
+    """Which schedulable nodes could take a pod as the cluster is now, for the pods a target cannot take.
+
+    A pod that cannot run on the new nodes must land on a node outside the set; moving the set's other pods only
+    fills those nodes, so a pod that fits on none of them now (taints, nodeSelector, node affinity, cpu, memory,
+    pod count, extended resources: the predicates that only get harder as pods arrive) fits in no proof. Each pod's
+    nodes are looked up once a run, and the look-up stops at one more node than a set may hold: a pod with that
+    many fits outside any set. Pods alike in their tolerations, nodeSelector and required node affinity may use
+    the same nodes, whose free room together must hold them all (`room_outside`: Spot nodes' room, say, is no room
+    for the pods that do not tolerate Spot).
+    """
+
+    # One more than the most nodes a set may hold (`maxNodes` is at most 10).
+    ENOUGH = 11
+
+    def __init__(self, view: ClusterView) -> None:
+        self._nodes = [state for state in view.nodes.values() if state.schedulable]
+        self._found: dict[str, tuple[str, ...]] = {}
+        self._usable: dict[tuple[object, ...], tuple[dict[str, Resources], Resources]] = {}
+
+    def room_outside(self, pod: Pod, group: frozenset[str]) -> tuple[int, Resources]:
+        """How many schedulable nodes outside `group` `pod` may use (taints, nodeSelector, required node affinity),
+        and their free cpu and memory together."""
+        terms = _placement_terms(pod)
+        known = self._usable.get(terms)
+        if known is None:
+            usable = {state.name: state.free for state in self._nodes if fit.static_refusal(pod, state.node) is None}
+            known = self._usable[terms] = (usable, total_requests(usable.values()))
+        usable, room = known
+        inside = [usable[name] for name in group if name in usable]
+        if inside:
+            taken = total_requests(inside)
+            room = Resources(room.cpu_millis - taken.cpu_millis, room.memory_bytes - taken.memory_bytes)
+        return len(usable) - len(inside), room
+
+    def fits_outside(self, pod: Pod, group: frozenset[str]) -> bool:
+        """Whether `pod` fits, as the cluster is now, on some schedulable node not in `group`."""
+        found = self._found.get(pod.key)
+        if found is None:
+            taking: list[str] = []
+            for state in self._nodes:
+                if _takes_now(state, pod):
+                    taking.append(state.name)
+                    if len(taking) >= self.ENOUGH:
+                        break
+            found = self._found[pod.key] = tuple(taking)
+        return len(found) > len(group) or any(name not in group for name in found)
+
+
+def _placement_terms(pod: Pod) -> tuple[object, ...]:
+    """What `fit.static_refusal` reads of a pod: pods alike in it may use the same nodes."""
+    return (pod.tolerations, pod.node_selector, pod.node_affinity)
+
+
+def _takes_now(state: NodeState, pod: Pod) -> bool:
+    """The fit proof's predicates that only get harder as pods arrive, on the node as it is now."""
+    node = state.node
+    if fit.static_refusal(pod, node) is not None:
+        return False
+    requests, requested, allocatable = pod.requests, state.requested, node.allocatable
+    if requested.cpu_millis + requests.cpu_millis > allocatable.cpu_millis:
+        return False
+    if requested.memory_bytes + requests.memory_bytes > allocatable.memory_bytes:
+        return False
+    if len(state.pods) + 1 > node.allocatable_pods:
+        return False
+    if requests.extended:
+        used, room = dict(requested.extended), dict(allocatable.extended)
+        return all(used.get(name, 0) + amount <= room.get(name, 0) for name, amount in requests.extended)
+    return True
 
 
 def _saves_enough(removed: float, saving: float, percent: float) -> bool:

@@ -78,15 +78,10 @@ class ClusterView:
         simulator's `World.view`)."""
         self.snapshot = snapshot
         self.config = config
-        # After a drain, what `pods_by_namespace` is made from: the view before's (when it made them),
-        # the nodes gone since, and how many pods moved. Kept instead of that view, so the views of a
-        # path do not hold one another.
-        self._by_namespace_before: dict[str, list[Pod]] | None = None
-        # Another moment's view this one was grouped from (the simulator's last): its lists and its nodes, whose
-        # states a node whose pods did not change shares.
+        # The view this one was made from (the consolidation path's step before, or the simulator's last view),
+        # when it made `pods_by_namespace`: its lists and its nodes, whose states a node whose pods did not change
+        # shares. Kept instead of that view, so the views of a path do not hold one another.
         self._by_namespace_earlier: tuple[dict[str, list[Pod]], dict[str, NodeState]] | None = None
-        self._gone: list[NodeState] = []
-        self._moved_count = 0
         # A view made from an earlier one (a drain on the consolidation path) keeps its verdicts on the
         # ComputeClasses: the classes and the pools' labels are the same.
         self._coexistence_before: coexistence.Coexistence | None = (
@@ -96,16 +91,14 @@ class ClusterView:
             self.unschedulable_pods: list[Pod] = earlier.unschedulable_pods
             self.arriving_pods: list[Pod] = earlier.arriving_pods
             self.nodes: dict[str, NodeState] = _after_drain(snapshot, config.pool_label, earlier, moved)
-            self._by_namespace_before = earlier.__dict__.get("pods_by_namespace")
-            if self._by_namespace_before is not None:
-                self._gone = [earlier.nodes[name] for name in earlier.nodes.keys() - self.nodes.keys()]
-                self._moved_count = sum(len(pods) for pods in moved.values())
         elif grouped is not None:
             self.unschedulable_pods, self.arriving_pods, self.nodes = grouped
-            if earlier is not None and (known := earlier.__dict__.get("pods_by_namespace")) is not None:
-                self._by_namespace_earlier = (known, earlier.nodes)
         else:
             self.unschedulable_pods, self.arriving_pods, self.nodes = _regrouped(snapshot, config.pool_label, earlier)
+        if (moved is not None or grouped is not None) and earlier is not None:
+            known = earlier.__dict__.get("pods_by_namespace")
+            if known is not None:
+                self._by_namespace_earlier = (known, earlier.nodes)
 
         self.nodes_by_pool: dict[str | None, list[NodeState]] = defaultdict(list)
         # Counted once here: per node they would make candidate discovery quadratic in pool size.
@@ -148,13 +141,10 @@ class ClusterView:
     @functools.cached_property
     def pods_by_namespace(self) -> dict[str, list[Pod]]:
         """The pods of the view's nodes (each node's non-terminal pods), by namespace, in no order the readers
-        rely on: they count them (made when first asked: only topology spread needs them). After a drain,
-        from the view before it when that one made them: its lists without the pods of the nodes gone, and
-        the moved pods after; grouped from another moment's view that made them, its lists with the pods of
-        the nodes whose pods changed taken out and put in again."""
-        known, self._by_namespace_before = self._by_namespace_before, None
-        if known is not None:
-            return self._after_drain_by_namespace(known)
+        rely on: they count them (made when first asked: only topology spread needs them). Made from the view
+        this one was made from (after a drain on the consolidation path, or the simulator's last view) when that
+        one made them: its lists with the pods of the nodes whose pods changed (a drain's source and the nodes
+        its pods moved to) or that are gone taken out, and those nodes' pods now put in."""
         earlier, self._by_namespace_earlier = self._by_namespace_earlier, None
         if earlier is not None:
             return self._regrouped_by_namespace(*earlier)
@@ -189,28 +179,6 @@ class ClusterView:
                 by_namespace[namespace] = pods
             else:
                 by_namespace.pop(namespace, None)
-        return by_namespace
-
-    def _after_drain_by_namespace(self, known: dict[str, list[Pod]]) -> dict[str, list[Pod]]:
-        gone: dict[str, set[int]] = defaultdict(set)
-        for state in self._gone:
-            for pod in state.pods:
-                gone[pod.namespace].add(id(pod))
-        self._gone = []
-        by_namespace = defaultdict(list, known)  # the lists not changed here are shared with the view before
-        for namespace, ids in gone.items():
-            kept = [pod for pod in known.get(namespace, ()) if id(pod) not in ids]
-            if kept:
-                by_namespace[namespace] = kept
-            else:
-                by_namespace.pop(namespace, None)  # as a regrouping would not list it
-        changed = set(gone)
-        pods = self.snapshot.pods
-        for pod in pods[len(pods) - self._moved_count :] if self._moved_count else ():
-            if pod.namespace not in changed:
-                by_namespace[pod.namespace] = list(known.get(pod.namespace, ()))
-                changed.add(pod.namespace)
-            by_namespace[pod.namespace].append(pod)
         return by_namespace
 
 

@@ -15,7 +15,7 @@ import pytest
 from compactor.core import fit, planner
 from compactor.core.cluster import ClusterView
 from compactor.core.model import HOSTNAME_LABEL as HOSTNAME
-from compactor.core.model import Node, Pod, Snapshot, SpreadConstraint
+from compactor.core.model import LabelSelector, Node, Pod, Snapshot, SpreadConstraint
 from compactor.core.plan import Plan
 from tests.builders import (
     NOW,
@@ -191,11 +191,11 @@ def _slow_spread_counts(simulation: fit.Simulation, pod: Pod, constraint: Spread
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_spread_counts_from_the_booking_are_those_of_its_pods_one_by_one(seed: int) -> None:
-    """A simulation that borrows a booking counts the booked pods of a spread constraint from the booking's counts
-    (`Booked.spread`, kept up to date as pods are booked and unbooked); counted pod by pod instead, the counts are
-    the same, whatever was booked, unbooked, changed by the simulation or left out as its source, and whenever
-    the booking's counts were first asked for."""
+def test_spread_counts_from_the_booking_s_files_are_those_of_every_placed_pod(seed: int) -> None:
+    """A simulation that borrows a booking counts the booked pods a spread constraint selects from the booking's
+    files (`Booked.matching`, by namespace and label); counted walking every placed pod instead, the counts are
+    the same, whatever was booked, unbooked (and booked again), changed by the simulation or left out as its
+    source."""
     draw = random.Random(seed)
     zones = ["zone-a", "zone-b", "zone-c"]
     names = [f"n{index}" for index in range(8)]
@@ -207,13 +207,11 @@ def test_spread_counts_from_the_booking_are_those_of_its_pods_one_by_one(seed: i
 
     running = [pod(f"r{index}", draw.choice(names)) for index in range(30)]
     view = ClusterView(make_snapshot(nodes=nodes, pods=running), make_config())
-    constraints = [spread({"app": app}, key=key) for app in apps for key in (HOSTNAME, "topology.kubernetes.io/zone")]
+    keys = (HOSTNAME, "topology.kubernetes.io/zone")
+    constraints = [spread({"app": app}, key=key) for app in apps for key in keys]
+    # A selector without labels (every pod of the namespace) and none at all (no pod).
+    constraints += [SpreadConstraint(1, key, selector) for key in keys for selector in (LabelSelector(), None)]
     booking = fit.Booked(view)
-    asked_early = draw.random() < 0.5
-    if asked_early:
-        for constraint in constraints:
-            booking.spread("default", constraint)
-            booking.spread("shop", constraint)
     for step in range(draw.randint(1, 12)):
         if booking.usage and draw.random() < 0.25:
             booking.unbook(draw.choice(sorted(booking.usage)))

@@ -90,8 +90,11 @@ class Timers:
         setattr(owner, attribute, timed)
 
 
-def measure(snapshot: str, config_file: str, hours: float, jobs: int) -> dict[str, Any]:
-    """One simulation in this process, timed by part; what `main` prints for a size."""
+def measure(
+    snapshot: str, config_file: str, hours: float, jobs: int, strategies: tuple[str, ...] | None = None
+) -> dict[str, Any]:
+    """One simulation in this process (of `strategies`, default every one), timed by part; what `main` prints for a
+    size."""
     from compactor.actuation import executor as live
     from compactor.core import planner
     from compactor.settings import config as config_source
@@ -152,7 +155,8 @@ def measure(snapshot: str, config_file: str, hours: float, jobs: int) -> dict[st
     setup = kubectl.load(snapshot, config=config, hours=hours)
     start.append(setup.start)
     loaded = time.monotonic()
-    results = runner.run(setup, progress=progress, jobs=jobs)
+    names = strategies if strategies is not None else runner.STRATEGIES
+    results = runner.run(setup, progress=progress, jobs=jobs, strategies=names)
     return {
         "load": loaded - started,
         "warmUp": (first_strategy[0] if first_strategy else loaded) - loaded,
@@ -170,14 +174,25 @@ def measure(snapshot: str, config_file: str, hours: float, jobs: int) -> dict[st
     }
 
 
-def run_size(nodes: int, hours: float, jobs: int, out_dir: Path, seed: int) -> tuple[dict[str, Any], bool]:
+def run_size(
+    nodes: int, hours: float, jobs: int, out_dir: Path, seed: int, strategies: str = ""
+) -> tuple[dict[str, Any], bool]:
     scale = synth.Scale(nodes, nodes * 30, seed)
     generated = not synth.is_current(scale, out_dir)
     if generated:
         print(f"generating {nodes:,} nodes / {scale.pods:,} pods ...", file=sys.stderr)
         synth.generate(scale, out_dir)
     files = synth.files_for(nodes, out_dir)
-    command = [sys.executable, __file__, "--child", str(files.snapshot), str(files.config), str(hours), str(jobs)]
+    command = [
+        sys.executable,
+        __file__,
+        "--child",
+        str(files.snapshot),
+        str(files.config),
+        str(hours),
+        str(jobs),
+        strategies,
+    ]
     print(f"simulating {nodes:,} nodes for {hours:g} h with --jobs {jobs} ...", file=sys.stderr)
     started = time.monotonic()
     child = subprocess.Popen(command, stdout=subprocess.PIPE, cwd=REPO)
@@ -239,8 +254,9 @@ def _cpu_model() -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--child":
-        snapshot, config_file, hours, jobs = argv[1:5]
-        sys.stdout.buffer.write(orjson.dumps(measure(snapshot, config_file, float(hours), int(jobs))))
+        snapshot, config_file, hours, jobs, names = argv[1:6]
+        chosen = tuple(names.split(",")) if names else None
+        sys.stdout.buffer.write(orjson.dumps(measure(snapshot, config_file, float(hours), int(jobs), chosen)))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="200,1000", help="nodes per cluster, comma-separated")
@@ -249,14 +265,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=synth.DEFAULT_SEED)
     parser.add_argument("--out", type=Path, default=synth.OUT_DIR)
     parser.add_argument("--keep", action="store_true", help="keep the generated files in --out")
+    parser.add_argument("--strategies", default="", help="comma-separated strategy names (default: every one)")
     args = parser.parse_args(argv)
+    from compactor.simulation.runner import STRATEGIES
+
+    unknown = [name for name in args.strategies.split(",") if name and name not in STRATEGIES]
+    if unknown:
+        parser.error(f"unknown strategy {', '.join(unknown)} (the strategies: {', '.join(STRATEGIES)})")
     print(
         f"machine: {_cpu_model()}, {os.cpu_count()} CPUs "
         f"({len(os.sched_getaffinity(0))} usable), load {os.getloadavg()[0]:.2f}, Python {platform.python_version()}"
     )
     generated: list[int] = []
     for nodes in (int(size) for size in args.sizes.split(",")):
-        data, fresh = run_size(nodes, args.hours, args.jobs, args.out, args.seed)
+        data, fresh = run_size(nodes, args.hours, args.jobs, args.out, args.seed, args.strategies)
         if fresh:
             generated.append(nodes)
         print(table(data), flush=True)

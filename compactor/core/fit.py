@@ -142,12 +142,16 @@ class Booked:
 
     def _file(self, pod: Pod, usage: _Usage) -> None:
         entry = (pod, usage)
-        namespace = pod.namespace
-        self._by_namespace[namespace].append(entry)
-        for key in self._label_keys.get(namespace, ()):
-            value = pod.labels.get(key)
-            if value is not None:
-                self._by_label.setdefault((namespace, key, value), []).append(entry)
+        self._by_namespace[pod.namespace].append(entry)
+        for key in self._label_keys.get(pod.namespace, ()):
+            self._file_by_label(entry, key)
+
+    def _file_by_label(self, entry: tuple[Pod, _Usage], key: str) -> None:
+        """File a booked pod under its namespace and its value of label `key`, if it has the label."""
+        pod = entry[0]
+        value = pod.labels.get(key)
+        if value is not None:
+            self._by_label.setdefault((pod.namespace, key, value), []).append(entry)
 
     def unbook(self, name: str) -> None:
         """The pods booked onto `name` leave it (the node was found removable: they are booked elsewhere)."""
@@ -164,9 +168,7 @@ class Booked:
             if key not in keys:
                 keys.add(key)
                 for entry in self._by_namespace.get(namespace, ()):
-                    found = entry[0].labels.get(key)
-                    if found is not None:
-                        self._by_label.setdefault((namespace, key, found), []).append(entry)
+                    self._file_by_label(entry, key)
             filed = self._by_label.get((namespace, key, value), ())
         else:
             filed = self._by_namespace.get(namespace, ())

@@ -536,16 +536,29 @@ def test_pods_that_cannot_use_spot_need_room_together_on_the_nodes_they_may_use(
 
 
 def test_candidates_the_search_leaves_out_keep_replaceable_since() -> None:
-    # Seven busy candidates; b7 holds two pods (the least saved per disrupted pod) and ranks after the six the
-    # search combines: it was not judged, so its `replaceable-since` stays. The six judged, for which no
-    # replacement fits (their pods are pinned to big-pool and fit nowhere), lose theirs.
+    # Seven busy candidates whose pods could each go to a small node; b7 holds two pods (the least saved per
+    # disrupted pod) and ranks after the six the search combines: it was not judged, so its `replaceable-since`
+    # stays, and the note says why it was not tried.
+    nodes = [big(f"b{index}") for index in range(1, 8)] + [small()]
+    pods = [pod for index in range(1, 7) for pod in pods_of(f"b{index}", "3")]
+    pods += pods_of("b7", "1500m", "1500m") + pods_of("s1", "4")
+    plan = plan_for(nodes, pods, config())
+    assert "ranks after them" in (node_report(plan, "b7").replacement or "")
+    assert "b7" not in plan.replaceable_remove
+    assert plan.replacement is not None and "b7" not in plan.replacement.nodes
+
+
+def test_a_candidate_ruled_out_alone_gives_its_place_to_the_next() -> None:
+    # b1-b6 each hold a 7-cpu pod pinned to big-pool that fits on no other node: no set holding one of them can be
+    # replaced, so they take none of the six places, and b7 (two pods, the least saved per disrupted pod, seventh)
+    # is combined and replaced. They are judged (their `replaceable-since` comes off) with the reason.
     nodes = [big(f"b{index}") for index in range(1, 8)] + [small()]
     pods = [pod for index in range(1, 7) for pod in pods_of(f"b{index}", "7", node_selector=PINNED)]
-    pods += pods_of("b7", "3500m", "3500m", node_selector=PINNED) + pods_of("s1", "4")
+    pods += pods_of("b7", "1500m", "1500m") + pods_of("s1", "4")
     plan = plan_for(nodes, pods, config())
-    assert plan.replacement is None
-    assert "ranks after them" in (node_report(plan, "b7").replacement or "")
+    assert plan.replacement is not None and plan.replacement.nodes == ("b7",)
     assert set(plan.replaceable_remove) == {f"b{index}" for index in range(1, 7)}
+    assert "fits on no other node even as the cluster is now" in (node_report(plan, "b1").replacement or "")
 
 
 def test_a_pod_fits_outside_a_set_only_on_a_node_of_its_own_terms_with_room_now() -> None:

@@ -12,10 +12,12 @@ room taken until a pod that fits on no node as it is preempts one, as kube-sched
 replacements go where they fit first). With `ranking: "savings"` the search runs beside the run's deletion and
 wins only by saving more per disrupted pod (`to_beat`).
 
-The search is bounded: at most `MAX_CANDIDATES` candidates a pool, cheapest first by rule 8, and `MAX_PROOFS`
-fit proofs a run; the sets are tried by saving per disrupted pod, then rule 8's order, then fewer new nodes, and a
-set that a cheap necessary check already rules out (`_fewest_new_nodes`: the pods' requests summed, and each pod
-that cannot use the target against the room of every node outside the set, `Elsewhere`) spends no proof.
+The search is bounded: at most `MAX_CANDIDATES` candidates a pool, cheapest first by rule 8, of the first
+`MAX_SCREENED` (a candidate whose own pods the checks below rule out alone gives its place to the next), and
+`MAX_PROOFS` fit proofs a run; the sets are tried by saving per disrupted pod, then rule 8's order, then fewer new
+nodes, and a set that a cheap necessary check already rules out (`_fewest_new_nodes`: the pods' requests summed,
+and each pod that cannot use the target against the room of every node outside the set, `Elsewhere`) spends no
+proof.
 
 Pure: never reads a clock; the caller passes `now`.
 """
@@ -61,6 +63,10 @@ from compactor.settings.config import Replacement as ReplacementSettings
 MAX_CANDIDATES = 6
 
 MAX_PROOFS = 12
+
+# Candidates a pool checks at most, in that order, for the MAX_CANDIDATES the search combines: a candidate the
+# checks rule out alone gives its place to the next.
+MAX_SCREENED = 10 * MAX_CANDIDATES
 
 
 _SPOT_LABELS = {pricing.SPOT_LABEL: "true", pricing.PROVISIONING_LABEL: "spot"}
@@ -170,17 +176,27 @@ def choose(
         assert pool is not None and pool.replacing is not None
         settings = pool.replacing
         ordered = sorted(members, key=lambda state: _savings_order(state, node_costs))
-        ranked = ordered[:MAX_CANDIDATES]
-        for state in ordered[MAX_CANDIDATES:]:
-            unjudged.add(state.name)
-            notes[state.name] = (
-                f"not replaced: the search combines the {MAX_CANDIDATES} best candidates of pool {pool_name} "
-                "(by saving per disrupted pod), and this node ranks after them"
-            )
+        wanted = _targets(view, settings, warnings)
+        # The candidates combined: the best by saving per disrupted pod among those no check rules out alone (a
+        # node whose pods cannot all go to some target or elsewhere is in no set that can be replaced).
+        zones = sorted({state.node.zone for state in ordered}, key=lambda zone: zone or "")
+        ranked: list[NodeState] = []
+        for index, state in enumerate(ordered):
+            if len(ranked) >= MAX_CANDIDATES or index >= MAX_SCREENED:
+                unjudged.add(state.name)
+                notes[state.name] = (
+                    f"not replaced: the search combines the {MAX_CANDIDATES} best candidates of pool {pool_name} "
+                    f"(by saving per disrupted pod, of the first {MAX_SCREENED}), and this node ranks after them"
+                )
+                continue
+            why = _ruled_out(view, table, templates, state, wanted, zones, free, elsewhere, warnings)
+            if why is not None:
+                notes[state.name] = why
+                continue
+            ranked.append(state)
         room = view.schedulable_in_pool[pool_name] - pool.min_nodes
         for state in ranked:
             notes.setdefault(state.name, "not replaced: no target's new nodes save enough and take its pods")
-        wanted = _targets(view, settings, warnings)
         for size in range(1, min(settings.max_nodes, len(ranked), max(room, 0)) + 1):
             for combination in itertools.combinations(ranked, size):
                 group = list(combination)
@@ -362,6 +378,36 @@ def _template(
     return None if isinstance(made, str) else made
 
 
+def _ruled_out(
+    view: ClusterView,
+    table: pricing.PriceTable,
+    templates: dict[tuple[str, str, str | None], Template | str],
+    state: NodeState,
+    wanted: Sequence[tuple[str, bool | None]],
+    zones: Sequence[str | None],
+    free: Resources,
+    elsewhere: Elsewhere,
+    warnings: list[str],
+) -> str | None:
+    """Why no set holding `state` can be replaced (its note), or None: for every target, in every zone a set's new
+    nodes may be made in, some of its pods cannot run on the new node and have no room outside the node. Each
+    check of `_fewest_new_nodes` on the pods that stay only gets harder as a set grows (more pods stay, fewer
+    nodes are outside it), so a node that fails it alone fails it in every set."""
+    why: str | None = None
+    need = total_requests(pod.requests for pod in state.movable_pods)
+    for target, spot in wanted:
+        for zone in zones:
+            made = _template(view, table, templates, [state], target, spot, zone, warnings)
+            if made is None:
+                continue
+            sized = _fewest_new_nodes(need, free, [state], made, elsewhere)
+            if not isinstance(sized, str):
+                return None
+            if why is None:
+                why = f"not replaced by {_target_words(made)}: {sized}"
+    return why
+
+
 def _fewest_new_nodes(
     need: Resources, free: Resources, group: list[NodeState], made: Template, elsewhere: Elsewhere
 ) -> tuple[int, bool] | str:
@@ -420,11 +466,11 @@ class Elsewhere:
 
     A pod that cannot run on the new nodes must land on a node outside the set; moving the set's other pods only
     fills those nodes, so a pod that fits on none of them now (taints, nodeSelector, node affinity, cpu, memory,
-    pod count, extended resources: the predicates that only get harder as pods arrive) fits in no proof. Each pod's
-    nodes are looked up once a run, and the look-up stops at one more node than a set may hold: a pod with that
-    many fits outside any set. Pods alike in their tolerations, nodeSelector and required node affinity may use
-    the same nodes, whose free room together must hold them all (`room_outside`: Spot nodes' room, say, is no room
-    for the pods that do not tolerate Spot).
+    pod count, extended resources: the predicates that only get harder as pods arrive) fits in no proof. The nodes
+    of the pods alike in that and in their requests are looked up once a run, and the look-up stops at one more
+    node than a set may hold: a pod with that many fits outside any set. Pods alike in their tolerations,
+    nodeSelector and required node affinity may use the same nodes, whose free room together must hold them all
+    (`room_outside`: Spot nodes' room, say, is no room for the pods that do not tolerate Spot).
     """
 
     # One more than the most nodes a set may hold (`maxNodes` is at most 10).
@@ -432,7 +478,8 @@ class Elsewhere:
 
     def __init__(self, view: ClusterView) -> None:
         self._nodes = [state for state in view.nodes.values() if state.schedulable]
-        self._found: dict[str, tuple[str, ...]] = {}
+        # The first nodes that take a pod now, by what `_takes_now` reads of it: replicas share one look-up.
+        self._found: dict[tuple[tuple[object, ...], Resources], tuple[str, ...]] = {}
         self._usable: dict[tuple[object, ...], tuple[dict[str, Resources], Resources]] = {}
 
     def room_outside(self, pod: Pod, group: frozenset[str]) -> tuple[int, Resources]:
@@ -452,7 +499,8 @@ class Elsewhere:
 
     def fits_outside(self, pod: Pod, group: frozenset[str]) -> bool:
         """Whether `pod` fits, as the cluster is now, on some schedulable node not in `group`."""
-        found = self._found.get(pod.key)
+        key = (_placement_terms(pod), pod.requests)
+        found = self._found.get(key)
         if found is None:
             taking: list[str] = []
             for state in self._nodes:
@@ -460,7 +508,7 @@ class Elsewhere:
                     taking.append(state.name)
                     if len(taking) >= self.ENOUGH:
                         break
-            found = self._found[pod.key] = tuple(taking)
+            found = self._found[key] = tuple(taking)
         return len(found) > len(group) or any(name not in group for name in found)
 
 

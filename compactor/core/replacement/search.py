@@ -170,6 +170,7 @@ def choose(
     templates: dict[tuple[str, str, str | None], Template | str] = {}
     free = _free_room(view)
     elsewhere = Elsewhere(view)
+    staying = Staying()
     unjudged: set[str] = set()
     for pool_name, members in sorted(by_pool.items()):
         pool = config.enabled_pool(pool_name)
@@ -189,7 +190,7 @@ def choose(
                     f"(by saving per disrupted pod, of the first {MAX_SCREENED}), and this node ranks after them"
                 )
                 continue
-            why = _ruled_out(view, table, templates, state, wanted, zones, free, elsewhere, warnings)
+            why = _ruled_out(view, table, templates, state, wanted, zones, free, elsewhere, staying, warnings)
             if why is not None:
                 notes[state.name] = why
                 continue
@@ -202,14 +203,14 @@ def choose(
                 group = list(combination)
                 zone = group[0].node.zone
                 removed = node_costs.total(state.name for state in group) or 0.0
-                need = total_requests(pod.requests for state in group for pod in state.movable_pods)
+                need = total_requests(staying.requests(state) for state in group)
                 pods = sum(len(state.movable_pods) for state in group)
                 rank = tuple(ranking.disruption_cost(state) for state in group)
                 for target, spot in wanted:
                     made = _template(view, table, templates, group, target, spot, zone, warnings)
                     if made is None:
                         continue
-                    sized = _fewest_new_nodes(need, free, group, made, elsewhere)
+                    sized = _fewest_new_nodes(need, free, group, made, elsewhere, staying)
                     if isinstance(sized, str):
                         _note_one(notes, group, f"not replaced by {_target_words(made)}: {sized}")
                         continue
@@ -387,6 +388,7 @@ def _ruled_out(
     zones: Sequence[str | None],
     free: Resources,
     elsewhere: Elsewhere,
+    staying: Staying,
     warnings: list[str],
 ) -> str | None:
     """Why no set holding `state` can be replaced (its note), or None: for every target, in every zone a set's new
@@ -394,13 +396,18 @@ def _ruled_out(
     check of `_fewest_new_nodes` on the pods that stay only gets harder as a set grows (more pods stay, fewer
     nodes are outside it), so a node that fails it alone fails it in every set."""
     why: str | None = None
-    need = total_requests(pod.requests for pod in state.movable_pods)
+    need = staying.requests(state)
     for target, spot in wanted:
+        judged: set[tuple[int, ...]] = set()  # the pods left by each zone's new node: zones alike are judged once
         for zone in zones:
             made = _template(view, table, templates, [state], target, spot, zone, warnings)
             if made is None:
                 continue
-            sized = _fewest_new_nodes(need, free, [state], made, elsewhere)
+            left = tuple(id(pod) for pod in staying.of(state, made)[0])
+            if left in judged:
+                continue
+            judged.add(left)
+            sized = _fewest_new_nodes(need, free, [state], made, elsewhere, staying)
             if not isinstance(sized, str):
                 return None
             if why is None:
@@ -409,7 +416,7 @@ def _ruled_out(
 
 
 def _fewest_new_nodes(
-    need: Resources, free: Resources, group: list[NodeState], made: Template, elsewhere: Elsewhere
+    need: Resources, free: Resources, group: list[NodeState], made: Template, elsewhere: Elsewhere, staying: Staying
 ) -> tuple[int, bool] | str:
     """The fewest new nodes whose room, with the free room of the other schedulable nodes, holds the pods'
     requests (cpu and memory summed): a lower bound the proof then checks; at least one. Or why no count does:
@@ -420,18 +427,19 @@ def _fewest_new_nodes(
     own = total_requests(state.free for state in group if state.schedulable)
     others_cpu = free.cpu_millis - own.cpu_millis
     others_memory = free.memory_bytes - own.memory_bytes
-    staying = [pod for state in group for pod in state.movable_pods if not fit.could_use(pod, made.node)]
-    if staying:
-        stay = total_requests(pod.requests for pod in staying)
+    stays = [staying.of(state, made) for state in group]
+    left = [pod for pods, _ in stays for pod in pods]
+    if left:
+        stay = total_requests(requests for _, requests in stays)
         if stay.cpu_millis > others_cpu or stay.memory_bytes > others_memory:
             return (
-                f"its {len(staying)} pod(s) that cannot run on it (cpu {stay.cpu_millis}m, memory "
+                f"its {len(left)} pod(s) that cannot run on it (cpu {stay.cpu_millis}m, memory "
                 f"{stay.memory_bytes // 2**20}Mi) need more than the other nodes have free (cpu {max(0, others_cpu)}m, "
                 f"memory {max(0, others_memory) // 2**20}Mi)"
             )
         names = frozenset(state.name for state in group)
         by_terms: dict[tuple[object, ...], list[Pod]] = {}
-        for pod in staying:
+        for pod in left:
             by_terms.setdefault(_placement_terms(pod), []).append(pod)
         for alike in by_terms.values():
             usable, room = elsewhere.room_outside(alike[0], names)
@@ -443,7 +451,7 @@ def _fewest_new_nodes(
                     f"{room.memory_bytes // 2**20}Mi) than they ask for (cpu {asked.cpu_millis}m, memory "
                     f"{asked.memory_bytes // 2**20}Mi)"
                 )
-        for pod in staying:
+        for pod in left:
             if not elsewhere.fits_outside(pod, names):
                 return (
                     f"pod {pod.namespace}/{pod.name} (cpu {pod.requests.cpu_millis}m, memory "
@@ -458,7 +466,40 @@ def _fewest_new_nodes(
         count = max(count, -(-cpu_short // max(1, room.cpu_millis)))
     if memory_short > 0:
         count = max(count, -(-memory_short // max(1, room.memory_bytes)))
-    return count, not staying
+    return count, not left
+
+
+class Staying:
+    """Once a run: each candidate's movable pods' requests summed, and its pods that cannot run on a target's new
+    node (`fit.could_use`: taints, nodeSelector, node affinity, requests within its room) with theirs. Pods alike
+    in their placement terms and requests are judged once a template; templates are made once a run, so each is
+    known by its identity."""
+
+    def __init__(self) -> None:
+        self._requests: dict[str, Resources] = {}
+        self._left: dict[tuple[str, int], tuple[list[Pod], Resources]] = {}
+        self._usable: dict[tuple[tuple[object, ...], Resources, int], bool] = {}
+
+    def requests(self, state: NodeState) -> Resources:
+        known = self._requests.get(state.name)
+        if known is None:
+            known = self._requests[state.name] = total_requests(pod.requests for pod in state.movable_pods)
+        return known
+
+    def of(self, state: NodeState, made: Template) -> tuple[list[Pod], Resources]:
+        key = (state.name, id(made))
+        known = self._left.get(key)
+        if known is None:
+            left = [pod for pod in state.movable_pods if not self._could_use(pod, made)]
+            known = self._left[key] = (left, total_requests(pod.requests for pod in left))
+        return known
+
+    def _could_use(self, pod: Pod, made: Template) -> bool:
+        key = (_placement_terms(pod), pod.requests, id(made))
+        known = self._usable.get(key)
+        if known is None:
+            known = self._usable[key] = fit.could_use(pod, made.node)
+        return known
 
 
 class Elsewhere:

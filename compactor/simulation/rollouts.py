@@ -73,6 +73,8 @@ class Rollouts:
         self._of_replica_set: dict[OwnerKey, _Deployment] = {}
         self._specs: dict[OwnerKey, WorkloadSpec] = {}
         self._resource_version = 0
+        # Each Deployment's last record (`records`), with what it was read from.
+        self._records: dict[OwnerKey, tuple[tuple[object, ...], Deployment]] = {}
         for spec in specs:
             if spec.deployment is None or spec.ordinal:
                 continue
@@ -270,15 +272,32 @@ class Rollouts:
         return answer
 
     def records(self, at: datetime) -> tuple[tuple[Deployment, ...], tuple[ReplicaSet, ...]]:
-        """The Deployments and ReplicaSets as `compactor.kube.workloads` reads them from the API."""
+        """The Deployments and ReplicaSets as `compactor.kube.workloads` reads them from the API. A Deployment is
+        read again only when what `get` returns of it changed: its object (resourceVersion), its replicas, the
+        generation observed, its ReplicaSets' pods or how many of them are Ready."""
         deployments: list[Deployment] = []
         replica_sets: list[ReplicaSet] = []
         for found in self._deployments.values():
             namespace, _, name = found.key
-            obj = self.get(namespace, name, at)
-            assert obj is not None
-            record = workloads.parse("Deployment", obj)
-            assert isinstance(record, Deployment)
+            owned = [self.world.owned(spec.key) for spec in found.revisions]
+            seen = (
+                found.obj["metadata"]["resourceVersion"],
+                found.desired,
+                found.observed_generation,
+                tuple(spec.key for spec in found.revisions),
+                tuple(len(keys) for keys in owned),
+                sum(self._ready(spec.key, at) for spec in found.revisions),
+            )
+            known = self._records.get(found.key)
+            if known is not None and known[0] == seen:
+                record = known[1]
+            else:
+                obj = self.get(namespace, name, at)
+                assert obj is not None
+                parsed = workloads.parse("Deployment", obj)
+                assert isinstance(parsed, Deployment)
+                record = parsed
+                self._records[found.key] = (seen, record)
             deployments.append(record)
             for spec in found.revisions:
                 replica_sets.append(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from compactor.core import coexistence
@@ -22,6 +22,15 @@ class NodeState:
     requested: Resources  # their summed requests
     movable_pods: tuple[Pod, ...]  # the pods a drain must evict: all but DaemonSet and mirror pods
     name: str  # the node's, read at every step of every stage
+    # A node new pods may land on: Ready, not cordoned, and not being removed by the autoscaler. Found once: every
+    # simulation's filter asks it of every node.
+    schedulable: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        node = self.node
+        object.__setattr__(
+            self, "schedulable", node.ready and not node.unschedulable and not node.being_deleted_by_autoscaler
+        )
 
     @property
     def cpu_ratio(self) -> float | None:
@@ -41,12 +50,6 @@ class NodeState:
             max(0, allocatable.cpu_millis - requested.cpu_millis),
             max(0, allocatable.memory_bytes - requested.memory_bytes),
         )
-
-    @property
-    def schedulable(self) -> bool:
-        """A node new pods may land on: Ready, not cordoned, and not being removed by the autoscaler."""
-        node = self.node
-        return node.ready and not node.unschedulable and not node.being_deleted_by_autoscaler
 
 
 class ClusterView:

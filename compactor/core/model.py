@@ -275,7 +275,8 @@ class Node(msgspec.Struct, frozen=True, gc=False):
 
     @property
     def being_deleted_by_autoscaler(self) -> bool:
-        return any(taint.key == CA_DELETING_TAINT for taint in self.taints)
+        # Asked of every node in every simulation: most have no taint, and need no generator.
+        return bool(self.taints) and any(taint.key == CA_DELETING_TAINT for taint in self.taints)
 
     @property
     def zone(self) -> str | None:

@@ -28,6 +28,8 @@ from compactor.simulation.model import CronJobSpec, DaemonSetSpec, Setup, Worklo
 from compactor.simulation.world import OwnerKey, World
 
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+# Pod UIDs the controllers keep at most (`_uid`): made again after the store is emptied, the same.
+UIDS_KEPT = 200_000
 
 
 @dataclass
@@ -48,6 +50,7 @@ class Controllers:
         self.cronjobs = setup.cronjobs
         self.daemonsets = setup.daemonsets
         self._seed = setup.seed
+        self._uids: dict[str, bytes] = {}  # `_uid`'s, by pod key
         self._names = Draws(f"{setup.seed}:names")
         self._durations = Draws(f"{setup.seed}:jobs")
         self.jobs: dict[OwnerKey, _Job] = {}
@@ -117,13 +120,13 @@ class Controllers:
         if desired is None:
             desired = spec.replicas.at(desired_at)
         self.world.set_scale(spec.key, desired)
-        keys = self.world.owned(spec.key)
-        if len(keys) < desired:
-            for _ in range(min(desired - len(keys), at_most if at_most is not None else desired)):
+        count = self.world.owned_count(spec.key)
+        if count < desired:
+            for _ in range(min(desired - count, at_most if at_most is not None else desired)):
                 name = self._fresh_name(spec.namespace, spec.owner_name)
                 self._create(spec, name, at)
-        elif len(keys) > desired and at_most is None:
-            for key in self._scale_down_order(keys, at)[: len(keys) - desired]:
+        elif count > desired and at_most is None:
+            for key in self._scale_down_order(self.world.owned(spec.key), at)[: count - desired]:
                 self.world.scale_down(key, at)
 
     def _scale_down_order(self, keys: list[str], at: datetime) -> list[str]:
@@ -148,8 +151,14 @@ class Controllers:
         return sorted(keys, key=rank)
 
     def _uid(self, key: str) -> bytes:
-        """A stand-in for the pod's UID, the last tie-break: random to the controller, fixed by the seed here."""
-        return hashlib.blake2b(f"{self._seed}/{key}".encode(), digest_size=8).digest()
+        """A stand-in for the pod's UID, the last tie-break: random to the controller, fixed by the seed here.
+        Kept once made (every scale-down ranks all of a ReplicaSet's pods), up to `UIDS_KEPT` of them."""
+        uid = self._uids.get(key)
+        if uid is None:
+            if len(self._uids) >= UIDS_KEPT:
+                self._uids.clear()
+            uid = self._uids[key] = hashlib.blake2b(f"{self._seed}/{key}".encode(), digest_size=8).digest()
+        return uid
 
     # -- StatefulSets -------------------------------------------------------------------------------
 
@@ -196,7 +205,7 @@ class Controllers:
 
     def _run_job(self, job: _Job, at: datetime) -> None:
         cron = job.cron
-        active = len(self.world.owned(job.key))
+        active = self.world.owned_count(job.key)
         wanted = cron.parallelism - job.succeeded - active
         for _ in range(max(0, wanted)):
             name = self._fresh_name(cron.namespace, job.name)

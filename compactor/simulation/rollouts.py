@@ -73,8 +73,9 @@ class Rollouts:
         self._of_replica_set: dict[OwnerKey, _Deployment] = {}
         self._specs: dict[OwnerKey, WorkloadSpec] = {}
         self._resource_version = 0
-        # Each Deployment's last record (`records`), with what it was read from.
-        self._records: dict[OwnerKey, tuple[tuple[object, ...], Deployment]] = {}
+        # Each Deployment's last record (`records`), with what it was read from: its object, replicas and pods, the
+        # world's changes and next Ready time then, and how many of its pods were Ready.
+        self._records: dict[OwnerKey, tuple[tuple[object, ...], tuple[object, ...], int, Deployment]] = {}
         for spec in specs:
             if spec.deployment is None or spec.ordinal:
                 continue
@@ -220,13 +221,13 @@ class Rollouts:
         olds = [spec.key for spec in found.revisions[:-1]]
         for owner in olds:
             found.replicas[owner] = 0
-        if not any(self.world.owned(owner) for owner in olds):
+        if not any(self.world.owned_count(owner) for owner in olds):
             found.replicas[found.current.key] = found.desired
 
     def _retire(self, found: _Deployment) -> None:
         """Old ReplicaSets at 0 replicas with no pod left drop out (the API keeps them; nothing reads them)."""
         for spec in found.revisions[:-1]:
-            if found.replicas.get(spec.key, 0) == 0 and not self.world.owned(spec.key):
+            if found.replicas.get(spec.key, 0) == 0 and not self.world.owned_count(spec.key):
                 found.revisions.remove(spec)
                 del found.replicas[spec.key]
 
@@ -274,30 +275,34 @@ class Rollouts:
     def records(self, at: datetime) -> tuple[tuple[Deployment, ...], tuple[ReplicaSet, ...]]:
         """The Deployments and ReplicaSets as `compactor.kube.workloads` reads them from the API. A Deployment is
         read again only when what `get` returns of it changed: its object (resourceVersion), its replicas, the
-        generation observed, its ReplicaSets' pods or how many of them are Ready."""
+        generation observed, its ReplicaSets' pods or how many of them are Ready. Those are counted again only
+        when the world changed or a pod turned Ready since the last call."""
         deployments: list[Deployment] = []
         replica_sets: list[ReplicaSet] = []
+        stamp = (self.world.changes, self.world.ready_at.first_after(at))
         for found in self._deployments.values():
             namespace, _, name = found.key
-            owned = [self.world.owned(spec.key) for spec in found.revisions]
-            seen = (
+            base = (
                 found.obj["metadata"]["resourceVersion"],
                 found.desired,
                 found.observed_generation,
                 tuple(spec.key for spec in found.revisions),
-                tuple(len(keys) for keys in owned),
-                sum(self._ready(spec.key, at) for spec in found.revisions),
+                tuple(self.world.owned_count(spec.key) for spec in found.revisions),
             )
             known = self._records.get(found.key)
-            if known is not None and known[0] == seen:
-                record = known[1]
+            if known is not None and known[0] == base and known[1] == stamp:
+                record = known[3]
             else:
-                obj = self.get(namespace, name, at)
-                assert obj is not None
-                parsed = workloads.parse("Deployment", obj)
-                assert isinstance(parsed, Deployment)
-                record = parsed
-                self._records[found.key] = (seen, record)
+                ready = sum(self._ready(spec.key, at) for spec in found.revisions)
+                if known is not None and known[0] == base and known[2] == ready:
+                    record = known[3]
+                else:
+                    obj = self.get(namespace, name, at)
+                    assert obj is not None
+                    parsed = workloads.parse("Deployment", obj)
+                    assert isinstance(parsed, Deployment)
+                    record = parsed
+                self._records[found.key] = (base, stamp, ready, record)
             deployments.append(record)
             for spec in found.revisions:
                 replica_sets.append(
@@ -306,7 +311,7 @@ class Rollouts:
                         name=spec.owner_name,
                         deployment=name,
                         replicas=found.replicas.get(spec.key, 0),
-                        status_replicas=len(self.world.owned(spec.key)),
+                        status_replicas=self.world.owned_count(spec.key),
                     )
                 )
         return tuple(deployments), tuple(replica_sets)

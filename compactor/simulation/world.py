@@ -369,6 +369,10 @@ class World:
     def owned(self, owner: OwnerKey) -> list[str]:
         return list(self._by_owner.get(owner, ()))
 
+    def owned_count(self, owner: OwnerKey) -> int:
+        """`len(owned(owner))` without the list."""
+        return len(self._by_owner.get(owner, ()))
+
     def pending(self) -> list[str]:
         """Unbound pods in the scheduling queue's order: higher priority first, then oldest first."""
         return sorted(self._pending, key=lambda key: (-self._pod_records[key].priority, self._seq[key]))

@@ -58,7 +58,7 @@ from compactor.core.model import PREFER_NO_SCHEDULE, ZERO, Node, Pod, Snapshot
 from compactor.core.selectors import node_affinity_matches
 from compactor.settings.config import Config
 from compactor.simulation.draws import Draws
-from compactor.simulation.world import World
+from compactor.simulation.world import OwnerKey, World
 
 _NO_POOLS = Config.model_validate({})
 KUBE_SCHEDULER = "kube-scheduler"  # the actor of a preemption
@@ -114,6 +114,8 @@ class Scheduler:
         self._ties = Draws(f"{seed}:scheduler")
         # Where the next pod's search for feasible nodes starts (`nextStartNodeIndex`), on 100 nodes or more.
         self._next_start = 0
+        # Per node, its pods tuple and the lowest priority among them preemption may remove (`_lowest`).
+        self._lowest_on: dict[str, tuple[tuple[Pod, ...], int | None]] = {}
 
     def state(self) -> tuple[object, ...]:
         """What a round may change besides the world: its draws among tied nodes."""
@@ -140,11 +142,22 @@ class Scheduler:
         spread = _DefaultSpread(self.world, view) if self.topology_spread else None
         # The lowest priority of a pod preemption may remove, per node: a pod of no higher priority than
         # that of every node's pods need not look for victims.
-        lowest = {t.name: min((p.priority for p in t.pods if not p.stays_on_node), default=None) for t in targets}
+        lowest = {target.name: self._lowest(target) for target in targets}
         lowest_anywhere = min((value for value in lowest.values() if value is not None), default=None)
         bound = 0
         recorder = self.world.recorder
+        # The owners of pods found to fit nowhere in this round, preemption included: a later pod of the same owner
+        # (the same spec) fits nowhere either, as placing pods only fills nodes, unless what it asks for can
+        # get easier as pods land (pod affinity, topology spread) or its volumes pin it (`prepared`).
+        hopeless: set[OwnerKey] = set()
         for key in pending:
+            owner = self.world.pod_owner(key)
+            if owner is not None and owner in hopeless:
+                first_attempt = self.world.mark_unschedulable(key)
+                actor = self.world.displaced_by.get(key)
+                if first_attempt and actor is not None:
+                    recorder.no_place[actor] += 1
+                continue
             pod = prepared(self.world, key, simulation)
             feasible = self._feasible(pod, simulation)
             if not feasible:
@@ -153,6 +166,8 @@ class Scheduler:
                     if chosen is not None:
                         self.world.bind(key, chosen, at)
                         return bound + 1, True
+                if owner is not None and not (pod.pod_affinity or pod.spread_constraints or pod.pvc_names):
+                    hopeless.add(owner)
                 first_attempt = self.world.mark_unschedulable(key)
                 actor = self.world.displaced_by.get(key)
                 if first_attempt and actor is not None:
@@ -187,6 +202,14 @@ class Scheduler:
                 spread.bound(key, best.name)
             bound += 1
         return bound, False
+
+    def _lowest(self, target: NodeState) -> int | None:
+        """The lowest priority of a pod preemption may remove from `target`, kept while its pods are the same."""
+        known = self._lowest_on.get(target.name)
+        if known is None or known[0] is not target.pods:
+            lowest = min((pod.priority for pod in target.pods if not pod.stays_on_node), default=None)
+            known = self._lowest_on[target.name] = (target.pods, lowest)
+        return known[1]
 
     def _feasible(self, pod: Pod, simulation: fit.Simulation) -> list[NodeState]:
         """The nodes that pass the pod's filters: all of them below `MIN_FEASIBLE_NODES_TO_FIND` nodes; else the

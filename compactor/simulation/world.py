@@ -193,6 +193,10 @@ class World:
         self.pdbs: dict[str, JsonObject] = {}
         self._pdb_records: dict[str, Pdb] = {}
         self._pdb_members: dict[str, dict[str, None]] = {}
+        # Per PDB, a count of the changes to its members or to which workload their owners belong, and its members
+        # counted by workload as of that count (`_compute_budget`).
+        self._pdb_membership: dict[str, int] = {}
+        self._pdb_owners: dict[str, tuple[int, dict[OwnerKey | None, int]]] = {}
         # What a budget is computed from changes only with these: each PDB's version, moved when a member comes or
         # goes, is bound (its Ready time set) or an owner of its members is scaled; the PDBs of each pod; the PDBs
         # whose members an owner (or the Deployment it is part of) has had.
@@ -512,6 +516,7 @@ class World:
         pdb_keys = self._pod_pdbs.pop(key, ())
         for pdb_key in pdb_keys:
             self._pdb_members[pdb_key].pop(key, None)
+            self._pdb_membership[pdb_key] = self._pdb_membership.get(pdb_key, 0) + 1
         self._touch(pdb_keys)
         self.bound_at.pop(key, None)
         self.ready_at.pop(key, None)
@@ -541,6 +546,7 @@ class World:
             for pod, pod_record in self._pod_records.items()
             if pod_record.namespace == record.namespace and selector_matches(record.selector, pod_record.labels)
         }
+        self._pdb_membership[key] = self._pdb_membership.get(key, 0) + 1
         for pod in self._pdb_members[key]:
             self._joined(key, pod, self._owner.get(pod))
         self._touch((key,))
@@ -548,6 +554,7 @@ class World:
     def _joined(self, pdb_key: str, key: str, owner: OwnerKey | None) -> None:
         """Pod `key` (of `owner`) is a member of the PDB: a change to it or to its owner's scale moves the budget."""
         self._pod_pdbs.setdefault(key, []).append(pdb_key)
+        self._pdb_membership[pdb_key] = self._pdb_membership.get(pdb_key, 0) + 1
         if owner is not None:
             self._owner_pdbs[owner].add(pdb_key)
             self._owner_pdbs[self._workload.get(owner, owner)].add(pdb_key)
@@ -571,6 +578,8 @@ class World:
         self.changes += 1
         self._workload[owner] = workload
         self._owner_pdbs[workload] |= self._owner_pdbs.get(owner, set())
+        for pdb_key in self._pdb_members:  # its pods' workload changed
+            self._pdb_membership[pdb_key] = self._pdb_membership.get(pdb_key, 0) + 1
         self._touch(list(self._pdb_version))  # which scale a member's budget expects may have moved
         parts = self._parts.setdefault(workload, [])
         if owner not in parts:
@@ -607,10 +616,16 @@ class World:
         return budget
 
     def _compute_budget(self, pdb_key: str, members: Mapping[str, None], healthy: int) -> tuple[int, int, int] | None:
-        owners: dict[OwnerKey | None, int] = defaultdict(int)
-        for key in members:
-            owner = self._owner.get(key)
-            owners[self._workload.get(owner, owner) if owner is not None else None] += 1
+        membership = self._pdb_membership.get(pdb_key, 0)
+        known = self._pdb_owners.get(pdb_key)
+        if known is not None and known[0] == membership:
+            owners = known[1]
+        else:
+            owners = defaultdict(int)
+            for key in members:
+                owner = self._owner.get(key)
+                owners[self._workload.get(owner, owner) if owner is not None else None] += 1
+            self._pdb_owners[pdb_key] = (membership, owners)
         expected = sum(count if owner is None else self.scales.get(owner, count) for owner, count in owners.items())
         spec = self.pdbs[pdb_key].get("spec") or {}
         if spec.get("minAvailable") is not None:

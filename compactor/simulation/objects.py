@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 from compactor.core.model import HOSTNAME_LABEL, ZONE_LABELS, Node
 from compactor.core.prices import pricing
 from compactor.core.timing import format_stamp
@@ -141,7 +143,9 @@ def stamp_pod(
     extra_labels: Mapping[str, str] | None = None,
 ) -> JsonObject:
     """A pod from a template: named, owned, and (for DaemonSet and static pods) bound to its node."""
-    pod: JsonObject = copy.deepcopy(dict(template))
+    # A template is JSON (a scenario's, or a snapshot's pod): a round trip through orjson copies it, seven times
+    # faster than copy.deepcopy (a Deployment's template: 2.3 against 16.9 us).
+    pod: JsonObject = orjson.loads(orjson.dumps(dict(template)))
     metadata = pod.setdefault("metadata", {})
     namespace = metadata.get("namespace", "default")
     for key in ("resourceVersion", "deletionTimestamp", "generateName"):

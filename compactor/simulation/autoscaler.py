@@ -164,6 +164,8 @@ class Autoscaler:
         # The order the ComputeClass node group list processor shuffles classes in (`migration.scale_up_order`).
         self._class_order = Draws(f"{self.setup.seed}-classes")
         self.migration: migration.Migration | None = None
+        # The world's change count and the unneeded nodes when `_soft_taint` last left every node as wanted.
+        self._soft_tainted: tuple[int, tuple[str, ...]] | None = None
 
     # -- nodes ----------------------------------------------------------------------------------
 
@@ -561,7 +563,12 @@ class Autoscaler:
         return timedelta(seconds=self.settings.pool_unneeded_seconds.get(pool, self.settings.unneeded_seconds))
 
     def _soft_taint(self, now: datetime) -> None:
-        """Unneeded nodes get the DeletionCandidate soft taint, the others lose it; a bounded number a loop."""
+        """Unneeded nodes get the DeletionCandidate soft taint, the others lose it; a bounded number a loop. Once a
+        loop left every node as wanted, the next has nothing to do while no node changed (any write to the world
+        counts) and the unneeded nodes are the same."""
+        unneeded = tuple(self.unneeded_since)
+        if self._soft_tainted == (self.world.changes, unneeded):
+            return
         budget = MAX_BULK_SOFT_TAINT_COUNT
         for name in sorted(self.world.nodes):
             if budget <= 0:
@@ -578,6 +585,7 @@ class Autoscaler:
                 kept = [taint for taint in taints if taint.get("key") != DELETION_CANDIDATE]
             self.world.patch_node(name, {"spec": {"taints": kept or None}})
             budget -= 1
+        self._soft_tainted = (self.world.changes, unneeded)
 
     def _update_unneeded(self, now: datetime) -> None:
         """The planner's pass (core/scaledown/planner/planner.go, `UpdateClusterState`, `categorizeNodes`).

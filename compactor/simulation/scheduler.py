@@ -62,6 +62,8 @@ from compactor.simulation.world import OwnerKey, World
 
 _NO_POOLS = Config.model_validate({})
 KUBE_SCHEDULER = "kube-scheduler"  # the actor of a preemption
+# Owners whose pods share one spec, name aside (a round's pass-over of an owner's pods that cannot fit).
+SAME_SPEC_OWNERS = frozenset({"ReplicaSet", "Job"})
 # TaintToleration's, NodeAffinity's and PodTopologySpread's weights in the default scheduler profile.
 TAINT_TOLERATION_WEIGHT = 3
 NODE_AFFINITY_WEIGHT = fit.NODE_AFFINITY_WEIGHT
@@ -146,9 +148,10 @@ class Scheduler:
         lowest_anywhere = min((value for value in lowest.values() if value is not None), default=None)
         bound = 0
         recorder = self.world.recorder
-        # The owners of pods found to fit nowhere in this round, preemption included: a later pod of the same owner
-        # (the same spec) fits nowhere either, as placing pods only fills nodes, unless what it asks for can
-        # get easier as pods land (pod affinity, topology spread) or its volumes pin it (`prepared`).
+        # The owners of pods found to fit nowhere in this round, preemption included: a later pod of the same
+        # ReplicaSet or Job (the same spec; a DaemonSet's pods differ by node, a StatefulSet's by name) fits
+        # nowhere either, as placing pods only fills nodes, unless what it asks for can get easier as pods land
+        # (pod affinity, topology spread) or its volumes pin it (`prepared`).
         hopeless: set[OwnerKey] = set()
         for key in pending:
             owner = self.world.pod_owner(key)
@@ -166,7 +169,11 @@ class Scheduler:
                     if chosen is not None:
                         self.world.bind(key, chosen, at)
                         return bound + 1, True
-                if owner is not None and not (pod.pod_affinity or pod.spread_constraints or pod.pvc_names):
+                if (
+                    owner is not None
+                    and owner[1] in SAME_SPEC_OWNERS
+                    and not (pod.pod_affinity or pod.spread_constraints or pod.pvc_names)
+                ):
                     hopeless.add(owner)
                 first_attempt = self.world.mark_unschedulable(key)
                 actor = self.world.displaced_by.get(key)

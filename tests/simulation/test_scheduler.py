@@ -284,3 +284,28 @@ def test_below_100_nodes_every_feasible_node_is_found_in_name_order() -> None:
     scheduler, simulation, pod, names = _search(40)
     assert [state.name for state in scheduler._feasible(pod, simulation)] == names
     assert [state.name for state in scheduler._feasible(pod, simulation)] == names  # no search moved on
+
+
+def test_a_daemonset_pod_that_fits_nowhere_does_not_hold_back_its_sibling_for_another_node() -> None:
+    # A round passes over the later pods of an owner whose pod fitted nowhere; a DaemonSet's pods differ by the
+    # node each selects, so the second still binds.
+    cluster = world()
+    add_node(cluster, "full", allocatable={"cpu": "1", "memory": "4Gi", "pods": "110"})
+    add_node(cluster, "free", allocatable={"cpu": "1", "memory": "4Gi", "pods": "110"})
+    add_pod(cluster, "resident", node="full", cpu="1")
+    owner = ("DaemonSet", "agent")
+    first = add_pod(cluster, "agent-a", cpu="200m", owner=owner, node_selector={"kubernetes.io/hostname": "full"})
+    second = add_pod(cluster, "agent-b", cpu="200m", owner=owner, node_selector={"kubernetes.io/hostname": "free"})
+    Scheduler(cluster, CONFIG, seed=1).schedule(START)
+    assert cluster.pod_record(first).unschedulable
+    assert cluster.pod_record(second).node_name == "free"
+
+
+def test_the_pods_of_a_replica_set_that_fit_nowhere_are_all_marked_unschedulable() -> None:
+    cluster = world()
+    add_node(cluster, "n1", allocatable={"cpu": "1", "memory": "4Gi", "pods": "110"})
+    keys = [add_pod(cluster, f"big-{index}", cpu="2") for index in range(3)]
+    small = add_pod(cluster, "small", cpu="500m", owner=("ReplicaSet", "other"))
+    Scheduler(cluster, CONFIG, seed=1).schedule(START)
+    assert all(cluster.pod_record(key).unschedulable for key in keys)
+    assert cluster.pod_record(small).node_name == "n1"

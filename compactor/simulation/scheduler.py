@@ -147,7 +147,6 @@ class Scheduler:
         lowest = {target.name: self._lowest(target) for target in targets}
         lowest_anywhere = min((value for value in lowest.values() if value is not None), default=None)
         bound = 0
-        recorder = self.world.recorder
         # The owners of pods found to fit nowhere in this round, preemption included: a later pod of the same
         # ReplicaSet or Job (the same spec; a DaemonSet's pods differ by node, a StatefulSet's by name) fits
         # nowhere either, as placing pods only fills nodes, unless what it asks for can get easier as pods land
@@ -156,10 +155,7 @@ class Scheduler:
         for key in pending:
             owner = self.world.pod_owner(key)
             if owner is not None and owner in hopeless:
-                first_attempt = self.world.mark_unschedulable(key)
-                actor = self.world.displaced_by.get(key)
-                if first_attempt and actor is not None:
-                    recorder.no_place[actor] += 1
+                self._unplaced(key)
                 continue
             pod = prepared(self.world, key, simulation)
             feasible = self._feasible(pod, simulation)
@@ -175,10 +171,7 @@ class Scheduler:
                     and not (pod.pod_affinity or pod.spread_constraints or pod.pvc_names)
                 ):
                     hopeless.add(owner)
-                first_attempt = self.world.mark_unschedulable(key)
-                actor = self.world.displaced_by.get(key)
-                if first_attempt and actor is not None:
-                    recorder.no_place[actor] += 1
+                self._unplaced(key)
                 continue
             spreading = spread.scores(key, pod, feasible) if spread is not None else None
             preferring = node_affinity_scores(pod, feasible)
@@ -209,6 +202,14 @@ class Scheduler:
                 spread.bound(key, best.name)
             bound += 1
         return bound, False
+
+    def _unplaced(self, key: str) -> None:
+        """Pod `key` fits nowhere in this round: marked Unschedulable, and at its first attempt counted as a
+        displaced pod that found no place (by the actor that displaced it)."""
+        if self.world.mark_unschedulable(key):
+            actor = self.world.displaced_by.get(key)
+            if actor is not None:
+                self.world.recorder.no_place[actor] += 1
 
     def _lowest(self, target: NodeState) -> int | None:
         """The lowest priority of a pod preemption may remove from `target`, kept while its pods are the same."""

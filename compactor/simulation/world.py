@@ -516,7 +516,7 @@ class World:
         pdb_keys = self._pod_pdbs.pop(key, ())
         for pdb_key in pdb_keys:
             self._pdb_members[pdb_key].pop(key, None)
-            self._pdb_membership[pdb_key] = self._pdb_membership.get(pdb_key, 0) + 1
+        self._regrouped(pdb_keys)
         self._touch(pdb_keys)
         self.bound_at.pop(key, None)
         self.ready_at.pop(key, None)
@@ -546,7 +546,7 @@ class World:
             for pod, pod_record in self._pod_records.items()
             if pod_record.namespace == record.namespace and selector_matches(record.selector, pod_record.labels)
         }
-        self._pdb_membership[key] = self._pdb_membership.get(key, 0) + 1
+        self._regrouped((key,))
         for pod in self._pdb_members[key]:
             self._joined(key, pod, self._owner.get(pod))
         self._touch((key,))
@@ -554,11 +554,17 @@ class World:
     def _joined(self, pdb_key: str, key: str, owner: OwnerKey | None) -> None:
         """Pod `key` (of `owner`) is a member of the PDB: a change to it or to its owner's scale moves the budget."""
         self._pod_pdbs.setdefault(key, []).append(pdb_key)
-        self._pdb_membership[pdb_key] = self._pdb_membership.get(pdb_key, 0) + 1
+        self._regrouped((pdb_key,))
         if owner is not None:
             self._owner_pdbs[owner].add(pdb_key)
             self._owner_pdbs[self._workload.get(owner, owner)].add(pdb_key)
         self._touch((pdb_key,))
+
+    def _regrouped(self, pdb_keys: Iterable[str]) -> None:
+        """The members of these PDBs, or the workloads of their owners, changed: `_compute_budget` groups them
+        again."""
+        for pdb_key in pdb_keys:
+            self._pdb_membership[pdb_key] = self._pdb_membership.get(pdb_key, 0) + 1
 
     def _touch(self, pdb_keys: Iterable[str]) -> None:
         for pdb_key in pdb_keys:
@@ -578,8 +584,7 @@ class World:
         self.changes += 1
         self._workload[owner] = workload
         self._owner_pdbs[workload] |= self._owner_pdbs.get(owner, set())
-        for pdb_key in self._pdb_members:  # its pods' workload changed
-            self._pdb_membership[pdb_key] = self._pdb_membership.get(pdb_key, 0) + 1
+        self._regrouped(list(self._pdb_members))  # its pods' workload changed
         self._touch(list(self._pdb_version))  # which scale a member's budget expects may have moved
         parts = self._parts.setdefault(workload, [])
         if owner not in parts:

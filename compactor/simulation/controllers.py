@@ -63,9 +63,14 @@ class Controllers:
         # are the same, the workloads of one count are as that reconcile left them, at their replicas.
         self._varying = tuple(spec for spec in setup.workloads if len(set(spec.replicas.extremes())) > 1)
         self._settled: tuple[int, tuple[object, ...]] | None = None
+        # The moment the last reconcile's replicas were asked for, and the moving curves' replicas per moment
+        # asked about since (`asks_as_before`).
+        self._asked_at: datetime | None = None
+        self._replicas_at: dict[datetime, tuple[int, ...]] = {}
 
     def reconcile(self, desired_at: datetime, at: datetime) -> None:
         """Replica counts as the curves give them at `desired_at`; new pods are created at `at`."""
+        self._asked_at = desired_at
         for job_key in self.world.finish_jobs(at):
             job = self.jobs.get(job_key)
             if job is not None:
@@ -107,6 +112,25 @@ class Controllers:
             self._durations.draws,
             self.rollouts.state(),
         )
+
+    def asks_as_before(self, desired_at: datetime) -> bool:
+        """Whether a reconcile for `desired_at` would ask what the last one asked for: every moving curve at
+        the same replicas, and no CronJob with a new schedule slot to start (`_start_jobs`)."""
+        if self._asked_at is None:
+            return False
+        for cron in self.cronjobs:
+            slot = int(desired_at.timestamp() // 60) // cron.every_minutes
+            if self._last_slot.get(cron.name) != slot and cron.active_at(desired_at):
+                return False
+        return self._replicas(self._asked_at) == self._replicas(desired_at)
+
+    def _replicas(self, moment: datetime) -> tuple[int, ...]:
+        found = self._replicas_at.get(moment)
+        if found is None:
+            if len(self._replicas_at) > 2:
+                self._replicas_at.clear()
+            found = self._replicas_at[moment] = tuple(spec.replicas.at(moment) for spec in self._varying)
+        return found
 
     def next_timer(self, after: datetime) -> datetime | None:
         """The first moment after `after` at which a reconcile with the same desired replicas could act

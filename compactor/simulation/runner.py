@@ -113,6 +113,8 @@ class Cluster:
     controllers: Controllers
     scheduler: Scheduler
     autoscaler: Autoscaler
+    # The quiet the last step ended in, and the strategy it ended under (`step`).
+    _carried: tuple[Strategy, _Quiet] | None = field(default=None, repr=False)
 
     def settle(self, desired_at: datetime, at: datetime) -> None:
         self.controllers.reconcile(desired_at, at)
@@ -120,15 +122,30 @@ class Cluster:
 
     def step(self, strategy: Strategy, now: datetime) -> None:
         """One step; inside it the Cluster Autoscaler loops every `scan_interval_seconds` (--scan-interval,
-        10 s), the cluster settling after each loop, the workloads' replica counts those of the step."""
+        10 s), the cluster settling after each loop, the workloads' replica counts those of the step.
+
+        A step that begins in the quiet the last one ended in (`_quiet_after`: no timer due yet), under the
+        same strategy, with no run of it due and the controllers asked for the same replicas, begins as a
+        loop that changed nothing: its settling, the strategy's turn and its first loop would change nothing
+        either, and are skipped as the quiet loops are."""
         self.world.now = now
-        self.autoscaler.provision(now)
-        self.settle(now, now)
-        strategy.act(now)
-        self.settle(now, now)
+        carried, self._carried = self._carried, None
+        quiet: _Quiet | None = None
+        if (
+            carried is not None
+            and carried[0] is strategy
+            and carried[1].holds_at(now)
+            and not strategy.due(now)
+            and self.controllers.asks_as_before(now)
+        ):
+            quiet = carried[1]
+        else:
+            self.autoscaler.provision(now)
+            self.settle(now, now)
+            strategy.act(now)
+            self.settle(now, now)
         step_seconds = self.autoscaler.setup.step_seconds
         interval = max(1, self.autoscaler.settings.scan_interval_seconds)
-        quiet: _Quiet | None = None
         skipping = self.autoscaler.quiet_loops()
         state = self._state() if skipping else None
         for offset in range(0, max(1, step_seconds), interval):
@@ -143,6 +160,8 @@ class Cluster:
                 before, state = state, self._state()
                 quiet = self._quiet_after(at) if state == before and self.autoscaler.idle() else None
         self.world.now = now
+        if quiet is not None:
+            self._carried = (strategy, quiet)
 
     def _state(self) -> tuple[object, ...]:
         return (

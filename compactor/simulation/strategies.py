@@ -76,6 +76,10 @@ class Strategy(Protocol):
 
     def act(self, now: datetime) -> None: ...
 
+    def due(self, now: datetime) -> bool:
+        """Whether `act(now)` would do anything: a run is due."""
+        ...
+
     def summary(self) -> dict[str, int]: ...
 
     def no_fit(self) -> list[NoFit]: ...
@@ -90,6 +94,9 @@ class ClusterAutoscalerAlone:
 
     def act(self, now: datetime) -> None:
         return None
+
+    def due(self, now: datetime) -> bool:
+        return False
 
     def summary(self) -> dict[str, int]:
         return {}
@@ -125,8 +132,11 @@ class Estafette:
     def __post_init__(self) -> None:
         self._jitter = random.Random(f"{self.seed}:estafette")
 
+    def due(self, now: datetime) -> bool:
+        return self.next_run is None or now >= self.next_run
+
     def act(self, now: datetime) -> None:
-        if self.next_run is not None and now < self.next_run:
+        if not self.due(now):
             return
         seconds = RUN_INTERVAL.total_seconds()
         self.next_run = now + timedelta(seconds=seconds * 0.75 + self._jitter.random() * seconds * 0.5)
@@ -222,8 +232,11 @@ class NodeCompactor:
             self._proofs, self._proofs_content = proof.Memo(), content
         return self._proofs
 
+    def due(self, now: datetime) -> bool:
+        return self.next_run is None or now >= self.next_run
+
     def act(self, now: datetime) -> None:
-        if self.next_run is not None and now < self.next_run:
+        if not self.due(now):
             return
         self.next_run = now + RUN_INTERVAL
         # What a live run reads: placeholder pods apart from the others. Without any, the world's view made

@@ -188,3 +188,85 @@ def test_skipping_quiet_loops_beside_active_migration_counts_and_draws_as_every_
         key: pod.node_name for key, pod in every.world.pod_records()
     }
     assert skipping.world.recorder == every.world.recorder
+
+
+# A cluster whose replicas hold still but for one rise, with a CronJob every 15 minutes: most steps begin in the
+# quiet the last one ended in, some at a slot or a rise they must not skip.
+STILL_WITH_JOBS = scenario_data(
+    hours=2,
+    profiles={"step-up": [[17, 0.5], [17.75, 0.5], [17.76, 1.0], [24, 1.0]]},
+    deployments=[
+        {
+            "name": "web",
+            "pool": "default-pool",
+            "requests": {"cpu": "300m", "memory": "512Mi"},
+            "replicas": {"profile": "step-up", "peak": 20},
+        }
+    ],
+    cronJobs=[
+        {
+            "name": "report",
+            "namespace": "batch",
+            "requests": {"cpu": "1", "memory": "1Gi"},
+            "everyMinutes": 15,
+            "parallelism": 2,
+            "durationMinutes": [5, 7],
+        }
+    ],
+)
+
+
+class _EveryFiveMinutes(ClusterAutoscalerAlone):
+    """A strategy due every fifth minute, two minutes after each five, that records when it acted."""
+
+    def __init__(self) -> None:
+        super().__init__("every-five-minutes")
+        self.acted: list[datetime] = []
+
+    def due(self, now: datetime) -> bool:
+        return now.minute % 5 == 2  # never at a CronJob slot
+
+    def act(self, now: datetime) -> None:
+        if self.due(now):
+            self.acted.append(now)
+
+
+def _still_with_jobs(quiet: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[runner.Cluster, _EveryFiveMinutes, int]:
+    """Two hours of `STILL_WITH_JOBS`, with or without quiet loops (and steps) skipped: the cluster, the strategy
+    and how often a step's first moment was provisioned for."""
+    cluster = runner.build(setup_from(STILL_WITH_JOBS))
+    strategy = _EveryFiveMinutes()
+    heads = 0
+    provision = Autoscaler.provision
+
+    def counted(self: Autoscaler, now: datetime) -> None:
+        nonlocal heads
+        heads += now.second == 0  # the step's own provisioning, or its first loop's
+        provision(self, now)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Autoscaler, "provision", counted)
+        if not quiet:
+            patched.setattr(Autoscaler, "quiet_loops", lambda self: False)
+        for index in range(120):
+            cluster.step(strategy, cluster.autoscaler.setup.start + timedelta(minutes=index))
+    return cluster, strategy, heads
+
+
+def test_a_step_begun_in_the_last_steps_quiet_is_skipped_but_not_at_a_run_a_cronjob_slot_or_a_new_replica_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    every, every_strategy, every_heads = _still_with_jobs(False, monkeypatch)
+    skipping, skipping_strategy, skipping_heads = _still_with_jobs(True, monkeypatch)
+    start = every.autoscaler.setup.start
+    assert every_strategy.acted == skipping_strategy.acted == [start + timedelta(minutes=m) for m in range(2, 120, 5)]
+    assert skipping_heads < every_heads / 2  # most steps began quiet
+    jobs = {key for key, pod in every.world.pod_records() if pod.namespace == "batch"}
+    assert every.world.recorder.nodes_added > 0  # the rise at 17:45 needed a node
+    assert sorted(skipping.world.nodes) == sorted(every.world.nodes)
+    assert {key: pod.node_name for key, pod in skipping.world.pod_records()} == {
+        key: pod.node_name for key, pod in every.world.pod_records()
+    }
+    assert {key for key, pod in skipping.world.pod_records() if pod.namespace == "batch"} == jobs
+    assert skipping.world.recorder == every.world.recorder
+    assert skipping.controllers.state() == every.controllers.state()  # the same Jobs started and ended

@@ -396,7 +396,7 @@ def _send(cluster: Any, change: Change) -> None:
 
 def _write(cluster: Any, change: Change, result: Result) -> None:
     """Send the change; on a 409 read the object again and send what is still to do, ATTEMPTS times at most."""
-    from compactor.kube.client import ConflictError, NotFoundError
+    from compactor.kube.answers import ConflictError, NotFoundError
 
     current: Change | None = change
     for _ in range(ATTEMPTS):
@@ -427,7 +427,7 @@ def _write(cluster: Any, change: Change, result: Result) -> None:
 
 
 def _delete_lease(cluster: Any, namespace: str, name: str, holder: str, *, existed: bool, result: Result) -> None:
-    from compactor.kube.client import ConflictError, NotFoundError
+    from compactor.kube.answers import ConflictError, NotFoundError
 
     lease = cluster.lease(namespace, name)
     if lease is None:

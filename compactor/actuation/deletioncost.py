@@ -24,7 +24,7 @@ from compactor.actuation.tainting import write_each
 from compactor.core.model import DELETION_COST, STEERED_COST
 from compactor.core.steering import STEER_COST
 from compactor.errors import CompactorError, TransientError
-from compactor.kube.client import ConflictError, NotFoundError
+from compactor.kube.answers import ConflictError, NotFoundError
 
 log = logging.getLogger(__name__)
 

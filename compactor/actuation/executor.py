@@ -75,7 +75,7 @@ from compactor.core.prices import pricing
 from compactor.core.timing import format_stamp, parse_stamp, seconds_between
 from compactor.errors import ClusterAccessError, CompactorError, RunFailedError, TransientError
 from compactor.kube import snapshot as parsing
-from compactor.kube.client import ConflictError, EvictionResult, NotFoundError
+from compactor.kube.answers import ConflictError, EvictionResult, NotFoundError
 from compactor.settings.config import Config
 
 log = logging.getLogger(__name__)

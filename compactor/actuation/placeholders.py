@@ -37,7 +37,7 @@ from compactor.core.model import (
 )
 from compactor.core.plan import Replacement
 from compactor.core.timing import format_stamp
-from compactor.kube.client import ConflictError, NotFoundError
+from compactor.kube.answers import ConflictError, NotFoundError
 
 log = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ from compactor.core.plan import SurgeVerdict
 from compactor.core.timing import format_stamp
 from compactor.errors import CompactorError, TransientError
 from compactor.kube import workloads
-from compactor.kube.client import ConflictError, NotFoundError
+from compactor.kube.answers import ConflictError, NotFoundError
 
 log = logging.getLogger(__name__)
 

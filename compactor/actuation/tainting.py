@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from compactor.core.model import PREFER_NO_SCHEDULE, RESERVED_TAINT, SOFT_TAINT
 from compactor.errors import CompactorError, TransientError
-from compactor.kube.client import ConflictError, NotFoundError
+from compactor.kube.answers import ConflictError, NotFoundError
 
 log = logging.getLogger(__name__)
 

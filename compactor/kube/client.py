@@ -49,6 +49,7 @@ from compactor.errors import (
     TransientError,
 )
 from compactor.kube import decoding, watchlist
+from compactor.kube.answers import ConflictError, EvictionResult, NotFoundError
 from compactor.kube.snapshot import SnapshotBuilder, paused_gc
 
 log = logging.getLogger(__name__)
@@ -98,24 +99,6 @@ LEASE_NAME = "node-compactor"
 LEASE_CONFLICT_RETRIES = 3
 EVENT_NAMESPACE = "default"  # where the kubelet and the node controller put Node events
 COMPONENT = "node-compactor"
-
-EvictionStatus = Literal["evicted", "gone", "blocked", "retry", "failed"]
-
-
-class ConflictError(Exception):
-    """The object changed since it was read (HTTP 409); the caller decides what that means."""
-
-
-class NotFoundError(Exception):
-    """The object no longer exists (HTTP 404)."""
-
-
-@dataclass(frozen=True, slots=True)
-class EvictionResult:
-    status: EvictionStatus
-    detail: str = ""
-    # A 5xx or a broken connection: the eviction may have been carried out although the answer says not.
-    unknown: bool = False
 
 
 def _describe(error: BaseException) -> str:

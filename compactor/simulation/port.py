@@ -2,8 +2,8 @@
 
 Node and pod objects go out as Kubernetes JSON, node patches go through the
 world's merge patch with its resourceVersion precondition (ConflictError,
-NotFoundError as from `compactor.kube.client`), evictions through the world's
-Eviction API, Events into the world's log. It is node replacement's
+NotFoundError as the API client raises them: `compactor.kube.answers`),
+evictions through the world's Eviction API, Events into the world's log. It is node replacement's
 `PlaceholderPort` too: a created pod goes through the world's admission
 (a placeholder's PriorityClass gives it priority -10 and preemptionPolicy
 Never) and waits, Pending, for the scheduler and the Cluster Autoscaler; a
@@ -36,7 +36,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from compactor.actuation import executor
-from compactor.kube.client import EvictionResult, NotFoundError
+from compactor.kube.answers import EvictionResult, NotFoundError
 from compactor.simulation.world import World
 
 TERMINAL = ("evicted", "gone", "failed")

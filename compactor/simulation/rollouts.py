@@ -39,7 +39,7 @@ import orjson
 from compactor.core import surge
 from compactor.core.model import Deployment, ReplicaSet
 from compactor.kube import workloads
-from compactor.kube.client import ConflictError, NotFoundError
+from compactor.kube.answers import ConflictError, NotFoundError
 from compactor.settings.config import Config
 from compactor.simulation import objects
 from compactor.simulation.model import JsonObject, WorkloadSpec

@@ -51,7 +51,7 @@ from compactor.core.prices.pricing import SPOT_LABEL
 from compactor.core.selectors import selector_matches
 from compactor.core.timing import format_stamp
 from compactor.kube import snapshot as parsing
-from compactor.kube.client import ConflictError, EvictionResult, NotFoundError
+from compactor.kube.answers import ConflictError, EvictionResult, NotFoundError
 from compactor.settings.config import Config
 from compactor.simulation import availability, objects
 from compactor.simulation.metrics import Recorder

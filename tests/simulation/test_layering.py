@@ -47,6 +47,18 @@ def test_loading_the_function_and_the_command_line_loads_neither_the_simulator_n
     assert result.stdout.strip() == ""
 
 
+def test_the_simulator_runs_without_loading_the_kubernetes_client() -> None:
+    """The simulator's ports answer as the API client does (`compactor.kube.answers`) without the client's
+    package, whose import is most of a short simulation's start."""
+    code = (
+        "import sys\n"
+        "import compactor.cli, compactor.simulation.runner, compactor.simulation.report\n"
+        "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] == 'kubernetes')))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == ""
+
+
 @pytest.mark.parametrize("package", ["matplotlib", "highspy"])
 def test_the_function_requirements_do_not_ship_the_simulators_packages(package: str) -> None:
     assert package not in Path("requirements.txt").read_text()

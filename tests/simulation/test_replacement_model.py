@@ -29,7 +29,7 @@ from compactor.core.plan import Replacement
 from compactor.core.timing import format_stamp
 from compactor.errors import BadInputError
 from compactor.kube import quantity
-from compactor.kube.client import ConflictError
+from compactor.kube.answers import ConflictError
 from compactor.settings.config import DEFAULT_POOL_LABEL, Config
 from compactor.simulation import report, runner, scenario
 from compactor.simulation.runner import Cluster

@@ -10,7 +10,7 @@ import pytest
 from compactor.core import planner
 from compactor.core.model import RESTARTED_AT
 from compactor.errors import BadInputError
-from compactor.kube.client import ConflictError
+from compactor.kube.answers import ConflictError
 from compactor.simulation import availability, rollouts, runner
 from compactor.simulation.world import World
 from tests.simulation.builders import POOL, cluster_from, scenario_data, setup_from

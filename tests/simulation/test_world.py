@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from compactor.kube.client import ConflictError, NotFoundError
+from compactor.kube.answers import ConflictError, NotFoundError
 from compactor.simulation.world import ReadyTimes
 from tests.simulation.builders import START, add_node, add_pdb, add_pod, world
 

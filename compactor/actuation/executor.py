@@ -51,11 +51,11 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -79,6 +79,7 @@ from compactor.kube.answers import ConflictError, EvictionResult, NotFoundError
 from compactor.settings.config import Config
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 EVICTION_CONCURRENCY = 8
 MARK_CONCURRENCY = 8
@@ -245,6 +246,7 @@ class Executor:
         replacements: placeholders.PlaceholderPort | None = None,
         prices: pricing.PriceTable | None = None,
         proofs: proof.Memo | None = None,
+        threads: bool = True,
     ) -> None:
         """`proof_state` gives the cluster as it is now for the proof before each later batch of evictions;
         without one (the simulations' in-memory port) only the node is re-read between batches.
@@ -257,8 +259,12 @@ class Executor:
         made with (a priceFile's; None: the built-in one), so that the plan made again before a drain ranks the
         candidates as the first did. `proofs` holds the plan's fit proofs: the plan made again before a drain
         takes them when the node, its pods and the budgets read again are what they were for a proof
-        (`proof.same_for_proofs`), as the rest of the snapshot is."""
+        (`proof.same_for_proofs`), as the rest of the snapshot is. `threads` False makes the marks, taints,
+        deletion costs and evictions one at a time in the run's own thread, for a port that answers from memory
+        (the simulator's: overlapping its calls gains nothing, and its eviction timeline plays the pool's
+        workers out in virtual time)."""
         self.cluster = cluster
+        self.threads = threads
         self.replacements = replacements
         self.deployments = deployments
         self.restart_wait = restart_wait
@@ -346,6 +352,19 @@ class Executor:
             # A read no write depended on yet (each write handles its own): the rest of this step waits.
             self._skip(f"{what}: {error.message}; the rest of this step waits for the next run")
 
+    def _workers(self, at_most: int) -> int:
+        return at_most if self.threads else 1
+
+    def _each(self, call: Callable[[T], object], items: Sequence[T], at_most: int) -> None:
+        """`call` on every item, up to `at_most` at once in a pool of threads (one at a time without `threads`)."""
+        workers = min(self._workers(at_most), len(items))
+        if workers <= 1:
+            for item in items:
+                call(item)
+            return
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(call, items))
+
     def _skip(self, reason: str) -> None:
         with self.outcome._lock:
             self.outcome.skipped.append(reason)
@@ -356,14 +375,14 @@ class Executor:
             self.cluster,
             plan.soft_taints_add,
             plan.soft_taints_remove,
-            concurrency=MARK_CONCURRENCY,
+            concurrency=self._workers(MARK_CONCURRENCY),
             skipped=self.outcome.skipped,
         )
         _, self.outcome.reservations_removed = tainting.apply(
             self.cluster,
             (),
             plan.reservations_remove,
-            concurrency=MARK_CONCURRENCY,
+            concurrency=self._workers(MARK_CONCURRENCY),
             taint=tainting.RESERVED,
             skipped=self.outcome.skipped,
         )
@@ -373,7 +392,7 @@ class Executor:
             self.cluster,
             plan.deletion_costs_add,
             plan.deletion_costs_remove,
-            concurrency=MARK_CONCURRENCY,
+            concurrency=self._workers(MARK_CONCURRENCY),
             skipped=self.outcome.skipped,
         )
 
@@ -463,8 +482,7 @@ class Executor:
                     node, reason=stamp_kind.event_reason, message=message, warning=False, now=self.clock()
                 )
 
-        with ThreadPoolExecutor(max_workers=MARK_CONCURRENCY) as pool:
-            list(pool.map(write, changes))
+        self._each(write, changes, MARK_CONCURRENCY)
 
     # -- a future drain-started-at ------------------------------------------------------------
 
@@ -756,8 +774,7 @@ class Executor:
                 self.budget.sleep(delay)
                 delay = min(delay * 2, MAX_BACKOFF_SECONDS)
 
-        with ThreadPoolExecutor(max_workers=min(EVICTION_CONCURRENCY, len(keys))) as pool:
-            list(pool.map(evict, keys))
+        self._each(evict, keys, EVICTION_CONCURRENCY)
         log.info(
             "evictions on %s: %d evicted, %d already gone, %d waiting",
             node_name,

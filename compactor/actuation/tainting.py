@@ -79,8 +79,12 @@ def write_each(
     changes = [(name, True) for name in add] + [(name, False) for name in remove]
     if not changes:
         return [], []
-    with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(changes)))) as pool:
-        written = list(pool.map(lambda change: write(*change), changes))
+    workers = min(concurrency, len(changes))
+    if workers <= 1:
+        written = [write(*change) for change in changes]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            written = list(pool.map(lambda change: write(*change), changes))
     added = [name for (name, wanted), done in zip(changes, written, strict=True) if done and wanted]
     removed = [name for (name, wanted), done in zip(changes, written, strict=True) if done and not wanted]
     return added, removed

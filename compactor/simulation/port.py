@@ -21,7 +21,9 @@ pods in order; after a refusal, the executor's backoff, doubling from
 settling the cluster at each moment an attempt happens. Each `evict` call
 then gets its precomputed answer whatever thread makes it, and the budget's
 clock (`monotonic`, `sleep`) reads the time of the calling thread's attempt,
-so the executor takes exactly the decisions the timeline assumed.
+so the executor takes exactly the decisions the timeline assumed. The
+simulator runs the executor without threads (`threads=False`: one pod after
+another, each with its own attempts), which the timeline answers the same.
 `check_consumed` proves it after the run.
 """
 

@@ -268,6 +268,7 @@ class NodeCompactor:
             replacements=port,
             prices=self._prices,
             proofs=proofs,
+            threads=False,  # the world answers from memory: nothing to overlap
         )
         self._count("runs")
         try:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
+
+import pytest
 
 from compactor.actuation.executor import Budget, Executor, Outcome
 from compactor.core import planner
@@ -59,14 +62,17 @@ def replacing_on(cluster: World, node: str) -> Callable[[datetime], None]:
     return settle
 
 
-def run_once(cluster: World, settle: Callable[[datetime], None], config: Config = CONFIG) -> Outcome:
+def run_once(
+    cluster: World, settle: Callable[[datetime], None], config: Config = CONFIG, *, threads: bool = True
+) -> Outcome:
     snapshot = cluster.snapshot(NOW)
     plan = planner.plan(snapshot, config, now=NOW)
     assert (plan.decision.action, plan.decision.node) == ("drain", "n1")
     port = SimulatedCluster(cluster, actor="node-compactor", run_start=NOW, settle=settle, budget_seconds=240)
     port.expect_evictions(plan.decision.evictions)
     budget = Budget(deadline=240, monotonic=port.monotonic, sleep=port.sleep)
-    outcome = Executor(port, config, clock=lambda: NOW, budget=budget, dry_run=False).execute(plan, snapshot)
+    run = Executor(port, config, clock=lambda: NOW, budget=budget, dry_run=False, threads=threads)
+    outcome = run.execute(plan, snapshot)
     port.check_consumed()
     return outcome
 
@@ -108,6 +114,26 @@ def test_the_outcome_does_not_depend_on_how_the_threads_run() -> None:
         outcome = run_once(cluster, replacing_on(cluster, "n2"))
         outcomes.add((tuple(sorted(outcome.evicted)), tuple(sorted(outcome.waiting)), tuple(sorted(cluster.pods))))
     assert len(outcomes) == 1
+
+
+def test_without_threads_the_run_starts_none_and_ends_as_with_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The simulator's runs evict and write one at a time (`threads=False`): the port's timeline, played out as
+    the pool's workers would, gives them the same answers, so the same pods are evicted or left waiting."""
+    for settled in (True, False):  # a budget that recovers, and one that stays at zero
+        outcomes = []
+        for threads in (True, False):
+            cluster = two_web_pods_under_a_budget_of_one()
+            settle = replacing_on(cluster, "n2") if settled else (lambda at: None)
+            with monkeypatch.context() as patched:
+                if not threads:
+                    patched.setattr(threading.Thread, "start", _no_thread)
+                outcome = run_once(cluster, settle, threads=threads)
+            outcomes.append((outcome.evicted, dict(outcome.waiting), outcome.drain_completed, sorted(cluster.pods)))
+        assert outcomes[0] == outcomes[1]
+
+
+def _no_thread(self: threading.Thread) -> None:
+    raise AssertionError(f"a thread was started: {self.name}")
 
 
 def stranding_cluster(n4_keeper_cpu: str) -> tuple[World, Callable[[datetime], None]]:

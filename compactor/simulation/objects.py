@@ -132,6 +132,13 @@ def pod_template(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": {"phase": "Pending"}}
 
 
+def json_copy(obj: JsonObject) -> JsonObject:
+    """A deep copy of a Kubernetes object, which is JSON (a scenario's, a snapshot's, or made from them): a round
+    trip through orjson, seven times faster than copy.deepcopy (a Deployment's template: 2.3 against 16.9 us)."""
+    copied: JsonObject = orjson.loads(orjson.dumps(obj))
+    return copied
+
+
 def stamp_pod(
     template: Mapping[str, Any],
     *,
@@ -143,9 +150,7 @@ def stamp_pod(
     extra_labels: Mapping[str, str] | None = None,
 ) -> JsonObject:
     """A pod from a template: named, owned, and (for DaemonSet and static pods) bound to its node."""
-    # A template is JSON (a scenario's, or a snapshot's pod): a round trip through orjson copies it, seven times
-    # faster than copy.deepcopy (a Deployment's template: 2.3 against 16.9 us).
-    pod: JsonObject = orjson.loads(orjson.dumps(dict(template)))
+    pod = json_copy(dict(template))
     metadata = pod.setdefault("metadata", {})
     namespace = metadata.get("namespace", "default")
     for key in ("resourceVersion", "deletionTimestamp", "generateName"):

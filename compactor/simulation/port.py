@@ -29,7 +29,6 @@ another, each with its own attempts), which the timeline answers the same.
 
 from __future__ import annotations
 
-import copy
 import heapq
 import threading
 from collections import deque
@@ -39,6 +38,7 @@ from typing import Any
 
 from compactor.actuation import executor
 from compactor.kube.answers import EvictionResult, NotFoundError
+from compactor.simulation import objects
 from compactor.simulation.world import World
 
 TERMINAL = ("evicted", "gone", "failed")
@@ -75,7 +75,7 @@ class SimulatedCluster:
     def node(self, name: str) -> dict[str, Any] | None:
         with self._lock:
             obj = self.world.nodes.get(name)
-            return copy.deepcopy(obj) if obj is not None else None
+            return objects.json_copy(obj) if obj is not None else None
 
     def pods_on(self, node_name: str) -> list[dict[str, Any]]:
         with self._lock:
@@ -88,16 +88,16 @@ class SimulatedCluster:
 
     def patch_node(self, name: str, patch: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
-            return copy.deepcopy(self.world.patch_node(name, patch))
+            return objects.json_copy(self.world.patch_node(name, patch))
 
     def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         with self._lock:
             obj = self.world.pods.get(f"{namespace}/{name}")
-            return copy.deepcopy(obj) if obj is not None else None
+            return objects.json_copy(obj) if obj is not None else None
 
     def patch_pod(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
-            return copy.deepcopy(self.world.patch_pod(f"{namespace}/{name}", patch))
+            return objects.json_copy(self.world.patch_pod(f"{namespace}/{name}", patch))
 
     def evict(self, namespace: str, name: str) -> EvictionResult:
         key = f"{namespace}/{name}"
@@ -115,7 +115,7 @@ class SimulatedCluster:
 
     def create_pod(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
-            return copy.deepcopy(self.world.create_pod(namespace, body, at=self.run_start))
+            return objects.json_copy(self.world.create_pod(namespace, body, at=self.run_start))
 
     def delete_pod(self, namespace: str, name: str) -> None:
         """A DELETE: a placeholder goes as no disruption; any other pod (the executor deletes none) as one."""

@@ -18,7 +18,7 @@ import hashlib
 import math
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from compactor.core.model import ZERO, Resources
 from compactor.kube import snapshot as parsing
@@ -30,6 +30,7 @@ from compactor.simulation.world import OwnerKey, World
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 # Pod UIDs the controllers keep at most (`_uid`): made again after the store is emptied, the same.
 UIDS_KEPT = 200_000
+NEVER = datetime.max.replace(tzinfo=UTC)
 
 
 @dataclass
@@ -66,10 +67,13 @@ class Controllers:
         # The moment the last reconcile's replicas were asked for, and the moving curves' replicas per moment
         # asked about since (`asks_as_before`).
         self._asked_at: datetime | None = None
+        self._unchanged_until: datetime | None = None
         self._replicas_at: dict[datetime, tuple[int, ...]] = {}
 
     def reconcile(self, desired_at: datetime, at: datetime) -> None:
         """Replica counts as the curves give them at `desired_at`; new pods are created at `at`."""
+        if self._as_left(desired_at, at):
+            return
         self._asked_at = desired_at
         for job_key in self.world.finish_jobs(at):
             job = self.jobs.get(job_key)
@@ -102,6 +106,23 @@ class Controllers:
                 self.world.owed[owner].clear()  # nothing left to replace (the owner scaled down meanwhile)
                 self.world.changes += 1
         self._settled = (self.world.changes, self.rollouts.state())
+        # Until when the next reconcile for the same replicas on an unchanged world changes nothing: the first
+        # Job pod's end; not while a Deployment rolls out (its ReplicaSets move as pods turn Ready).
+        if self._settled[1][1]:
+            self._unchanged_until = None
+        else:
+            self._unchanged_until = min(self.world.finish_at.values(), default=NEVER)
+
+    def _as_left(self, desired_at: datetime, at: datetime) -> bool:
+        """Whether the cluster is as the last reconcile left it, asked for the same replicas before any Job pod's
+        work is done: then this one would change nothing."""
+        return (
+            desired_at == self._asked_at
+            and self._unchanged_until is not None
+            and at < self._unchanged_until
+            and not self.world.disrupted
+            and self._settled == (self.world.changes, self.rollouts.state())
+        )
 
     def state(self) -> tuple[object, ...]:
         """What a reconcile may change besides the world's objects (`World.changes`): the Jobs and their

@@ -270,3 +270,21 @@ def test_a_step_begun_in_the_last_steps_quiet_is_skipped_but_not_at_a_run_a_cron
     assert {key for key, pod in skipping.world.pod_records() if pod.namespace == "batch"} == jobs
     assert skipping.world.recorder == every.world.recorder
     assert skipping.controllers.state() == every.controllers.state()  # the same Jobs started and ended
+
+
+def test_a_reconcile_asked_for_the_same_replicas_still_ends_the_job_pods_whose_work_is_done() -> None:
+    """A reconcile on a cluster as the last one left it, for the same replicas, changes nothing (and is skipped),
+    but not once a Job pod's work is done: that pod ends and its Job counts the success."""
+    cluster = runner.build(setup_from(STILL_WITH_JOBS))
+    controllers, world = cluster.controllers, cluster.world
+    start = cluster.autoscaler.setup.start
+    cluster.settle(start, start)
+    ends = sorted(world.finish_at.values())
+    assert ends  # the CronJob's pods run
+    changes = world.changes
+    cluster.settle(start, ends[0] - timedelta(seconds=1))
+    assert world.changes == changes  # nothing to do yet
+    cluster.settle(start, ends[0])
+    assert world.changes > changes
+    assert sum(job.succeeded for job in controllers.jobs.values()) >= 1
+    assert sorted(world.finish_at.values()) == [end for end in ends if end > ends[0]]

@@ -51,11 +51,10 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 import msgspec
 
@@ -79,7 +78,6 @@ from compactor.kube.answers import ConflictError, EvictionResult, NotFoundError
 from compactor.settings.config import Config
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 EVICTION_CONCURRENCY = 8
 MARK_CONCURRENCY = 8
@@ -353,17 +351,8 @@ class Executor:
             self._skip(f"{what}: {error.message}; the rest of this step waits for the next run")
 
     def _workers(self, at_most: int) -> int:
+        """How many writes or evictions go at once: `at_most`, one without `threads`."""
         return at_most if self.threads else 1
-
-    def _each(self, call: Callable[[T], object], items: Sequence[T], at_most: int) -> None:
-        """`call` on every item, up to `at_most` at once in a pool of threads (one at a time without `threads`)."""
-        workers = min(self._workers(at_most), len(items))
-        if workers <= 1:
-            for item in items:
-                call(item)
-            return
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            list(pool.map(call, items))
 
     def _skip(self, reason: str) -> None:
         with self.outcome._lock:
@@ -482,7 +471,7 @@ class Executor:
                     node, reason=stamp_kind.event_reason, message=message, warning=False, now=self.clock()
                 )
 
-        self._each(write, changes, MARK_CONCURRENCY)
+        tainting.each(write, changes, self._workers(MARK_CONCURRENCY))
 
     # -- a future drain-started-at ------------------------------------------------------------
 
@@ -774,7 +763,7 @@ class Executor:
                 self.budget.sleep(delay)
                 delay = min(delay * 2, MAX_BACKOFF_SECONDS)
 
-        self._each(evict, keys, EVICTION_CONCURRENCY)
+        tainting.each(evict, keys, self._workers(EVICTION_CONCURRENCY))
         log.info(
             "evictions on %s: %d evicted, %d already gone, %d waiting",
             node_name,

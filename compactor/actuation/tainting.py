@@ -24,15 +24,17 @@ after the adapter's own retries). A cordoned node is never written
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from compactor.core.model import PREFER_NO_SCHEDULE, RESERVED_TAINT, SOFT_TAINT
 from compactor.errors import CompactorError, TransientError
 from compactor.kube.answers import ConflictError, NotFoundError
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+R = TypeVar("R")
 
 # Times a taint write that met a 409 Conflict is read and made again before it waits for the next run.
 CONFLICT_RETRIES = 3
@@ -79,15 +81,20 @@ def write_each(
     changes = [(name, True) for name in add] + [(name, False) for name in remove]
     if not changes:
         return [], []
-    workers = min(concurrency, len(changes))
-    if workers <= 1:
-        written = [write(*change) for change in changes]
-    else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            written = list(pool.map(lambda change: write(*change), changes))
+    written = each(lambda change: write(*change), changes, concurrency)
     added = [name for (name, wanted), done in zip(changes, written, strict=True) if done and wanted]
     removed = [name for (name, wanted), done in zip(changes, written, strict=True) if done and not wanted]
     return added, removed
+
+
+def each(call: Callable[[T], R], items: Sequence[T], concurrency: int) -> list[R]:
+    """`call` on every item, `concurrency` at a time in a pool of threads (in this thread when one at a time);
+    the answers in the items' order."""
+    workers = min(concurrency, len(items))
+    if workers <= 1:
+        return [call(item) for item in items]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(call, items))
 
 
 def reserve(cluster: NodeWriter, names: Iterable[str], skipped: list[str] | None = None) -> tuple[list[str], list[str]]:

@@ -105,13 +105,12 @@ class Controllers:
             if self.world.owed[owner]:
                 self.world.owed[owner].clear()  # nothing left to replace (the owner scaled down meanwhile)
                 self.world.changes += 1
-        self._settled = (self.world.changes, self.rollouts.state())
+        deployments = self.rollouts.state()
+        self._settled = (self.world.changes, deployments)
         # Until when the next reconcile for the same replicas on an unchanged world changes nothing: the first
         # Job pod's end; not while a Deployment rolls out (its ReplicaSets move as pods turn Ready).
-        if self._settled[1][1]:
-            self._unchanged_until = None
-        else:
-            self._unchanged_until = min(self.world.finish_at.values(), default=NEVER)
+        _, rolling_out = deployments
+        self._unchanged_until = None if rolling_out else min(self.world.finish_at.values(), default=NEVER)
 
     def _as_left(self, desired_at: datetime, at: datetime) -> bool:
         """Whether the cluster is as the last reconcile left it, asked for the same replicas before any Job pod's
@@ -139,10 +138,8 @@ class Controllers:
         the same replicas, and no CronJob with a new schedule slot to start (`_start_jobs`)."""
         if self._asked_at is None:
             return False
-        for cron in self.cronjobs:
-            slot = int(desired_at.timestamp() // 60) // cron.every_minutes
-            if self._last_slot.get(cron.name) != slot and cron.active_at(desired_at):
-                return False
+        if any(self._slot_to_start(cron, desired_at) is not None for cron in self.cronjobs):
+            return False
         return self._replicas(self._asked_at) == self._replicas(desired_at)
 
     def _replicas(self, moment: datetime) -> tuple[int, ...]:
@@ -237,10 +234,17 @@ class Controllers:
 
     # -- CronJobs and Jobs ----------------------------------------------------------------------------
 
-    def _start_jobs(self, cron: CronJobSpec, desired_at: datetime, at: datetime) -> None:
-        minutes = int(desired_at.timestamp() // 60)
-        slot = minutes // cron.every_minutes
+    def _slot_to_start(self, cron: CronJobSpec, desired_at: datetime) -> int | None:
+        """The CronJob's schedule slot at `desired_at` when its Job is still to start; None when it started or
+        the CronJob is not active then."""
+        slot = int(desired_at.timestamp() // 60) // cron.every_minutes
         if self._last_slot.get(cron.name) == slot or not cron.active_at(desired_at):
+            return None
+        return slot
+
+    def _start_jobs(self, cron: CronJobSpec, desired_at: datetime, at: datetime) -> None:
+        slot = self._slot_to_start(cron, desired_at)
+        if slot is None:
             return
         self._last_slot[cron.name] = slot
         name = f"{cron.name}-{slot * cron.every_minutes}"

@@ -3,11 +3,12 @@
 Node and pod objects go out as Kubernetes JSON, node patches go through the
 world's merge patch with its resourceVersion precondition (ConflictError,
 NotFoundError as the API client raises them: `compactor.kube.answers`),
-evictions through the world's Eviction API, Events into the world's log. It is node replacement's
-`PlaceholderPort` too: a created pod goes through the world's admission
-(a placeholder's PriorityClass gives it priority -10 and preemptionPolicy
-Never) and waits, Pending, for the scheduler and the Cluster Autoscaler; a
-deleted placeholder is gone at once (terminationGracePeriodSeconds 0).
+evictions through the world's Eviction API, Events into the world's log. It
+is node replacement's `PlaceholderPort` too: a created pod goes through the
+world's admission (a placeholder's PriorityClass gives it priority -10 and
+preemptionPolicy Never) and waits, Pending, for the scheduler and the Cluster
+Autoscaler; a deleted placeholder is gone at once
+(terminationGracePeriodSeconds 0).
 
 Time inside a run. The executor evicts with a thread pool and retries a
 refused eviction with backoff inside its budget, while the rest of the

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from compactor.core import coexistence
+from compactor.core import coexistence, spread
 from compactor.core.model import TERMINAL_PHASES, Node, Pdb, Pod, PodAffinityTerm, Resources, Snapshot
 from compactor.core.selectors import selector_matches
 from compactor.settings.config import Config
@@ -121,6 +121,9 @@ class ClusterView:
         self.target_labels: dict[tuple[int, str], tuple[object, dict[str, set[str]]]] = {}
         # Matching pods per domain for a spread constraint before anything moves (`fit`), per source node.
         self.spread_counts: dict[tuple[object, ...], Counter[str]] = {}
+        # The counts behind them kept from the views made before this one, by a caller that makes one view of a
+        # cluster after another (`spread.Carried`), else made afresh in each view.
+        self.spread_carry: spread.Carried | None = None
         # The room node replacement's bound placeholders hold, by node: taken until a pod of a higher
         # priority that fits on no node as it is preempts the placeholder (`fit.Simulation`).
         self.preemptible: dict[str, Resources] = _preemptible(snapshot.placeholders)

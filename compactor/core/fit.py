@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from compactor.core import spread
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.model import (
     HOSTNAME_LABEL,
@@ -1040,7 +1041,7 @@ class Simulation:
             counts = everywhere
             source = self.view.nodes.get(self.source.name)
             if not self.source_is_domain and source is not None:
-                domain = self._domain_for(pod, constraint, source.node)
+                domain = spread.domain_for(pod, constraint, source.node)
                 if domain is not None and nodes_per_domain[domain] == 1:
                     counts = Counter(everywhere)
                     del counts[domain]
@@ -1055,6 +1056,14 @@ class Simulation:
         nodes_key = ("nodes", *key[1:])
         counts = self.view.spread_counts.get(key)
         nodes_per_domain = self.view.spread_counts.get(nodes_key)
+        carried = self.view.spread_carry
+        if (counts is None or nodes_per_domain is None) and carried is not None:
+            view = self.view
+            found = carried.everywhere(
+                view.nodes, lambda: view.pods_by_namespace.get(pod.namespace, ()), pod, constraint
+            )
+            if found is not None:
+                counts, nodes_per_domain = self.view.spread_counts[key], self.view.spread_counts[nodes_key] = found
         if counts is None or nodes_per_domain is None:
             nodes_per_domain = self._nodes_per_domain(pod, constraint)
             counts = Counter(dict.fromkeys(nodes_per_domain, 0))
@@ -1079,20 +1088,11 @@ class Simulation:
         if nodes_per_domain is None:
             nodes_per_domain = Counter()
             for state in self.view.nodes.values():
-                domain = self._domain_for(pod, constraint, state.node)
+                domain = spread.domain_for(pod, constraint, state.node)
                 if domain is not None:
                     nodes_per_domain[domain] += 1
             self.view.spread_counts[key] = nodes_per_domain
         return nodes_per_domain
-
-    @staticmethod
-    def _domain_for(pod: Pod, constraint: SpreadConstraint, node: Node) -> str | None:
-        """The node's domain for the constraint when the pod may use the node (its node selector and required
-        affinity), else None."""
-        domain = node.labels.get(constraint.topology_key)
-        if domain is None or any(node.labels.get(k) != v for k, v in pod.node_selector):
-            return None
-        return domain if node_affinity_matches(pod.node_affinity, node.name, node.labels) else None
 
     # -- explanation --------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from msgspec import structs
 
+from compactor.core import spread
 from compactor.core.cluster import ClusterView, Grouped, NodeState, node_state, pending_groups
 from compactor.core.model import (
     PLACEHOLDER_PRIORITY_CLASS,
@@ -708,6 +709,7 @@ class World:
         snapshot = self.snapshot(at)
         if known is None or known.config is not config:
             view = ClusterView(snapshot, config)
+            view.spread_carry = spread.Carried(view.nodes)
         else:
             # The nodes whose pods did not change since the last view keep their state; the budgets' index is
             # the last one while every budget is the same (`_pdb_snapshot`: the same objects), else made from
@@ -717,6 +719,9 @@ class World:
             same = _same_objects(snapshot.pdbs, earlier.snapshot.pdbs)
             pdbs = earlier.pdbs if same else earlier.pdbs.updated(snapshot.pdbs, grouped[2].values())
             view = ClusterView(snapshot, config, pdbs, earlier=earlier, same_classes=False, grouped=grouped)
+            view.spread_carry = earlier.spread_carry
+            if view.spread_carry is not None:
+                view.spread_carry.advance(view.nodes)
         self._views[id(config)] = _View(config, self.changes, at, view)
         return view
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -64,6 +65,14 @@ class Controllers:
         # are the same, the workloads of one count are as that reconcile left them, at their replicas.
         self._varying = tuple(spec for spec in setup.workloads if len(set(spec.replicas.extremes())) > 1)
         self._settled: tuple[int, tuple[object, ...]] | None = None
+        # The places in `workloads` of those reconciled whenever the world changed: moving curves and
+        # StatefulSets; and of each workload by the owner of its pods (a Deployment's, by its ReplicaSets), for
+        # the Deployment controller's state it was made in (`_to_reconcile`).
+        moving = {id(spec) for spec in self._varying}
+        self._always = frozenset(
+            place for place, spec in enumerate(self.workloads) if spec.ordinal or id(spec) in moving
+        )
+        self._positions: tuple[tuple[object, ...], dict[OwnerKey, int]] | None = None
         # The moment the last reconcile's replicas were asked for, and the moving curves' replicas per moment
         # asked about since (`asks_as_before`).
         self._asked_at: datetime | None = None
@@ -90,8 +99,7 @@ class Controllers:
             spec = self._by_key.get(owner) or self.rollouts.spec_of(owner)
             if spec is not None and not spec.ordinal:
                 self._replica_set(spec, desired_at, at, at_most=1)
-        settled = self._settled == (self.world.changes, self.rollouts.state())
-        for spec in self._varying if settled else self.workloads:
+        for spec in self._to_reconcile():
             if spec.ordinal:
                 self._stateful_set(spec, desired_at, at)
             else:
@@ -107,10 +115,33 @@ class Controllers:
                 self.world.changes += 1
         deployments = self.rollouts.state()
         self._settled = (self.world.changes, deployments)
+        self.world.owners_moved.clear()
         # Until when the next reconcile for the same replicas on an unchanged world changes nothing: the first
         # Job pod's end; not while a Deployment rolls out (its ReplicaSets move as pods turn Ready).
         _, rolling_out = deployments
         self._unchanged_until = None if rolling_out else min(self.world.finish_at.values(), default=NEVER)
+
+    def _to_reconcile(self) -> Sequence[WorkloadSpec]:
+        """The workloads a reconcile may find away from their replicas, in their order: with the world unchanged
+        since the last reconcile, those whose replicas follow a moving curve; with the Deployment controller's
+        state unchanged, those too, every StatefulSet (its pods start one after the other as they turn Ready)
+        and the workloads a pod of which came or went since (`World.owners_moved`); else all of them. The last
+        reconcile left every other one at its replicas, which have not moved."""
+        deployments = self.rollouts.state()
+        if self._settled == (self.world.changes, deployments):
+            return self._varying
+        if self._settled is None or self._settled[1] != deployments:
+            return self.workloads
+        known = self._positions
+        if known is None or known[0] != deployments:
+            positions = {
+                revision.key: place
+                for place, spec in enumerate(self.workloads)
+                for revision in self.rollouts.revisions(spec)
+            }
+            known = self._positions = (deployments, positions)
+        found = {known[1][owner] for owner in self.world.owners_moved if owner in known[1]}
+        return [self.workloads[place] for place in sorted(found.union(self._always))]
 
     def _as_left(self, desired_at: datetime, at: datetime) -> bool:
         """Whether the cluster is as the last reconcile left it, asked for the same replicas before any Job pod's

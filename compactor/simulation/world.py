@@ -175,6 +175,8 @@ class World:
         self._pending: dict[str, None] = {}
         self._placeholders: dict[str, None] = {}  # node replacement's placeholder pods (`Pod.placeholder`)
         self._by_owner: dict[OwnerKey, dict[str, None]] = defaultdict(dict)
+        # The owners a pod was added to or taken from since the controllers last reconciled (they empty it).
+        self.owners_moved: set[OwnerKey] = set()
         self._owner: dict[str, OwnerKey] = {}
         self._seq: dict[str, int] = {}
         self._next_seq = 0
@@ -306,6 +308,7 @@ class World:
         if owner is not None:
             self._owner[key] = owner
             self._by_owner[owner][key] = None
+            self.owners_moved.add(owner)
             owed = self.owed.get(owner)
             if owed:
                 self.displaced_by[key] = owed.pop(0)
@@ -507,6 +510,7 @@ class World:
         owner = self._owner.pop(key, None)
         if owner is not None:
             self._by_owner[owner].pop(key, None)
+            self.owners_moved.add(owner)
             if disrupted:
                 self.owed[owner].append(actor)
                 self.disrupted.append(owner)

@@ -183,3 +183,26 @@ def test_a_workload_of_one_count_is_visited_again_only_after_the_world_changed(
     controllers.reconcile(EVENING + timedelta(minutes=2), EVENING + timedelta(minutes=2))
     assert any(name.startswith("steady-") for name in visited)
     assert len(world.owned(steady)) == 3
+
+
+def test_a_workload_of_fixed_replicas_that_lost_a_pod_unheard_gets_it_back_once_the_world_changed() -> None:
+    """A reconcile on a changed world looks again at the workloads whose pods came or went since the last one,
+    not only at those whose replicas follow a moving curve: a pod taken without a disruption the controller
+    hears of (here a scale-down made behind its back) is made again, while another workload moved too."""
+    data = scenario_data()
+    data["deployments"].append(
+        {"name": "queue", "pool": POOL, "requests": {"cpu": "200m", "memory": "256Mi"}, "replicas": 3}
+    )
+    cluster = cluster_from(data)
+    world = cluster.world
+    controllers = cluster.controllers
+    controllers.reconcile(EVENING, EVENING)
+    queue = next(key for key in world.scales if key[2].startswith("queue-"))
+    assert world.owned_count(queue) == 3
+    world.scale_down(world.owned(queue)[0], EVENING)
+    web = next(key for key in world.pods if key.startswith("default/web-"))
+    world.scale_down(web, EVENING)
+    controllers.reconcile(EVENING, EVENING)
+    assert world.owned_count(queue) == 3
+    controllers.reconcile(EVENING, EVENING)
+    assert world.owned_count(queue) == 3

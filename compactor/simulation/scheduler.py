@@ -394,19 +394,23 @@ class _DefaultSpread:
             return None
         counts = self._owner_counts(owner)
         zones: Counter[str] = Counter()
-        feasible_zones = {target.node.zone for target in feasible if target.node.zone is not None}
+        target_zones = [target.node.zone for target in feasible]  # a property: read once per node
+        feasible_zones = {zone for zone in target_zones if zone is not None}
         for name, count in counts.items():
             state = self.view.nodes.get(name)
-            if state is None or state.node.zone not in feasible_zones or not _selects(pod, state.node):
+            if state is None:
                 continue
-            zones[state.node.zone] += count
+            zone = state.node.zone
+            if zone not in feasible_zones or not _selects(pod, state.node):
+                continue
+            zones[zone] += count
         host_weight = math.log(len(feasible) + 2)
         zone_weight = math.log(len(feasible_zones) + 2)
         raw = []
-        for target in feasible:
+        for target, zone in zip(feasible, target_zones, strict=True):
             score = counts[target.name] * host_weight + (self.HOSTNAME_MAX_SKEW - 1)
-            if target.node.zone is not None:
-                score += zones[target.node.zone] * zone_weight + (self.ZONE_MAX_SKEW - 1)
+            if zone is not None:
+                score += zones[zone] * zone_weight + (self.ZONE_MAX_SKEW - 1)
             raw.append(round(score))
         highest, lowest = max(raw), min(raw)
         if highest == 0:

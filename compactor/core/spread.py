@@ -100,8 +100,12 @@ class Carried:
         self._counts: dict[Key, _Counts] = {}
 
     def advance(self, nodes: Mapping[str, Holder]) -> None:
-        """The cluster's next view has `nodes`: a node whose state is not the same object has changed."""
+        """The cluster's next view has `nodes`: a node whose state is not the same object has changed. Nothing to
+        compare while no counts were asked for."""
         before = self._nodes
+        if not self._counts:
+            self._nodes = nodes
+            return
         changed: list[tuple[Holder | None, Holder | None]] = [
             (before.get(name), state) for name, state in nodes.items() if before.get(name) is not state
         ]

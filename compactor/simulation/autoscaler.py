@@ -41,7 +41,7 @@ from typing import Any
 from msgspec import structs
 
 from compactor.core import fit
-from compactor.core.blockers import pod_blockers
+from compactor.core.blockers import node_pods_blockers, pod_blockers
 from compactor.core.cluster import ClusterView, NodeState
 from compactor.core.model import CA_SCALE_DOWN_DISABLED, HOSTNAME_LABEL, ZERO, ZONE_LABELS, Node, Pod, Resources
 from compactor.core.prices import machines
@@ -636,8 +636,9 @@ class Autoscaler:
         # EmptySorting and PreviousCandidates comparers builder/autoscaler.go registers, in that order).
         # The rest in the node lister's order: its cache is a Go map (client-go's threadSafeMap), listed anew
         # in every loop; sort.Sort keeps it among equals on a few nodes (insertion sort up to 12).
-        draw = {name: self._lister.random() for name in sorted(view.nodes)}
-        cycle = {name: self._lister.random() for name in sorted(view.nodes)}  # the snapshot store's map
+        names = sorted(view.nodes)
+        draw = {name: self._lister.random() for name in names}
+        cycle = {name: self._lister.random() for name in names}  # the snapshot store's map
         listed = sorted(cycle, key=cycle.__getitem__)  # its node list, once a pass
         order = sorted(view.nodes.values(), key=lambda s: (bool(s.movable_pods), s.name not in previous, draw[s.name]))
         eligible = [state for state in order if self._eligible(state, draining, booked.get(state.name, ()))]
@@ -654,7 +655,7 @@ class Autoscaler:
             if state.name in self.unremovable_until:
                 continue
             own = state.movable_pods
-            if any(self._blocks(pod, view) for pod in own):
+            if self._node_blocks(state, view):
                 self.unremovable_until[state.name] = now + self._recheck
                 continue
             movable = [*own, *booked.get(state.name, ())]
@@ -766,13 +767,21 @@ class Autoscaler:
             return False
         return utilization(state, _sum(arriving)) <= self._threshold(state.pool)
 
+    def _node_blocks(self, state: NodeState, view: ClusterView) -> bool:
+        """Whether a pod of the node is blocked (`_blocks`): its pods' blockers found once for the same pods and
+        budgets, from one pass to the next (`node_pods_blockers`)."""
+        if node_pods_blockers(state.pods, view.pdbs, self.rules):
+            return True
+        return any(self._system_blocks(pod, view) for pod in state.movable_pods if pod.namespace == SYSTEM_NAMESPACE)
+
     def _blocks(self, pod: Pod, view: ClusterView) -> bool:
         """The drainability rules (simulator/drainability/rules): GKE's, where local storage no longer
         blocks (control plane 1.22 and later); a kube-system pod without a PodDisruptionBudget blocks,
         for `system_pod_blocking_seconds` after its creation when that is set (upstream's
         --blocking-system-pod-distruption-timeout), else for as long as it runs."""
-        if pod_blockers(pod, view.pdbs, self.rules):
-            return True
+        return bool(pod_blockers(pod, view.pdbs, self.rules)) or self._system_blocks(pod, view)
+
+    def _system_blocks(self, pod: Pod, view: ClusterView) -> bool:
         if pod.namespace != SYSTEM_NAMESPACE or pod.safe_to_evict is True or view.pdbs.covering(pod):
             return False
         limit = self.settings.system_pod_blocking_seconds
@@ -889,12 +898,9 @@ def utilization(state: NodeState, arriving: Resources = ZERO) -> float:
     --ignore-daemonsets-utilization is false by default), with `arriving` pods added."""
     allocatable = state.node.allocatable
     requested = state.requested + arriving
-    shares = [0.0]
-    if allocatable.cpu_millis > 0:
-        shares.append(requested.cpu_millis / allocatable.cpu_millis)
-    if allocatable.memory_bytes > 0:
-        shares.append(requested.memory_bytes / allocatable.memory_bytes)
-    return max(shares)
+    cpu = requested.cpu_millis / allocatable.cpu_millis if allocatable.cpu_millis > 0 else 0.0
+    memory = requested.memory_bytes / allocatable.memory_bytes if allocatable.memory_bytes > 0 else 0.0
+    return max(0.0, cpu, memory)
 
 
 def _base_price(cpu_millis: int, memory_bytes: int) -> float:

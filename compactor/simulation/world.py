@@ -215,6 +215,11 @@ class World:
         # Each budget as last computed (`_budget`): its PDB's version and the moment it was computed at, its
         # figures, and when the next of its pods turns Ready after that moment (None: none will).
         self._budgets: dict[str, tuple[int, datetime, tuple[int, int, int] | None, datetime | None]] = {}
+        # Budgets touched in all (`_touch`), and the last snapshot's budgets: (the touches then, the moment they
+        # were found for, the first moment after it a member turns Ready, the budgets), the same while no budget
+        # was touched and no member turned Ready (`_pdbs_at`).
+        self._touches = 0
+        self._pdbs_found: tuple[int, datetime, datetime | None, tuple[Pdb, ...]] | None = None
         # The last view made for each configuration (`view`): the changes count and moment, the view, and
         # when the next pod turns Ready after that moment (computed when first asked).
         self._views: dict[int, _View] = {}
@@ -574,6 +579,7 @@ class World:
     def _touch(self, pdb_keys: Iterable[str]) -> None:
         for pdb_key in pdb_keys:
             self._pdb_version[pdb_key] = self._pdb_version.get(pdb_key, 0) + 1
+            self._touches += 1
 
     def covering_pdbs(self, key: str) -> list[str]:
         return [pdb_key for pdb_key, members in self._pdb_members.items() if key in members]
@@ -759,7 +765,7 @@ class World:
         """The cluster as a Snapshot. With `placeholders_apart`, what a live run reads
         (`compactor.kube.snapshot`): placeholder pods in `placeholders`, not in `pods`; without, every pod
         in `pods`, as the scheduler and the Cluster Autoscaler count them."""
-        pdbs = tuple(self._pdb_snapshot(key, record, at) for key, record in self._pdb_records.items())
+        pdbs = self._pdbs_at(at)
         deployments, replica_sets = self.workload_records(at) if self.workload_records is not None else ((), ())
         pods = tuple(self._pod_records.values())
         placeholders: tuple[Pod, ...] = ()
@@ -775,6 +781,21 @@ class World:
             replica_sets=replica_sets,
             placeholders=placeholders,
         )
+
+    def _pdbs_at(self, at: datetime) -> tuple[Pdb, ...]:
+        """Every budget as a snapshot holds it at `at` (`_pdb_snapshot`): those of the last snapshot while no
+        budget was touched since and no member turned Ready between."""
+        found = self._pdbs_found
+        if found is not None and found[0] == self._touches and found[1] <= at and (found[2] is None or at < found[2]):
+            return found[3]
+        pdbs = tuple(self._pdb_snapshot(key, record, at) for key, record in self._pdb_records.items())
+        budgets = self._budgets
+        ready = min(
+            (known[3] for key in self._pdb_records if (known := budgets.get(key)) is not None and known[3] is not None),
+            default=None,
+        )
+        self._pdbs_found = (self._touches, at, ready, pdbs)
+        return pdbs
 
     def _pdb_snapshot(self, key: str, record: Pdb, at: datetime) -> Pdb:
         """The PDB as a snapshot holds it, its disruptionsAllowed at `at`: the same object as in the last snapshot

@@ -122,6 +122,34 @@ def test_a_budget_follows_each_change_it_is_made_of_and_no_other() -> None:
     assert cluster.disruptions_allowed(key, START + timedelta(minutes=2)) == 0
 
 
+def test_a_snapshot_s_budgets_follow_each_change_and_each_pod_turning_ready_and_are_kept_between() -> None:
+    """The budgets a snapshot holds are those of the last snapshot while none was touched and no member turned
+    Ready since; a bind, a scale, an eviction or the moment a member turns Ready gives new ones."""
+    cluster = world()
+    add_node(cluster, "n1")
+    rs = ("default", "ReplicaSet", "rs")
+    add_pod(cluster, "web-1", node="n1", app="web")
+    add_pod(cluster, "web-2", node="n1", app="web")
+    cluster.set_scale(rs, 3)
+    add_pdb(cluster, "web", minAvailable=2)
+
+    def allowed(at: datetime) -> int:
+        return cluster.snapshot(at).pdbs[0].disruptions_allowed
+
+    first = cluster.snapshot(START).pdbs
+    assert allowed(START) == 0
+    assert cluster.snapshot(START + timedelta(seconds=5)).pdbs is first  # nothing changed: the same budgets
+    add_pod(cluster, "web-3", app="web")
+    cluster.bind("default/web-3", "n1", START)
+    assert allowed(START) == 0  # bound, not Ready yet
+    assert allowed(START + timedelta(minutes=1)) == 1  # Ready now, with no change to the world between
+    cluster.set_scale(rs, 2)
+    assert allowed(START + timedelta(minutes=1)) == 1
+    assert cluster.evict("default/web-1", actor="test", at=START + timedelta(minutes=1)).status == "evicted"
+    assert allowed(START + timedelta(minutes=1)) == 0
+    assert allowed(START) == 0  # an earlier moment is found again
+
+
 def test_an_evicted_pod_is_owed_to_its_owner_and_booked_to_the_actor() -> None:
     cluster = world()
     add_node(cluster, "n1")

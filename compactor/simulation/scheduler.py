@@ -158,7 +158,7 @@ class Scheduler:
                 self._unplaced(key)
                 continue
             pod = prepared(self.world, key, simulation)
-            feasible = self._feasible(pod, simulation)
+            feasible = self._feasible(pod, simulation, used)
             if not feasible:
                 if lowest_anywhere is not None and lowest_anywhere < pod.priority:
                     chosen = self._preempt(key, pod, view, simulation, lowest, at)
@@ -219,10 +219,12 @@ class Scheduler:
             known = self._lowest_on[target.name] = (target.pods, lowest)
         return known[1]
 
-    def _feasible(self, pod: Pod, simulation: fit.Simulation) -> list[NodeState]:
+    def _feasible(self, pod: Pod, simulation: fit.Simulation, used: dict[str, list[int]]) -> list[NodeState]:
         """The nodes that pass the pod's filters: all of them below `MIN_FEASIBLE_NODES_TO_FIND` nodes; else the
         first `feasible_nodes_to_find` from where the last search stopped, which moves past the nodes it
-        filtered (a search that finds too few filters every node)."""
+        filtered (a search that finds too few filters every node). `used`: each target's cpu and memory
+        requested in this round: a node whose room is short of the pod's requests even so is passed over without
+        asking the full filter, which would refuse it too."""
         targets = simulation.targets
         count = len(targets)
         if count < MIN_FEASIBLE_NODES_TO_FIND:
@@ -231,8 +233,13 @@ class Scheduler:
         start = self._next_start % count
         feasible: list[NodeState] = []
         processed = count
+        cpu, memory = pod.requests.cpu_millis, pod.requests.memory_bytes
         for offset in range(count):
             target = targets[(start + offset) % count]
+            room = target.node.allocatable
+            taken = used[target.name]
+            if taken[0] + cpu > room.cpu_millis or taken[1] + memory > room.memory_bytes:
+                continue
             if simulation.why_not(pod, target) is None:
                 feasible.append(target)
                 if len(feasible) == wanted:
@@ -452,9 +459,10 @@ def _taint_toleration(pod: Pod, target: NodeState) -> int:
     3 in the default profile (pkg/scheduler/apis/config/v1/default_plugins.go), against 1 for
     NodeResourcesFit: a node the pod need not avoid wins whatever its load.
     """
-    intolerable = any(
+    taints = target.node.taints
+    intolerable = bool(taints) and any(
         taint.effect == PREFER_NO_SCHEDULE and not any(t.tolerates(taint) for t in pod.tolerations)
-        for taint in target.node.taints
+        for taint in taints
     )
     return 0 if intolerable else TAINT_TOLERATION_WEIGHT * 100
 

@@ -257,33 +257,47 @@ def test_kube_scheduler_looks_for_fewer_feasible_nodes_on_larger_clusters(nodes:
     assert feasible_nodes_to_find(nodes) == wanted
 
 
-def _search(nodes: int) -> tuple[Scheduler, fit.Simulation, Pod, list[str]]:
-    """A scheduler over `nodes` empty nodes named in order, a simulation of them, a small pod, the names."""
+def _search(nodes: int, full: int = 0) -> tuple[Scheduler, fit.Simulation, Pod, list[str], dict[str, list[int]]]:
+    """A scheduler over `nodes` nodes named in order, every `full`-th of them (if any) with its cpu taken, a
+    simulation of them, a small pod, the names, and each node's cpu and memory requested as a round counts them."""
     cluster = world()
     names = [f"n{index:03}" for index in range(nodes)]
-    for name in names:
+    for index, name in enumerate(names):
         add_node(cluster, name)
+        if full and index % full == 0:
+            add_pod(cluster, f"resident-{index}", node=name, cpu="4")
     view = cluster.view(START, CONFIG)
     simulation = fit.Simulation(view, NOWHERE, sorted(view.nodes.values(), key=lambda state: state.name))
     template = objects.pod_template(namespace="default", labels={}, requests={"cpu": "100m"})
     pod = parse_pod(objects.stamp_pod(template, name="p", owner_kind=None, owner_name=None, created=START))
-    return Scheduler(cluster, CONFIG, seed=1), simulation, pod, names
+    used = {state.name: [state.requested.cpu_millis, state.requested.memory_bytes] for state in simulation.targets}
+    return Scheduler(cluster, CONFIG, seed=1), simulation, pod, names, used
 
 
 def test_on_100_nodes_or_more_the_search_stops_at_enough_feasible_nodes_and_the_next_starts_past_it() -> None:
-    scheduler, simulation, pod, names = _search(150)
-    first = scheduler._feasible(pod, simulation)
+    scheduler, simulation, pod, names, used = _search(150)
+    first = scheduler._feasible(pod, simulation, used)
     assert [state.name for state in first] == names[:100]  # 150 x (50 - 1)% = 73, at least 100
-    second = scheduler._feasible(pod, simulation)
+    second = scheduler._feasible(pod, simulation, used)
     assert [state.name for state in second] == names[100:] + names[:50]  # round the list
-    third = scheduler._feasible(pod, simulation)
+    third = scheduler._feasible(pod, simulation, used)
     assert [state.name for state in third] == names[50:]
 
 
+def test_nodes_passed_over_for_want_of_room_are_those_the_filter_refuses_and_the_search_moves_past_them() -> None:
+    scheduler, simulation, pod, names, used = _search(200, full=3)
+    fits = [name for name in names if simulation.why_not(pod, simulation.view.nodes[name]) is None]
+    assert len(fits) == 133 and not set(names[::3]) & set(fits)
+    first = scheduler._feasible(pod, simulation, used)
+    assert [state.name for state in first] == fits[:100]  # 200 x (50 - 1)% = 98, at least 100
+    second = scheduler._feasible(pod, simulation, used)
+    assert [state.name for state in second] == fits[100:] + fits[:67]  # started past the last node looked at
+
+
 def test_below_100_nodes_every_feasible_node_is_found_in_name_order() -> None:
-    scheduler, simulation, pod, names = _search(40)
-    assert [state.name for state in scheduler._feasible(pod, simulation)] == names
-    assert [state.name for state in scheduler._feasible(pod, simulation)] == names  # no search moved on
+    scheduler, simulation, pod, names, used = _search(40)
+    assert [state.name for state in scheduler._feasible(pod, simulation, used)] == names
+    assert [state.name for state in scheduler._feasible(pod, simulation, used)] == names  # no search moved on
 
 
 def test_a_daemonset_pod_that_fits_nowhere_does_not_hold_back_its_sibling_for_another_node() -> None:

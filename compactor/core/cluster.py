@@ -290,6 +290,17 @@ class PdbIndex:
             self.covering_known[key] = (labels, found)
         return found
 
+    def covering_each(self, pods: Iterable[Pod]) -> list[Pdb]:
+        """The budgets covering each pod (`covering`), one after the other, a budget once for every pod it covers;
+        a pod whose labels map was matched before without a call."""
+        found: list[Pdb] = []
+        known = self.covering_known
+        for pod in pods:
+            labels = pod.labels
+            hit = known.get((pod.namespace, id(labels)))
+            found.extend(hit[1] if hit is not None and hit[0] is labels else self.covering(pod))
+        return found
+
     def _matching(self, index: _Indexed, labels: Mapping[str, str]) -> Sequence[Pdb]:
         always, keyed = index
         budgets = self.budgets

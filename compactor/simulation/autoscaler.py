@@ -661,7 +661,7 @@ class Autoscaler:
             movable = [*own, *booked.get(state.name, ())]
             # The PDB drainability rule asks what is left, not what the PDB's status says
             # (simulator/drainability/rules/pdb/rule.go: "not enough pod disruption budget to move").
-            budgets = [pdb for pod in movable for pdb in view.pdbs.covering(pod)]
+            budgets = view.pdbs.covering_each(movable)
             if any(remaining.get(pdb.key, pdb.disruptions_allowed) < 1 for pdb in budgets):
                 self.unremovable_until[state.name] = now + self._recheck
                 continue

@@ -461,8 +461,7 @@ def _taint_toleration(pod: Pod, target: NodeState) -> int:
     """
     taints = target.node.taints
     intolerable = bool(taints) and any(
-        taint.effect == PREFER_NO_SCHEDULE and not any(t.tolerates(taint) for t in pod.tolerations)
-        for taint in taints
+        taint.effect == PREFER_NO_SCHEDULE and not any(t.tolerates(taint) for t in pod.tolerations) for taint in taints
     )
     return 0 if intolerable else TAINT_TOLERATION_WEIGHT * 100
 

@@ -1058,28 +1058,22 @@ class Simulation:
         such nodes each domain has. Once per view."""
         key = ("everywhere", pod.namespace, constraint, pod.node_selector, pod.node_affinity)
         nodes_key = ("nodes", *key[1:])
-        counts = self.view.spread_counts.get(key)
-        nodes_per_domain = self.view.spread_counts.get(nodes_key)
-        carried = self.view.spread_carry
-        if (counts is None or nodes_per_domain is None) and carried is not None:
-            view = self.view
-            found = carried.everywhere(
+        view = self.view
+        counts = view.spread_counts.get(key)
+        nodes_per_domain = view.spread_counts.get(nodes_key)
+        if (counts is None or nodes_per_domain is None) and view.spread_carry is not None:
+            found = view.spread_carry.everywhere(
                 view.nodes, lambda: view.pods_by_namespace.get(pod.namespace, ()), pod, constraint
             )
             if found is not None:
-                counts, nodes_per_domain = self.view.spread_counts[key], self.view.spread_counts[nodes_key] = found
+                counts, nodes_per_domain = found
+                view.spread_counts[key], view.spread_counts[nodes_key] = found
         if counts is None or nodes_per_domain is None:
             nodes_per_domain = self._nodes_per_domain(pod, constraint)
-            counts = Counter(dict.fromkeys(nodes_per_domain, 0))
-            for other in self.view.pods_by_namespace.get(pod.namespace, ()):
-                if not selector_matches(constraint.selector, other.labels):
-                    continue
-                holder = self.view.nodes.get(other.node_name or "")
-                domain = holder.node.labels.get(constraint.topology_key) if holder is not None else None
-                if domain is not None and domain in counts:
-                    counts[domain] += 1
-            self.view.spread_counts[key] = counts
-            self.view.spread_counts[nodes_key] = nodes_per_domain
+            in_namespace = view.pods_by_namespace.get(pod.namespace, ())
+            counts = spread.in_domains(spread.matching(view.nodes, in_namespace, constraint), nodes_per_domain)
+            view.spread_counts[key] = counts
+            view.spread_counts[nodes_key] = nodes_per_domain
         return counts, nodes_per_domain
 
     def _nodes_per_domain(self, pod: Pod, constraint: SpreadConstraint) -> Counter[str]:
@@ -1090,12 +1084,7 @@ class Simulation:
         key = ("domains", constraint.topology_key, pod.node_selector, pod.node_affinity)
         nodes_per_domain = self.view.spread_counts.get(key)
         if nodes_per_domain is None:
-            nodes_per_domain = Counter()
-            for state in self.view.nodes.values():
-                domain = spread.domain_for(pod, constraint, state.node)
-                if domain is not None:
-                    nodes_per_domain[domain] += 1
-            self.view.spread_counts[key] = nodes_per_domain
+            nodes_per_domain = self.view.spread_counts[key] = spread.nodes_per_domain(self.view.nodes, pod, constraint)
         return nodes_per_domain
 
     # -- explanation --------------------------------------------------------------------------

@@ -107,7 +107,7 @@ class Carried:
             self._nodes = nodes
             return
         changed: list[tuple[Holder | None, Holder | None]] = [
-            (before.get(name), state) for name, state in nodes.items() if before.get(name) is not state
+            (old, state) for name, state in nodes.items() if (old := before.get(name)) is not state
         ]
         if len(nodes) - sum(1 for old, _ in changed if old is None) != len(before):
             changed.extend((state, None) for name, state in before.items() if name not in nodes)
@@ -143,21 +143,38 @@ class Carried:
 def _fresh(
     version: int, nodes: Mapping[str, Holder], in_namespace: Iterable[Pod], pod: Pod, constraint: SpreadConstraint
 ) -> _Counts:
-    key = constraint.topology_key
-    domains: Counter[str] = Counter()
+    domains = nodes_per_domain(nodes, pod, constraint)
+    found = matching(nodes, in_namespace, constraint)
+    return _Counts(version, pod, constraint, found, domains, in_domains(found, domains))
+
+
+def nodes_per_domain(nodes: Mapping[str, Holder], pod: Pod, constraint: SpreadConstraint) -> Counter[str]:
+    """How many of `nodes` the pod may use each domain of the constraint has, in the order of `nodes`."""
+    found: Counter[str] = Counter()
     for state in nodes.values():
         domain = domain_for(pod, constraint, state.node)
         if domain is not None:
-            domains[domain] += 1
-    matching: Counter[str] = Counter()
-    for other in in_namespace:
+            found[domain] += 1
+    return found
+
+
+def matching(nodes: Mapping[str, Holder], pods: Iterable[Pod], constraint: SpreadConstraint) -> Counter[str]:
+    """Of `pods` (one namespace's), those `constraint` selects per value of its topology key on the node in
+    `nodes` each is bound to."""
+    key = constraint.topology_key
+    found: Counter[str] = Counter()
+    for other in pods:
         if selector_matches(constraint.selector, other.labels):
             holder = nodes.get(other.node_name or "")
             value = holder.node.labels.get(key) if holder is not None else None
             if value is not None:
-                matching[value] += 1
-    counts = Counter({domain: matching[domain] for domain in domains})
-    return _Counts(version, pod, constraint, matching, domains, counts)
+                found[value] += 1
+    return found
+
+
+def in_domains(found: Counter[str], domains: Iterable[str]) -> Counter[str]:
+    """`found` in each of `domains`, an empty domain at zero: what the filter counts a domain's pods by."""
+    return Counter({domain: found[domain] for domain in domains})
 
 
 def _bring(counts: _Counts, change: _Change) -> None:

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from compactor.kube.answers import ConflictError, NotFoundError
-from compactor.simulation.world import ReadyTimes
+from compactor.simulation.world import OwnerKey, ReadyTimes, World
 from tests.simulation.builders import START, add_node, add_pdb, add_pod, world
 
 
@@ -88,16 +88,22 @@ def test_a_pod_that_is_not_ready_yet_does_not_count_as_healthy() -> None:
     assert cluster.disruptions_allowed(key, START + timedelta(minutes=1)) == 1
 
 
-def test_a_budget_follows_each_change_it_is_made_of_and_no_other() -> None:
-    """The budget is kept between changes: a pod of its own coming, bound or going, its owner's scale and the
-    Deployment a ReplicaSet joins move it; a pod under no budget of its own, a node, does not."""
+def _two_ready_web_pods(replicas: int, **budget: int | str) -> tuple[World, OwnerKey, str]:
+    """A node with two Ready pods of ReplicaSet rs (`app: web`) scaled to `replicas`, and a budget over them: the
+    cluster, the ReplicaSet and the budget's key."""
     cluster = world()
     add_node(cluster, "n1")
     rs = ("default", "ReplicaSet", "rs")
     add_pod(cluster, "web-1", node="n1", app="web")
     add_pod(cluster, "web-2", node="n1", app="web")
-    cluster.set_scale(rs, 2)
-    key = add_pdb(cluster, "web", minAvailable="50%")
+    cluster.set_scale(rs, replicas)
+    return cluster, rs, add_pdb(cluster, "web", **budget)
+
+
+def test_a_budget_follows_each_change_it_is_made_of_and_no_other() -> None:
+    """The budget is kept between changes: a pod of its own coming, bound or going, its owner's scale and the
+    Deployment a ReplicaSet joins move it; a pod under no budget of its own, a node, does not."""
+    cluster, rs, key = _two_ready_web_pods(2, minAvailable="50%")
     assert cluster.disruptions_allowed(key, START) == 1
     cluster.set_scale(rs, 4)  # two more expected: desired 2 of 4, 2 healthy
     assert cluster.disruptions_allowed(key, START) == 0
@@ -125,13 +131,7 @@ def test_a_budget_follows_each_change_it_is_made_of_and_no_other() -> None:
 def test_a_snapshot_s_budgets_follow_each_change_and_each_pod_turning_ready_and_are_kept_between() -> None:
     """The budgets a snapshot holds are those of the last snapshot while none was touched and no member turned
     Ready since; a bind, a scale, an eviction or the moment a member turns Ready gives new ones."""
-    cluster = world()
-    add_node(cluster, "n1")
-    rs = ("default", "ReplicaSet", "rs")
-    add_pod(cluster, "web-1", node="n1", app="web")
-    add_pod(cluster, "web-2", node="n1", app="web")
-    cluster.set_scale(rs, 3)
-    add_pdb(cluster, "web", minAvailable=2)
+    cluster, rs, _ = _two_ready_web_pods(3, minAvailable=2)
 
     def allowed(at: datetime) -> int:
         return cluster.snapshot(at).pdbs[0].disruptions_allowed
